@@ -1,0 +1,72 @@
+"""The engine's exception tree.
+
+Every error a user can cause derives from :class:`BpmError`; its message says what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class BpmError(Exception):
+    """Base class of every error raised by the engine on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a process definition, located in its source."""
+
+    message: str
+    element_id: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.element_id:
+            where.append(f"element '{self.element_id}'")
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        return f"{self.message} ({', '.join(where)})" if where else self.message
+
+
+class DeploymentError(BpmError):
+    """A process definition was rejected; nothing was stored."""
+
+    def __init__(self, problems: list[Problem] | Problem | str, resource: str | None = None):
+        if isinstance(problems, str):
+            problems = [Problem(problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: list[Problem] = problems
+        self.resource = resource
+        head = f"cannot deploy {resource}: " if resource else "cannot deploy: "
+        super().__init__(head + "; ".join(str(p) for p in problems))
+
+
+class NotFound(BpmError):
+    """The thing asked for does not exist (or no longer exists)."""
+
+
+class IllegalTransition(BpmError):
+    """A token or instance state change that the transition table forbids."""
+
+
+class VariableError(BpmError):
+    """Variables that are not JSON, or exceed the configured size limit."""
+
+
+class InvalidOperation(BpmError):
+    """The operation does not apply to the object in its current state."""
+
+
+class LeaseLost(BpmError):
+    """A worker's lease on a token or task is no longer valid; its result is dropped."""
+
+
+class HandlerNotFound(BpmError):
+    """No handler is registered under the name a service task refers to."""
+
+
+class ConfigurationError(BpmError):
+    """The engine or a command was given settings it cannot work with."""

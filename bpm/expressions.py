@@ -1,0 +1,88 @@
+"""Gateway conditions: CEL, compiled once at deploy and evaluated without Python ``eval``.
+
+Camunda files write conditions as ``${amount > 100}``; the wrapper is removed here so the
+same text works from BPMN and from the builder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import cel
+
+from bpm.errors import BpmError
+
+# Functions and macros of the CEL standard library. Anything else (``__import__``,
+# ``system``, ...) is refused at deploy: CEL has no way to reach Python, but an unknown
+# function would only fail later, at run time, in the middle of an instance.
+_ALLOWED_FUNCTIONS = frozenset(
+    {
+        "_&&_", "_||_", "!_", "-_", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_",
+        "_+_", "_-_", "_*_", "_/_", "_%_", "_?_:_", "_[_]", "@in", "@not_strictly_false",
+        "size", "contains", "startsWith", "endsWith", "matches", "has", "all", "exists",
+        "exists_one", "map", "filter", "int", "uint", "double", "string", "bytes", "bool",
+        "type", "dyn", "duration", "timestamp", "getFullYear", "getMonth", "getDate",
+        "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getHours", "getMinutes",
+        "getSeconds", "getMilliseconds", "lowerAscii", "upperAscii", "trim", "max", "min",
+    }
+)  # fmt: skip
+
+_WRAPPED = re.compile(r"^\s*[$#]\{(?P<body>.*)\}\s*$", re.DOTALL)
+
+
+class ExpressionError(BpmError):
+    """A condition that does not compile, or cannot be evaluated on these variables."""
+
+
+def unwrap(source: str) -> str:
+    """``${amount > 100}`` -> ``amount > 100``; plain CEL is returned stripped."""
+    match = _WRAPPED.match(source)
+    return (match.group("body") if match else source).strip()
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A compiled CEL boolean expression over instance variables."""
+
+    source: str
+    program: Any
+
+    @property
+    def variables(self) -> list[str]:
+        return list(self.program.variables())
+
+    def evaluate(self, variables: Mapping[str, Any]) -> bool:
+        """The condition's value; an error names the expression and the cause."""
+        try:
+            result = self.program.execute(dict(variables))
+        except Exception as exc:  # the CEL runtime raises several unrelated types
+            raise ExpressionError(f"condition `{self.source}` failed: {exc}") from exc
+        if not isinstance(result, bool):
+            raise ExpressionError(
+                f"condition `{self.source}` gave {result!r}, not true or false"
+            )
+        return result
+
+
+@lru_cache(maxsize=4096)
+def compile_condition(source: str) -> Condition:
+    """Compile ``source`` (optionally ``${...}``), refusing anything outside standard CEL."""
+    text = unwrap(source)
+    if not text:
+        raise ExpressionError("empty condition")
+    try:
+        program = cel.compile(text)
+    except (ValueError, RuntimeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ExpressionError(f"condition `{text}` does not compile: {first}") from exc
+    unknown = sorted(set(program.functions()) - _ALLOWED_FUNCTIONS)
+    if unknown:
+        raise ExpressionError(
+            f"condition `{text}` calls {', '.join(unknown)}: only standard CEL functions "
+            "are allowed (no Python)"
+        )
+    return Condition(text, program)

@@ -1,0 +1,129 @@
+"""The process graph: nodes by id, flows by source and target, and its JSON form."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from bpm.model import nodes as n
+from bpm.retry import RetryPolicy
+
+_KINDS: dict[str, type[n.Node]] = {
+    "start_event": n.StartEvent,
+    "end_event": n.EndEvent,
+    "service_task": n.ServiceTask,
+    "user_task": n.UserTask,
+    "exclusive_gateway": n.ExclusiveGateway,
+    "parallel_gateway": n.ParallelGateway,
+    "timer_catch_event": n.TimerCatchEvent,
+    "boundary_event": n.BoundaryEvent,
+}
+_KIND_OF = {cls: name for name, cls in _KINDS.items()}
+
+
+@dataclass(frozen=True)
+class ProcessModel:
+    """An executable process: its key, nodes and flows. Built by the BPMN parser or builder."""
+
+    key: str
+    nodes: Mapping[str, n.Node]
+    flows: tuple[n.Flow, ...]
+    name: str | None = None
+    version_tag: str | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @cached_property
+    def outgoing(self) -> Mapping[str, tuple[n.Flow, ...]]:
+        out: dict[str, list[n.Flow]] = {node_id: [] for node_id in self.nodes}
+        for flow in self.flows:
+            out.setdefault(flow.source, []).append(flow)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def incoming(self) -> Mapping[str, tuple[n.Flow, ...]]:
+        inc: dict[str, list[n.Flow]] = {node_id: [] for node_id in self.nodes}
+        for flow in self.flows:
+            inc.setdefault(flow.target, []).append(flow)
+        return {k: tuple(v) for k, v in inc.items()}
+
+    @cached_property
+    def boundaries(self) -> Mapping[str, tuple[n.BoundaryEvent, ...]]:
+        """Boundary events by the id of the activity they are attached to."""
+        out: dict[str, list[n.BoundaryEvent]] = {}
+        for node in self.nodes.values():
+            if isinstance(node, n.BoundaryEvent):
+                out.setdefault(node.attached_to, []).append(node)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def start_events(self) -> tuple[n.StartEvent, ...]:
+        return tuple(x for x in self.nodes.values() if isinstance(x, n.StartEvent))
+
+    def node(self, node_id: str) -> n.Node:
+        return self.nodes[node_id]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form; ``from_dict`` restores an equal model."""
+        return {
+            "key": self.key,
+            "name": self.name,
+            "version_tag": self.version_tag,
+            "nodes": [_node_to_dict(x) for x in self.nodes.values()],
+            "flows": [dataclasses.asdict(f) for f in self.flows],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProcessModel:
+        nodes = [_node_from_dict(x) for x in data["nodes"]]
+        return cls(
+            key=data["key"],
+            name=data.get("name"),
+            version_tag=data.get("version_tag"),
+            nodes={x.id: x for x in nodes},
+            flows=tuple(n.Flow(**f) for f in data["flows"]),
+        )
+
+    def checksum(self) -> str:
+        """A digest of the executable content, used to detect a changed redeploy."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _node_to_dict(node: n.Node) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": _KIND_OF[type(node)]}
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, RetryPolicy):
+            value = value.to_dict()
+        elif isinstance(value, n.TimerSpec):
+            value = {"kind": value.kind.value, "expression": value.expression}
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
+
+
+def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
+    cls = _KINDS[data["type"]]
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "retry" and value is not None:
+            value = RetryPolicy.from_dict(value)
+        elif f.name == "timer" and value is not None:
+            value = n.TimerSpec(n.TimerKind(value["kind"]), value["expression"])
+        elif f.name == "kind" and cls is n.EndEvent:
+            value = n.EndKind(value)
+        elif f.name == "candidate_groups":
+            value = tuple(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)

@@ -1,0 +1,62 @@
+"""Connecting to the database: PostgreSQL (psycopg 3) or SQLite for the embedded mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+from bpm.errors import ConfigurationError
+
+
+def normalize_url(url: str) -> str:
+    """Accept ``postgresql://`` and ``postgres://`` and use psycopg 3 for them."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def connect(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
+    """An SQLAlchemy engine for ``url`` set up for this engine's transactions."""
+    url = normalize_url(url)
+    try:
+        parsed = make_url(url)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"not a database URL: {url!r}; use postgresql+psycopg://user@host/db "
+            "or sqlite:///path.db"
+        ) from exc
+    if parsed.get_backend_name() == "sqlite":
+        eng = create_engine(url, echo=echo, connect_args={"timeout": 30})
+        _serialize_sqlite_writers(eng)
+        return eng
+    if parsed.get_backend_name() != "postgresql":
+        raise ConfigurationError(
+            f"unsupported database {parsed.get_backend_name()!r}: use PostgreSQL or SQLite"
+        )
+    return create_engine(
+        url, echo=echo, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True
+    )
+
+
+def _serialize_sqlite_writers(eng: Engine) -> None:
+    """SQLite has no row locks: take the write lock at BEGIN so transactions serialize."""
+
+    @event.listens_for(eng, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # let SQLAlchemy's "begin" event issue BEGIN
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(eng, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def is_sqlite(eng: Engine) -> bool:
+    return eng.dialect.name == "sqlite"

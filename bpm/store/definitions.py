@@ -1,0 +1,72 @@
+"""Queries on deployments and process definitions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select
+
+from bpm.runtime.records import ProcessDefinition
+from bpm.store import tables as t
+from bpm.store.rows import definition_from_row
+
+
+def latest(conn: Connection, key: str) -> ProcessDefinition | None:
+    row = conn.execute(
+        select(t.process_definition)
+        .where(t.process_definition.c.key == key)
+        .order_by(t.process_definition.c.version.desc())
+        .limit(1)
+    ).first()
+    return definition_from_row(row) if row else None
+
+
+def by_id(conn: Connection, definition_id: str) -> ProcessDefinition | None:
+    row = conn.execute(
+        select(t.process_definition).where(t.process_definition.c.id == definition_id)
+    ).first()
+    return definition_from_row(row) if row else None
+
+
+def model_json(conn: Connection, definition_id: str) -> dict[str, Any] | None:
+    value = conn.execute(
+        select(t.process_definition.c.model).where(t.process_definition.c.id == definition_id)
+    ).scalar_one_or_none()
+    return dict(value) if value is not None else None
+
+
+def source(conn: Connection, definition_id: str) -> str | None:
+    return conn.execute(
+        select(t.process_definition.c.source).where(t.process_definition.c.id == definition_id)
+    ).scalar_one_or_none()
+
+
+def next_version(conn: Connection, key: str) -> int:
+    current = conn.execute(
+        select(func.max(t.process_definition.c.version)).where(
+            t.process_definition.c.key == key
+        )
+    ).scalar_one_or_none()
+    return int(current or 0) + 1
+
+
+def insert_deployment(
+    conn: Connection, deployment_id: str, name: str | None, source: str | None, now: datetime
+) -> None:
+    conn.execute(
+        insert(t.deployment).values(id=deployment_id, name=name, source=source, created_at=now)
+    )
+
+
+def insert_definition(conn: Connection, **values: Any) -> None:
+    conn.execute(insert(t.process_definition).values(**values))
+
+
+def list_all(conn: Connection, key: str | None = None) -> list[ProcessDefinition]:
+    q = select(t.process_definition).order_by(
+        t.process_definition.c.key, t.process_definition.c.version
+    )
+    if key is not None:
+        q = q.where(t.process_definition.c.key == key)
+    return [definition_from_row(r) for r in conn.execute(q)]

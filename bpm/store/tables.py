@@ -1,0 +1,262 @@
+"""The schema as SQLAlchemy Core tables. Alembic migrations create it; this mirrors them.
+
+``tests/test_store_schema.py`` checks that the migrations and these tables agree.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on every backend (SQLite stores them naive, in UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; pass an aware UTC datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+JSONDoc: Any = JSON().with_variant(JSONB(), "postgresql")
+
+metadata = MetaData()
+
+deployment = Table(
+    "deployment",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(255)),
+    Column("source", String(255)),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+process_definition = Table(
+    "process_definition",
+    metadata,
+    Column("id", String(300), primary_key=True),
+    Column("key", String(255), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("name", String(255)),
+    Column("version_tag", String(255)),
+    Column("checksum", String(64), nullable=False),
+    Column("resource", String(255)),
+    Column("deployment_id", String(64), ForeignKey("deployment.id")),
+    Column("source", Text, nullable=False),
+    Column("model", JSONDoc, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("key", "version", name="uq_process_definition_key_version"),
+)
+
+process_instance = Table(
+    "process_instance",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("definition_id", String(300), ForeignKey("process_definition.id"), nullable=False),
+    Column("definition_key", String(255), nullable=False),
+    Column("business_key", String(255)),
+    Column("state", String(16), nullable=False),
+    Column("variables", JSONDoc, nullable=False),
+    Column("idempotency_key", String(255), unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime),
+    Index("ix_process_instance_state_created", "state", "created_at"),
+    Index("ix_process_instance_business_key", "business_key"),
+    Index("ix_process_instance_definition_key", "definition_key"),
+)
+
+token = Table(
+    "token",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("blocked_kind", String(32)),
+    Column("blocked_id", String(64)),
+    Column("scope_id", String(64)),
+    Column("parent_id", String(64)),
+    Column("attempt", Integer, nullable=False, server_default=text("0")),
+    Column("lease_owner", String(255)),
+    Column("lease_expires_at", UTCDateTime),
+    Column("error", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_token_instance", "instance_id"),
+    Index(
+        "ix_token_ready",
+        "updated_at",
+        postgresql_where=text("state = 'ready'"),
+        sqlite_where=text("state = 'ready'"),
+    ),
+    Index(
+        "ix_token_lease",
+        "lease_expires_at",
+        postgresql_where=text("state = 'executing'"),
+        sqlite_where=text("state = 'executing'"),
+    ),
+)
+
+fork_scope = Table(
+    "fork_scope",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("parent_id", String(64)),
+    Column("fork_node_id", String(255), nullable=False),
+    Column("expected", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_fork_scope_instance", "instance_id"),
+)
+
+timer = Table(
+    "timer",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("token_id", String(64), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("fire_at", UTCDateTime, nullable=False),
+    Column("repeat_left", Integer),
+    Column("interval_ms", BigInteger),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("fired_at", UTCDateTime),
+    Index(
+        "ix_timer_due",
+        "fire_at",
+        postgresql_where=text("state = 'pending'"),
+        sqlite_where=text("state = 'pending'"),
+    ),
+    Index("ix_timer_token", "token_id"),
+)
+
+external_task = Table(
+    "external_task",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("token_id", String(64), nullable=False),
+    Column("definition_id", String(300), nullable=False),
+    Column("definition_key", String(255), nullable=False),
+    Column("business_key", String(255)),
+    Column("node_id", String(255), nullable=False),
+    Column("topic", String(255), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("priority", BigInteger, nullable=False, server_default=text("0")),
+    Column("lock_owner", String(255)),
+    Column("lock_expires_at", UTCDateTime),
+    Column("retries", Integer),
+    Column("retry_at", UTCDateTime),
+    Column("attempt", Integer, nullable=False, server_default=text("0")),
+    Column("error_message", Text),
+    Column("error_details", Text),
+    Column("finished_by", String(255)),
+    Column("finish_kind", String(16)),
+    Column("properties", JSONDoc, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index(
+        "ix_external_task_ready",
+        "topic",
+        "priority",
+        "created_at",
+        postgresql_where=text("state = 'ready'"),
+        sqlite_where=text("state = 'ready'"),
+    ),
+    Index(
+        "ix_external_task_locked",
+        "lock_expires_at",
+        postgresql_where=text("state = 'locked'"),
+        sqlite_where=text("state = 'locked'"),
+    ),
+    Index("ix_external_task_instance", "instance_id"),
+)
+
+user_task = Table(
+    "user_task",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("token_id", String(64), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("name", String(255)),
+    Column("state", String(16), nullable=False),
+    Column("assignee", String(255)),
+    Column("candidate_groups", JSONDoc, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("completed_at", UTCDateTime),
+    Index("ix_user_task_instance", "instance_id"),
+    Index("ix_user_task_open", "state", "created_at"),
+)
+
+incident = Table(
+    "incident",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("token_id", String(64), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("message", Text),
+    Column("details", Text),
+    Column("external_task_id", String(64)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("resolved_at", UTCDateTime),
+    Index("ix_incident_instance", "instance_id"),
+    Index("ix_incident_open", "state", "created_at"),
+)
+
+history_event = Table(
+    "history_event",
+    metadata,
+    Column("seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("instance_id", String(64), nullable=False),
+    Column("token_id", String(64)),
+    Column("node_id", String(255)),
+    Column("type", String(48), nullable=False),
+    Column("from_state", String(16)),
+    Column("to_state", String(16)),
+    Column("payload", JSONDoc, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Index("ix_history_instance_seq", "instance_id", "seq"),
+)
+
+TABLES_IN_DROP_ORDER = (
+    history_event, incident, user_task, external_task, timer, fork_scope, token,
+    process_instance, process_definition, deployment,
+)  # fmt: skip
+

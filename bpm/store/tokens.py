@@ -1,0 +1,131 @@
+"""The token queries that do not lock the instance: the claim, and the sweepers' scans."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, exists, insert, select, update
+
+from bpm.runtime.records import Token
+from bpm.runtime.states import InstanceState, TokenState
+from bpm.store import tables as t
+from bpm.store.rows import token_from_row
+
+
+def claim(
+    conn: Connection, token_id: str, owner: str, lease_expires_at: datetime, now: datetime
+) -> tuple[Token, dict[str, Any], str] | None:
+    """``Ready -> Executing`` for ``owner`` if the token is still Ready and its instance active.
+
+    One conditional UPDATE (DESIGN section 5): PostgreSQL re-checks ``state = 'ready'`` after
+    a concurrent claimer commits, so exactly one claimer wins. Returns the token, the
+    instance variables and the definition id, or None when the claim lost.
+    """
+    active = exists().where(
+        t.process_instance.c.id == t.token.c.instance_id,
+        t.process_instance.c.state == InstanceState.ACTIVE.value,
+    )
+    row = conn.execute(
+        update(t.token)
+        .where(t.token.c.id == token_id, t.token.c.state == TokenState.READY.value, active)
+        .values(
+            state=TokenState.EXECUTING.value,
+            attempt=t.token.c.attempt + 1,
+            lease_owner=owner,
+            lease_expires_at=lease_expires_at,
+            updated_at=now,
+        )
+        .returning(*t.token.c)
+    ).first()
+    if row is None:
+        return None
+    tok = token_from_row(row)
+    inst = conn.execute(
+        select(t.process_instance.c.variables, t.process_instance.c.definition_id).where(
+            t.process_instance.c.id == tok.instance_id
+        )
+    ).one()
+    conn.execute(
+        insert(t.history_event).values(
+            instance_id=tok.instance_id,
+            token_id=tok.id,
+            node_id=tok.node_id,
+            type="token_executing",
+            from_state=TokenState.READY.value,
+            to_state=TokenState.EXECUTING.value,
+            payload={"attempt": tok.attempt, "worker": owner},
+            at=now,
+        )
+    )
+    return tok, dict(inst.variables or {}), inst.definition_id
+
+
+def extend_lease(
+    conn: Connection, token_id: str, owner: str, attempt: int, until: datetime, now: datetime
+) -> bool:
+    res = conn.execute(
+        update(t.token)
+        .where(
+            t.token.c.id == token_id,
+            t.token.c.state == TokenState.EXECUTING.value,
+            t.token.c.lease_owner == owner,
+            t.token.c.attempt == attempt,
+            t.token.c.lease_expires_at > now,
+        )
+        .values(lease_expires_at=until)
+    )
+    return res.rowcount == 1
+
+
+def stale_ready(conn: Connection, older_than: datetime, limit: int) -> list[str]:
+    """Ready tokens of active instances not claimed since ``older_than`` (lost publishes)."""
+    q = (
+        select(t.token.c.id)
+        .join(t.process_instance, t.process_instance.c.id == t.token.c.instance_id)
+        .where(
+            t.token.c.state == TokenState.READY.value,
+            t.token.c.updated_at < older_than,
+            t.process_instance.c.state == InstanceState.ACTIVE.value,
+        )
+        .order_by(t.token.c.updated_at)
+        .limit(limit)
+    )
+    return [r.id for r in conn.execute(q)]
+
+
+def touch(conn: Connection, token_ids: list[str], now: datetime) -> None:
+    """Mark Ready tokens as just published, so the sweeper waits before it publishes again."""
+    if token_ids:
+        conn.execute(
+            update(t.token)
+            .where(t.token.c.id.in_(token_ids), t.token.c.state == TokenState.READY.value)
+            .values(updated_at=now)
+        )
+
+
+def expired_leases(conn: Connection, now: datetime, limit: int) -> list[tuple[str, str]]:
+    """(instance id, token id) of Executing tokens whose lease has run out."""
+    q = (
+        select(t.token.c.instance_id, t.token.c.id)
+        .where(
+            t.token.c.state == TokenState.EXECUTING.value,
+            t.token.c.lease_expires_at < now,
+        )
+        .order_by(t.token.c.lease_expires_at)
+        .limit(limit)
+    )
+    return [(r.instance_id, r.id) for r in conn.execute(q)]
+
+
+def ready_inline_of(conn: Connection, instance_id: str) -> list[str]:
+    q = select(t.token.c.id).where(
+        t.token.c.instance_id == instance_id, t.token.c.state == TokenState.READY.value
+    )
+    return [r.id for r in conn.execute(q)]
+
+
+def instance_of(conn: Connection, token_id: str) -> str | None:
+    return conn.execute(
+        select(t.token.c.instance_id).where(t.token.c.id == token_id)
+    ).scalar_one_or_none()
