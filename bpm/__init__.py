@@ -1,0 +1,38 @@
+"""A durable BPMN engine for Python teams that run Celery."""
+
+from __future__ import annotations
+
+from bpm.engine import Engine, EngineConfig
+from bpm.errors import (
+    BpmError,
+    ConfigurationError,
+    DeploymentError,
+    HandlerNotFound,
+    IllegalTransition,
+    InvalidOperation,
+    LeaseLost,
+    NotFound,
+    VariableError,
+)
+from bpm.handlers import TaskContext, service_task
+from bpm.retry import RetryPolicy
+from bpm.runtime.states import InstanceState, TokenState
+
+__all__ = [
+    "BpmError",
+    "ConfigurationError",
+    "DeploymentError",
+    "Engine",
+    "EngineConfig",
+    "HandlerNotFound",
+    "IllegalTransition",
+    "InstanceState",
+    "InvalidOperation",
+    "LeaseLost",
+    "NotFound",
+    "RetryPolicy",
+    "TaskContext",
+    "TokenState",
+    "VariableError",
+    "service_task",
+]

@@ -137,6 +137,12 @@ def _start(flow: Flow, tok: Token, node: n.StartEvent) -> None:
     flow.leave(tok)
 
 
+@behaviour(n.BoundaryEvent)
+def _boundary(flow: Flow, tok: Token, node: n.BoundaryEvent) -> None:
+    # A token is only ever created here when the boundary event has been triggered.
+    flow.leave(tok)
+
+
 @behaviour(n.EndEvent)
 def _end(flow: Flow, tok: Token, node: n.EndEvent) -> None:
     flow.work.transition(tok.id, T.COMPLETED)

@@ -94,3 +94,34 @@ class ProcessDefinition:
     resource: str | None = None
     deployment_id: str | None = None
     version_tag: str | None = None
+
+
+@dataclass(frozen=True)
+class UserTask:
+    """A task waiting for a person; completing it moves its token on."""
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    state: str
+    created_at: datetime
+    name: str | None = None
+    assignee: str | None = None
+    candidate_groups: tuple[str, ...] = ()
+    completed_at: datetime | None = None
+
+    @classmethod
+    def from_mapping(cls, m: dict[str, Any]) -> UserTask:
+        return cls(
+            id=m["id"],
+            instance_id=m["instance_id"],
+            token_id=m["token_id"],
+            node_id=m["node_id"],
+            state=m["state"],
+            created_at=m["created_at"],
+            name=m["name"],
+            assignee=m["assignee"],
+            candidate_groups=tuple(m["candidate_groups"] or ()),
+            completed_at=m["completed_at"],
+        )

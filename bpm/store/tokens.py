@@ -15,12 +15,12 @@ from bpm.store.rows import token_from_row
 
 def claim(
     conn: Connection, token_id: str, owner: str, lease_expires_at: datetime, now: datetime
-) -> tuple[Token, dict[str, Any], str] | None:
+) -> tuple[Token, dict[str, Any], str, str | None] | None:
     """``Ready -> Executing`` for ``owner`` if the token is still Ready and its instance active.
 
     One conditional UPDATE (DESIGN section 5): PostgreSQL re-checks ``state = 'ready'`` after
     a concurrent claimer commits, so exactly one claimer wins. Returns the token, the
-    instance variables and the definition id, or None when the claim lost.
+    instance variables, the definition id and business key, or None when the claim lost.
     """
     active = exists().where(
         t.process_instance.c.id == t.token.c.instance_id,
@@ -42,7 +42,11 @@ def claim(
         return None
     tok = token_from_row(row)
     inst = conn.execute(
-        select(t.process_instance.c.variables, t.process_instance.c.definition_id).where(
+        select(
+            t.process_instance.c.variables,
+            t.process_instance.c.definition_id,
+            t.process_instance.c.business_key,
+        ).where(
             t.process_instance.c.id == tok.instance_id
         )
     ).one()
@@ -58,7 +62,7 @@ def claim(
             at=now,
         )
     )
-    return tok, dict(inst.variables or {}), inst.definition_id
+    return tok, dict(inst.variables or {}), inst.definition_id, inst.business_key
 
 
 def extend_lease(

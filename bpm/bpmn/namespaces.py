@@ -1,0 +1,46 @@
+"""XML namespaces of BPMN files and helpers to name elements and attributes in them."""
+
+from __future__ import annotations
+
+from xml.etree.ElementTree import Element
+
+BPMN_NS = "http://www.omg.org/spec/BPMN/20100524/MODEL"
+"""The BPMN 2.0 model namespace (``bpmn:`` / ``bpmn2:``)."""
+CAMUNDA_NS = "http://camunda.org/schema/1.0/bpmn"
+"""Camunda 7 extension attributes and elements (``camunda:``)."""
+BPM_NS = "http://bpm-celery.dev/schema/1.0/bpmn"
+"""This engine's own extension attributes (``bpm:handler``, ``bpm:retry``, ``bpm:lease``)."""
+XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
+
+
+def split(tag: str) -> tuple[str, str]:
+    """``{ns}local`` -> ``(ns, local)``; a tag without namespace has ``""``."""
+    if tag.startswith("{"):
+        ns, _, local = tag[1:].partition("}")
+        return ns, local
+    return "", tag
+
+
+def local(el: Element) -> str:
+    """The element's local name when it is in the BPMN namespace, else ``""``."""
+    ns, name = split(el.tag)
+    return name if ns == BPMN_NS else ""
+
+
+def camunda(el: Element, name: str) -> str | None:
+    """The ``camunda:name`` attribute of ``el``."""
+    return el.get(f"{{{CAMUNDA_NS}}}{name}")
+
+
+def ours(el: Element, name: str) -> str | None:
+    """The ``bpm:name`` attribute of ``el``."""
+    return el.get(f"{{{BPM_NS}}}{name}")
+
+
+def pretty(tag: str) -> str:
+    """A readable name for a tag: ``bpmn:subProcess``, ``camunda:field``, or ``{ns}x``."""
+    ns, name = split(tag)
+    prefix = {BPMN_NS: "bpmn", CAMUNDA_NS: "camunda", BPM_NS: "bpm"}.get(ns)
+    if prefix:
+        return f"{prefix}:{name}"
+    return f"{{{ns}}}{name}" if ns else name

@@ -1,0 +1,48 @@
+"""Engine settings as one typed value, from code or from ``BPM_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from bpm.errors import ConfigurationError
+from bpm.runtime.work import DEFAULT_MAX_VARIABLE_BYTES
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number") from None
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Tunable limits and timings. Every field has a safe default."""
+
+    max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
+    default_lease: timedelta = timedelta(minutes=5)
+    redispatch_after: timedelta = timedelta(seconds=5)
+    pool_size: int = 5
+    # Claim the next inline step in the same transaction that finishes the current one,
+    # and run it right away in this worker instead of a broker round trip.
+    continue_inline: bool = True
+    max_inline_steps: int = 100
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_env(cls) -> EngineConfig:
+        """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
+        ``BPM_MAX_VARIABLE_BYTES`` and ``BPM_POOL_SIZE``."""
+        return cls(
+            max_variable_bytes=int(
+                _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
+            ),
+            default_lease=timedelta(seconds=_env_float("BPM_DEFAULT_LEASE_SECONDS", 300)),
+            redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
+            pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
+        )

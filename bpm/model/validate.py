@@ -1,0 +1,243 @@
+"""Deploy-time checks of a process model: every problem at once, each with its location.
+
+:func:`validate` is run by the BPMN parser and the builder; a model it returns can run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Iterator
+
+from bpm.errors import DeploymentError, Problem
+from bpm.expressions import ExpressionError, compile_condition
+from bpm.model import nodes as n
+from bpm.model.process import ProcessModel
+from bpm.timeexpr import TimerError, check
+
+__all__ = ["check_model", "validate"]
+
+_ACTIVITIES = (n.ServiceTask, n.UserTask)
+
+
+def validate(model: ProcessModel) -> ProcessModel:
+    """Return ``model`` with its warnings filled in, or raise :class:`DeploymentError`.
+
+    The error lists every problem found (not just the first), each naming the element.
+    """
+    problems, warnings = check_model(model)
+    if problems:
+        raise DeploymentError(problems)
+    merged = tuple(dict.fromkeys((*model.warnings, *warnings)))
+    return dataclasses.replace(model, warnings=merged)
+
+
+def check_model(model: ProcessModel) -> tuple[list[Problem], list[str]]:
+    """All problems and warnings of ``model``, without raising."""
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    problems += _flow_ends(model)
+    problems += _boundaries(model)
+    problems += _reachability(model)
+    problems += _degrees(model)
+    problems += _conditions(model, warnings)
+    problems += _tasks(model)
+    problems += _timers(model, warnings)
+    return problems, warnings
+
+
+def _at(node: n.Node | n.Flow, message: str) -> Problem:
+    return Problem(message, node.id, node.line)
+
+
+def _flow_ends(model: ProcessModel) -> Iterator[Problem]:
+    if not model.start_events:
+        yield Problem(f"process '{model.key}' has no start event: add a startEvent")
+    for flow in model.flows:
+        for end, ref in (("source", flow.source), ("target", flow.target)):
+            if ref not in model.nodes:
+                yield _at(
+                    flow,
+                    f"sequence flow '{flow.id}' has {end} '{ref}', which is not a node of "
+                    f"the process: fix the {end}Ref or add the missing element",
+                )
+
+
+def _bad_boundary(model: ProcessModel, node: n.Node) -> bool:
+    if not isinstance(node, n.BoundaryEvent):
+        return False
+    return not isinstance(model.nodes.get(node.attached_to), _ACTIVITIES)
+
+
+def _boundaries(model: ProcessModel) -> Iterator[Problem]:
+    for node in model.nodes.values():
+        if not isinstance(node, n.BoundaryEvent):
+            continue
+        host = model.nodes.get(node.attached_to)
+        if host is None:
+            yield _at(
+                node,
+                f"boundary event '{node.id}' is attached to '{node.attached_to}', which does "
+                "not exist: set attachedToRef to a service or user task",
+            )
+        elif not isinstance(host, _ACTIVITIES):
+            yield _at(
+                node,
+                f"boundary event '{node.id}' is attached to '{host.id}', which is not a "
+                "service or user task: only tasks can have boundary events",
+            )
+        if node.is_error and not node.cancel_activity:
+            yield _at(
+                node,
+                f"error boundary event '{node.id}' is non-interrupting: error events always "
+                "interrupt the task, remove cancelActivity=false",
+            )
+
+
+def _reachability(model: ProcessModel) -> Iterator[Problem]:
+    seen: set[str] = set()
+    queue = deque(s.id for s in model.start_events)
+    while queue:
+        node_id = queue.popleft()
+        if node_id in seen or node_id not in model.nodes:
+            continue
+        seen.add(node_id)
+        queue.extend(f.target for f in model.outgoing.get(node_id, ()))
+        queue.extend(b.id for b in model.boundaries.get(node_id, ()))
+    if not model.start_events:
+        return  # already reported; every node would be unreachable
+    for node in model.nodes.values():
+        if node.id not in seen and not _bad_boundary(model, node):
+            yield _at(
+                node,
+                f"'{node.id}' cannot be reached from a start event: connect it with a "
+                "sequence flow or remove it",
+            )
+
+
+def _degrees(model: ProcessModel) -> Iterator[Problem]:
+    for node in model.nodes.values():
+        outgoing = model.outgoing.get(node.id, ())
+        incoming = model.incoming.get(node.id, ())
+        if isinstance(node, n.EndEvent):
+            if outgoing:
+                yield _at(node, f"end event '{node.id}' has outgoing flows: remove them")
+            continue
+        if not outgoing:
+            yield _at(
+                node,
+                f"'{node.id}' has no outgoing sequence flow, so a token would stop there: "
+                "connect it to the next step or to an end event",
+            )
+        if isinstance(node, n.StartEvent | n.BoundaryEvent) and incoming:
+            kind = "start" if isinstance(node, n.StartEvent) else "boundary"
+            yield _at(
+                node,
+                f"{kind} event '{node.id}' has incoming flows: nothing may flow into a "
+                f"{kind} event, point them elsewhere",
+            )
+
+
+def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
+    for node in model.nodes.values():
+        outgoing = model.outgoing.get(node.id, ())
+        if isinstance(node, n.ExclusiveGateway):
+            yield from _exclusive(model, node, outgoing, warnings)
+            continue
+        for flow in outgoing:
+            if flow.condition is None:
+                continue
+            if isinstance(node, n.ParallelGateway):
+                yield _at(
+                    flow,
+                    f"flow '{flow.id}' leaves parallel gateway '{node.id}' with a condition; "
+                    "a parallel gateway takes every path: remove the condition or use an "
+                    "exclusive gateway",
+                )
+            else:
+                yield _at(
+                    flow,
+                    f"flow '{flow.id}' has a condition but leaves '{node.id}', which is not "
+                    "an exclusive gateway: conditions are only evaluated by exclusive "
+                    "gateways, add one after the element",
+                )
+
+
+def _exclusive(
+    model: ProcessModel,
+    node: n.ExclusiveGateway,
+    outgoing: tuple[n.Flow, ...],
+    warnings: list[str],
+) -> Iterator[Problem]:
+    ids = [f.id for f in outgoing]
+    if node.default_flow is not None and node.default_flow not in ids:
+        yield _at(
+            node,
+            f"the default flow '{node.default_flow}' of gateway '{node.id}' is not one of "
+            f"its outgoing flows ({', '.join(ids) or 'none'}): pick one of them",
+        )
+    for flow in outgoing:
+        if flow.condition is not None:
+            try:
+                compile_condition(flow.condition)
+            except ExpressionError as exc:
+                yield _at(flow, f"flow '{flow.id}': {exc}")
+            if flow.id == node.default_flow:
+                warnings.append(
+                    f"flow '{flow.id}' is the default of gateway '{node.id}'; its condition "
+                    "is ignored"
+                )
+        elif len(outgoing) > 1 and flow.id != node.default_flow:
+            yield _at(
+                flow,
+                f"flow '{flow.id}' leaves exclusive gateway '{node.id}' without a condition "
+                "and is not its default, so it would never be taken: add a condition or "
+                "make it the gateway's default flow",
+            )
+    if len(outgoing) > 1 and node.default_flow is None:
+        warnings.append(
+            f"exclusive gateway '{node.id}' has no default flow: an instance where no "
+            "condition is true stops there with an incident"
+        )
+
+
+def _tasks(model: ProcessModel) -> Iterator[Problem]:
+    for node in model.nodes.values():
+        if not isinstance(node, n.ServiceTask):
+            continue
+        if node.handler is not None and node.topic is not None:
+            yield _at(
+                node,
+                f"service task '{node.id}' has both handler '{node.handler}' and topic "
+                f"'{node.topic}': keep one (handler = inline, topic = external worker)",
+            )
+        elif node.handler is None and node.topic is None:
+            yield _at(
+                node,
+                f"service task '{node.id}' has neither a handler nor a topic: set "
+                'bpm:handler="name" or camunda:type="external" camunda:topic="topic"',
+            )
+        if node.lease_seconds is not None and node.lease_seconds <= 0:
+            yield _at(node, f"service task '{node.id}' has a lease <= 0: use PT30S or more")
+
+
+def _timers(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
+    for node in model.nodes.values():
+        if isinstance(node, n.TimerCatchEvent) and node.timer is None:
+            yield _at(
+                node,
+                f"timer event '{node.id}' has no timer: add timeDuration, timeDate or "
+                "timeCycle",
+            )
+        timer = getattr(node, "timer", None)
+        if not isinstance(timer, n.TimerSpec):
+            continue
+        try:
+            check(timer)
+        except TimerError as exc:
+            yield _at(node, f"timer of '{node.id}': {exc}")
+        if isinstance(node, n.TimerCatchEvent) and timer.kind is n.TimerKind.CYCLE:
+            warnings.append(
+                f"intermediate timer '{node.id}' has a cycle: a catch event fires once, "
+                "after the first interval"
+            )

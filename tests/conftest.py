@@ -1,0 +1,72 @@
+"""Fixtures: a migrated template PostgreSQL database copied per test, and SQLite files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bpm import Engine, EngineConfig
+from bpm.store import db as bpm_db
+from bpm.store import migrate
+from tests.support import create_database, drop_database, pg_url
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A database migrated once per test session; tests get copies of it."""
+    name = create_database()
+    eng = bpm_db.connect(pg_url(name))
+    migrate.upgrade(eng)
+    eng.dispose()
+    yield name
+    drop_database(name)
+
+
+@pytest.fixture
+def pg_database_url(pg_template: str) -> Iterator[str]:
+    name = create_database(template=pg_template)
+    yield pg_url(name)
+    drop_database(name)
+
+
+@pytest.fixture
+def sqlite_database_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'bpm.db'}"
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Both backends: the engine tests that apply to the embedded mode run on each."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_database_url"))
+    url = f"sqlite:///{tmp_path / 'bpm.db'}"
+    eng = bpm_db.connect(url)
+    migrate.upgrade(eng)
+    eng.dispose()
+    return url
+
+
+@pytest.fixture
+def config() -> EngineConfig:
+    return EngineConfig()
+
+
+@pytest.fixture
+def engine(database_url: str, config: EngineConfig) -> Iterator[Engine]:
+    eng = Engine(database_url, config=config)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def pg_engine(pg_database_url: str, config: EngineConfig) -> Iterator[Engine]:
+    eng = Engine(pg_database_url, config=config)
+    yield eng
+    eng.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("BPM_TEST", "1")

@@ -1,0 +1,49 @@
+"""Helpers shared by tests: polling with a deadline, and throwaway PostgreSQL databases."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+from typing import TypeVar
+
+import psycopg
+
+PG_ADMIN_DSN = os.environ.get("BPM_TEST_PG_DSN", "postgresql://root@127.0.0.1:5432/test")
+
+R = TypeVar("R")
+
+
+def eventually(check: Callable[[], R], *, timeout: float = 30.0, interval: float = 0.05,
+               what: str = "condition") -> R:
+    """Poll ``check`` until it returns a truthy value or raise after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: R | None = None
+    while True:
+        last = check()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last={last!r}")
+        time.sleep(interval)
+
+
+def pg_url(dbname: str) -> str:
+    base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    return f"{base}/{dbname}"
+
+
+def admin_execute(sql: str) -> None:
+    with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def create_database(template: str | None = None) -> str:
+    name = f"bpm_t_{uuid.uuid4().hex[:16]}"
+    admin_execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    return name
+
+
+def drop_database(name: str) -> None:
+    admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
