@@ -1,0 +1,8 @@
+"""The ``bpm`` command. Each command group lives in its own module and registers on ``app``."""
+
+from __future__ import annotations
+
+from bpm.cli import instances as _instances  # noqa: F401  (registers commands)
+from bpm.cli.app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,106 @@
+"""The typer application shared by every command module, and the error policy.
+
+Bad input prints one line to stderr and exits with code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from bpm.errors import BpmError
+
+app = typer.Typer(
+    name="bpm",
+    help="A durable BPMN engine for Celery shops. Every command reads BPM_DATABASE_URL "
+    "unless --db is given.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+console = Console()
+err_console = Console(stderr=True)
+
+DEFAULT_EMBEDDED_URL = "sqlite:///bpm.db"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def database_url(db: str | None, *, embedded_default: bool = False) -> str:
+    """``--db``, else ``BPM_DATABASE_URL``, else (embedded commands only) ``./bpm.db``."""
+    url = db or os.environ.get("BPM_DATABASE_URL")
+    if url:
+        return url
+    if embedded_default:
+        return DEFAULT_EMBEDDED_URL
+    fail("no database given: pass --db URL or set BPM_DATABASE_URL")
+    raise AssertionError("unreachable")
+
+
+def fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the engine's own errors (and bad files) into one-line messages, exit code 2."""
+    try:
+        yield
+    except BpmError as exc:
+        fail(str(exc))
+    except (OSError, ValueError) as exc:
+        fail(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a database that is down, a URL that does not resolve
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if isinstance(exc, SQLAlchemyError):
+            first = str(exc).splitlines()[0]
+            fail(f"database error: {first}")
+        raise
+
+
+def parse_vars(items: list[str] | None) -> dict[str, Any]:
+    """``--var k=v``: v is read as JSON when it parses (120, true, "x", [1]), else a string."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            fail(f"--var {item!r} is not NAME=VALUE")
+        name, raw = item.split("=", 1)
+        if not name:
+            fail(f"--var {item!r} has an empty name")
+        try:
+            out[name] = json.loads(raw)
+        except ValueError:
+            out[name] = raw
+    return out
+
+
+def import_handlers(modules: str | None) -> None:
+    """Import comma-separated handler modules so their ``@service_task`` run."""
+    import importlib
+
+    for name in filter(None, (m.strip() for m in (modules or "").split(","))):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            sys.path.insert(0, os.getcwd())
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                fail(f"cannot import handler module '{name}': {exc}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,3 @@
+"""Placeholder module replaced by the lead: instance commands."""
+
+from __future__ import annotations
