@@ -139,8 +139,7 @@ def _text_of(spec: TimerSpec, variables: Mapping[str, Any]) -> str | datetime | 
         return timedelta(seconds=value)
     if not isinstance(value, str):
         raise TimerError(
-            f"variable '{name}' holds {value!r}; a {spec.kind.value} timer needs an "
-            "ISO 8601 string"
+            f"variable '{name}' holds {value!r}; a {spec.kind.value} timer needs an ISO 8601 string"
         )
     return value
 

@@ -54,8 +54,7 @@ def parse_retry(spec: str) -> RetryPolicy:
         raise RetrySpecError(f"retry '{spec}': unknown policy '{name}'; {_USAGE}")
     if len(args) != arity[name]:
         raise RetrySpecError(
-            f"retry '{spec}': {name}() takes {arity[name]} argument(s), got {len(args)}; "
-            + _USAGE
+            f"retry '{spec}': {name}() takes {arity[name]} argument(s), got {len(args)}; " + _USAGE
         )
     if name == "none":
         return RetryPolicy.none()

@@ -1,3 +1,234 @@
-"""Placeholder module replaced by the lead: instance commands."""
+"""Commands on definitions and instances, and the embedded ``bpm run`` / ``bpm dev``."""
 
 from __future__ import annotations
+
+import json
+import signal
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from bpm.cli.app import (
+    app,
+    console,
+    database_url,
+    db_app,
+    fail,
+    import_handlers,
+    parse_vars,
+    user_errors,
+)
+from bpm.engine import Engine
+from bpm.trail import instance_json, trail_table
+
+DbOpt = Annotated[
+    str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
+]
+VarOpt = Annotated[
+    list[str] | None,
+    typer.Option("--var", help="A variable NAME=VALUE; VALUE is JSON when it parses."),
+]
+
+
+def _engine(db: str | None, *, embedded: bool = False, upgrade: bool = False) -> Engine:
+    engine = Engine(database_url(db, embedded_default=embedded))
+    if upgrade:
+        engine.upgrade()
+    return engine
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOpt = None) -> None:
+    """Create the schema or bring it to the newest version (safe to run again)."""
+    with user_errors():
+        engine = _engine(db)
+        engine.upgrade()
+        from bpm.store.migrate import current_revision
+
+        console.print(f"schema at revision {current_revision(engine.db)}")
+
+
+@app.command()
+def deploy(
+    file: Annotated[Path, typer.Argument(help="A .bpmn file.")], db: DbOpt = None
+) -> None:
+    """Deploy a BPMN file. Unchanged content keeps its version; changed content adds one."""
+    with user_errors():
+        if not file.is_file():
+            fail(f"{file} is not a file")
+        engine = _engine(db)
+        d = engine.deploy(file)
+        console.print(f"deployed [bold]{d.key}[/] version {d.version} ({d.id})")
+        for warning in engine.model(d.id).warnings:
+            console.print(f"[yellow]warning:[/] {warning}")
+
+
+@app.command()
+def start(
+    key: Annotated[str, typer.Argument(help="The process key (the BPMN process id).")],
+    var: VarOpt = None,
+    business_key: Annotated[str | None, typer.Option("--business-key")] = None,
+    idempotency_key: Annotated[
+        str | None, typer.Option("--idempotency-key", help="A repeated key returns the first.")
+    ] = None,
+    db: DbOpt = None,
+) -> None:
+    """Start an instance of the latest version of KEY; workers drive it from there."""
+    with user_errors():
+        variables = parse_vars(var)
+        inst = _engine(db).start(
+            key, variables, business_key=business_key, idempotency_key=idempotency_key
+        )
+        console.print(f"started {inst.id} ({inst.state.value})")
+
+
+@app.command()
+def show(
+    instance_id: Annotated[str, typer.Argument(help="The instance id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Print an instance, its variables and its token trail."""
+    with user_errors():
+        engine = _engine(db)
+        inst = engine.get_instance(instance_id)
+        events = engine.history(instance_id)
+        if as_json:
+            typer.echo(json.dumps(instance_json(inst, events), indent=2, default=str))
+            return
+        _print_instance(engine, inst.id)
+
+
+def _print_instance(engine: Engine, instance_id: str) -> None:
+    inst = engine.get_instance(instance_id)
+    events = engine.history(instance_id)
+    console.print(trail_table(events, title=f"token trail of {inst.id}"))
+    console.print(f"variables: {json.dumps(inst.variables, default=str)}")
+    console.print(f"state: [bold]{inst.state.value}[/]")
+
+
+@app.command("instances")
+def list_instances(
+    state: Annotated[str | None, typer.Option("--state", help="active, suspended, ...")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    db: DbOpt = None,
+) -> None:
+    """List instances, newest first."""
+    with user_errors():
+        rows = _engine(db).instances(state=state, limit=limit)
+        table = Table("id", "process", "business key", "state", "started", header_style="bold")
+        for inst in rows:
+            table.add_row(inst.id, inst.definition_key, inst.business_key or "",
+                          inst.state.value, inst.created_at.isoformat(timespec="seconds"))
+        console.print(table)
+
+
+def _operator(action: str) -> Any:
+    def command(
+        instance_id: Annotated[str, typer.Argument(help="The instance id.")], db: DbOpt = None
+    ) -> None:
+        with user_errors():
+            inst = getattr(_engine(db), action)(instance_id)
+            console.print(f"{inst.id}: {inst.state.value}")
+
+    command.__doc__ = f"{action.capitalize()} an instance."
+    return command
+
+
+app.command("terminate")(_operator("terminate"))
+app.command("suspend")(_operator("suspend"))
+app.command("resume")(_operator("resume"))
+
+
+@app.command("tasks")
+def list_tasks(
+    instance_id: Annotated[str | None, typer.Option("--instance")] = None, db: DbOpt = None
+) -> None:
+    """List open user tasks."""
+    with user_errors():
+        table = Table("task id", "instance", "node", "name", "assignee", header_style="bold")
+        for t in _engine(db).user_tasks(instance_id):
+            table.add_row(t.id, t.instance_id, t.node_id, t.name or "", t.assignee or "")
+        console.print(table)
+
+
+@app.command("complete-task")
+def complete_task(
+    task_id: Annotated[str, typer.Argument(help="The user task id.")],
+    var: VarOpt = None,
+    db: DbOpt = None,
+) -> None:
+    """Complete an open user task with variables."""
+    with user_errors():
+        _engine(db).complete_user_task(task_id, parse_vars(var))
+        console.print(f"completed {task_id}")
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="A .bpmn file to deploy and run once.")],
+    var: VarOpt = None,
+    handlers: Annotated[
+        str | None, typer.Option("--handlers", help="Comma-separated handler modules.")
+    ] = None,
+    business_key: Annotated[str | None, typer.Option("--business-key")] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Give up waiting on timers after SECONDS.")
+    ] = 300.0,
+    db: DbOpt = None,
+) -> None:
+    """Run one instance to its end in this process (SQLite ./bpm.db by default).
+
+    Prints the token trail and the final state. Exits 0 when the instance completed, 1 when
+    it ended otherwise or waits on something outside (a user or external task).
+    """
+    from bpm.local import LocalLoop
+
+    with user_errors():
+        if not file.is_file():
+            fail(f"{file} is not a file")
+        variables = parse_vars(var)
+        import_handlers(handlers)
+        engine = _engine(db, embedded=True, upgrade=True)
+        loop = LocalLoop(engine)
+        d = engine.deploy(file)
+        console.print(f"deployed [bold]{d.key}[/] version {d.version} on {engine.url}")
+        inst = engine.start(d.key, variables, business_key=business_key)
+        with console.status(f"running {inst.id}") as status:
+            settled = loop.run_instance(
+                inst.id, timeout=timedelta(seconds=timeout),
+                on_progress=lambda i: status.update(
+                    f"running {i.id}: {sum(1 for t in i.tokens if t.state.value in ('ready', 'executing', 'waiting'))} live tokens"
+                ),
+            )
+        _print_instance(engine, inst.id)
+        if settled.waiting_on:
+            console.print("waiting on: " + ", ".join(settled.waiting_on))
+        if settled.instance.state.value != "completed":
+            raise typer.Exit(1)
+
+
+@app.command()
+def dev(
+    handlers: Annotated[
+        str | None, typer.Option("--handlers", help="Comma-separated handler modules.")
+    ] = None,
+    db: DbOpt = None,
+) -> None:
+    """Serve the embedded loop until Ctrl-C: runs steps, fires timers, sweeps."""
+    from bpm.local import LocalLoop
+
+    with user_errors():
+        import_handlers(handlers)
+        engine = _engine(db, embedded=True, upgrade=True)
+        loop = LocalLoop(engine)
+        signal.signal(signal.SIGTERM, lambda *_: loop.stop())
+        console.print(f"bpm dev: serving {engine.url} (Ctrl-C to stop)")
+        try:
+            loop.serve()
+        except KeyboardInterrupt:
+            loop.stop()
+        console.print("stopped")

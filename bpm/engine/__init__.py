@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine as SAEngine
@@ -12,6 +12,7 @@ from bpm.dispatch import Dispatcher, NullDispatcher
 from bpm.engine import definitions as _defs
 from bpm.engine import execution as _exec
 from bpm.engine import instances as _inst
+from bpm.engine import retention as _retention
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.handlers import HandlerRegistry
@@ -152,3 +153,9 @@ class Engine:
 
     def redispatch_stale_ready(self, *, now: datetime | None = None, limit: int = 500) -> int:
         return _exec.redispatch_stale_ready(self.core, now=now, limit=limit)
+
+    # -- retention ------------------------------------------------------------------------
+    def purge_history(self, older_than: timedelta, now: datetime | None = None) -> int:
+        """Delete instances that ended more than ``older_than`` ago, with their tokens and
+        history; returns how many instances were deleted. Live instances are kept."""
+        return _retention.purge_history(self.core, older_than, now=now)

@@ -15,7 +15,7 @@ class Node:
 
     id: str
     name: str | None = None
-    line: int | None = None
+    line: int | None = field(default=None, compare=False)  # where, not what: not compared
 
     @property
     def waits(self) -> bool:
@@ -127,4 +127,4 @@ class Flow:
     target: str
     condition: str | None = None
     name: str | None = None
-    line: int | None = None
+    line: int | None = field(default=None, compare=False)

@@ -226,8 +226,7 @@ def _timers(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
         if isinstance(node, n.TimerCatchEvent) and node.timer is None:
             yield _at(
                 node,
-                f"timer event '{node.id}' has no timer: add timeDuration, timeDate or "
-                "timeCycle",
+                f"timer event '{node.id}' has no timer: add timeDuration, timeDate or timeCycle",
             )
         timer = getattr(node, "timer", None)
         if not isinstance(timer, n.TimerSpec):

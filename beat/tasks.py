@@ -1,0 +1,59 @@
+"""The periodic tasks. Each is thin, idempotent and safe to run twice at once.
+
+Safety under concurrency comes from the engine: every operation re-checks its rows under the
+instance lock (or skips rows another sweeper holds with ``SKIP LOCKED``), so two copies of a
+task split or repeat work without applying anything twice.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from workers.app import app, get_engine
+from workers.settings import env_number
+
+# Stop a sweep after this many full batches; the next tick carries on. Keeps a task short.
+MAX_BATCHES = 20
+RECLAIM_BATCH = 100
+REDISPATCH_BATCH = 500
+
+
+@app.task(name="bpm.redispatch_stale_ready")
+def redispatch_stale_ready() -> int:
+    """Publish again Ready steps whose publish was lost; returns how many."""
+    engine = get_engine()
+    total = 0
+    for _ in range(MAX_BATCHES):
+        count = engine.redispatch_stale_ready(limit=REDISPATCH_BATCH)
+        total += count
+        if count < REDISPATCH_BATCH:
+            break
+    return total
+
+
+@app.task(name="bpm.reclaim_expired_locks")
+def reclaim_expired_locks() -> dict[str, int]:
+    """Expired leases become failed attempts ("worker lost"); counts by kind of lock."""
+    engine = get_engine()
+    reclaimed: dict[str, int] = {"token_leases": 0}
+    for _ in range(MAX_BATCHES):
+        count = engine.reclaim_expired_leases(limit=RECLAIM_BATCH)
+        reclaimed["token_leases"] += count
+        if count < RECLAIM_BATCH:
+            break
+    return reclaimed
+
+
+def retention() -> timedelta | None:
+    """``BPM_HISTORY_RETENTION_DAYS`` (default 30) as a timedelta; None when 0 (keep all)."""
+    days = env_number("BPM_HISTORY_RETENTION_DAYS", 30.0)
+    return timedelta(days=days) if days > 0 else None
+
+
+@app.task(name="bpm.purge_history")
+def purge_history() -> int:
+    """Delete ended instances (and their history) older than the retention; returns how many."""
+    keep = retention()
+    if keep is None:
+        return 0
+    return get_engine().purge_history(keep)

@@ -1,0 +1,329 @@
+"""Build a process in Python: explicit nodes, explicit flows, the same model as BPMN.
+
+>>> from bpm.builder import Process
+>>> model = (
+...     Process("order", name="Order")
+...     .start("start")
+...     .service_task("validate", handler="validate-order")
+...     .exclusive("amount_check")
+...     .parallel("fork")
+...     .service_task("reserve", handler="reserve-stock")
+...     .service_task("charge", handler="charge-payment")
+...     .parallel("join")
+...     .service_task("ship", handler="ship-order")
+...     .end("end")
+...     .sequence("start", "validate", "amount_check")
+...     .flow("amount_check", "fork", condition="amount > 100", id="big")
+...     .flow("amount_check", "ship", id="small", default=True)
+...     .flow("fork", "reserve").flow("fork", "charge")
+...     .flow("reserve", "join").flow("charge", "join")
+...     .sequence("join", "ship", "end")
+...     .build()
+... )
+
+Every method returns the builder. Mistakes (a duplicate id, a timer with two specs, a
+flow to a missing node...) are collected and raised together by :meth:`Process.build`
+as one :class:`~bpm.errors.DeploymentError`, exactly like a rejected BPMN file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from itertools import pairwise
+from typing import Self
+
+import isodate
+
+from bpm.errors import DeploymentError, Problem
+from bpm.expressions import unwrap
+from bpm.model import nodes as n
+from bpm.model.process import ProcessModel
+from bpm.model.validate import check_model
+from bpm.retry import RetryPolicy
+from bpm.timeexpr import TimerError, parse_duration
+
+__all__ = ["Process"]
+
+Duration = str | timedelta | float
+"""An ISO 8601 duration (``"PT5M"``), a ``timedelta`` or seconds; ``"${var}"`` for timers."""
+
+
+def _duration_text(value: Duration) -> str:
+    if isinstance(value, str):
+        return value
+    delta = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    return str(isodate.duration_isoformat(delta))
+
+
+def _date_text(value: str | datetime) -> str:
+    return value if isinstance(value, str) else value.isoformat()
+
+
+class Process:
+    """A fluent builder of a :class:`ProcessModel` with key ``key``."""
+
+    def __init__(self, key: str, *, name: str | None = None, version_tag: str | None = None):
+        self.key = key
+        self.name = name
+        self.version_tag = version_tag
+        self._nodes: dict[str, n.Node] = {}
+        self._flows: list[n.Flow] = []
+        self._defaults: dict[str, str] = {}  # gateway id -> flow id, from flow(default=True)
+        self._problems: list[Problem] = []
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def _add(self, node: n.Node) -> Self:
+        if not node.id:
+            self._problems.append(Problem("a node needs a non-empty id"))
+        elif node.id in self._nodes or any(f.id == node.id for f in self._flows):
+            self._problems.append(Problem(f"id '{node.id}' is used twice: rename one", node.id))
+        else:
+            self._nodes[node.id] = node
+        return self
+
+    def start(self, id: str, *, name: str | None = None) -> Self:
+        """A (none) start event."""
+        return self._add(n.StartEvent(id, name))
+
+    def end(
+        self,
+        id: str,
+        *,
+        terminate: bool = False,
+        error_code: str | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """An end event; ``terminate`` ends the whole instance, ``error_code`` throws."""
+        if terminate and error_code is not None:
+            self._problems.append(Problem("an end event cannot terminate and throw", id))
+        kind = n.EndKind.TERMINATE if terminate else n.EndKind.NONE
+        if error_code is not None:
+            kind = n.EndKind.ERROR
+        return self._add(n.EndEvent(id, name, kind=kind, error_code=error_code))
+
+    def service_task(
+        self,
+        id: str,
+        *,
+        handler: str | None = None,
+        topic: str | None = None,
+        retry: RetryPolicy | str | None = None,
+        priority: int = 0,
+        lease: Duration | None = None,
+        properties: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
+
+        ``retry`` is a :class:`RetryPolicy` or its text form (``"fixed(3, PT2S)"``);
+        ``lease`` is how long a worker may hold the task before it is given to another.
+        """
+        policy: RetryPolicy | None = None
+        if isinstance(retry, str):
+            from bpm.bpmn.retryspec import RetrySpecError, parse_retry
+
+            try:
+                policy = parse_retry(retry)
+            except RetrySpecError as exc:
+                self._problems.append(Problem(str(exc), id))
+        else:
+            policy = retry
+        lease_seconds: float | None = None
+        if lease is not None:
+            try:
+                lease_seconds = parse_duration(_duration_text(lease)).total_seconds()
+            except TimerError as exc:
+                self._problems.append(Problem(f"lease: {exc}", id))
+        task = n.ServiceTask(
+            id,
+            name,
+            handler=handler,
+            topic=topic,
+            retry=policy,
+            priority=priority,
+            properties=dict(properties or {}),
+            lease_seconds=lease_seconds,
+        )
+        return self._add(task)
+
+    def user_task(
+        self,
+        id: str,
+        *,
+        assignee: str | None = None,
+        candidate_groups: Iterable[str] = (),
+        properties: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """A task for a person: it waits until completed through the API."""
+        task = n.UserTask(
+            id,
+            name,
+            assignee=assignee,
+            candidate_groups=tuple(candidate_groups),
+            properties=dict(properties or {}),
+        )
+        return self._add(task)
+
+    def exclusive(self, id: str, *, default: str | None = None, name: str | None = None) -> Self:
+        """An exclusive gateway; ``default`` is the id of the flow taken when none matches."""
+        return self._add(n.ExclusiveGateway(id, name, default_flow=default))
+
+    def parallel(self, id: str, *, name: str | None = None) -> Self:
+        """A parallel gateway: forks to every outgoing flow, joins all incoming ones."""
+        return self._add(n.ParallelGateway(id, name))
+
+    def _timer_spec(
+        self,
+        id: str,
+        duration: Duration | None,
+        date: str | datetime | None,
+        cycle: str | None = None,
+    ) -> n.TimerSpec | None:
+        given = [
+            (kind, text)
+            for kind, text in (
+                (n.TimerKind.DURATION, None if duration is None else _duration_text(duration)),
+                (n.TimerKind.DATE, None if date is None else _date_text(date)),
+                (n.TimerKind.CYCLE, cycle),
+            )
+            if text is not None
+        ]
+        if len(given) != 1:
+            self._problems.append(
+                Problem(f"timer '{id}' needs exactly one of duration, date or cycle", id)
+            )
+            return None
+        return n.TimerSpec(*given[0])
+
+    def timer(
+        self,
+        id: str,
+        *,
+        duration: Duration | None = None,
+        date: str | datetime | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """An intermediate timer catch event: wait ``duration``, or until ``date``."""
+        return self._add(n.TimerCatchEvent(id, name, timer=self._timer_spec(id, duration, date)))
+
+    def wait_until(self, id: str, deadline_variable: str, *, name: str | None = None) -> Self:
+        """A timer that waits until the date held by variable ``deadline_variable``."""
+        spec = n.TimerSpec(n.TimerKind.DATE, f"${{{deadline_variable}}}")
+        return self._add(n.TimerCatchEvent(id, name, timer=spec))
+
+    def boundary_timer(
+        self,
+        id: str,
+        attached_to: str,
+        *,
+        duration: Duration | None = None,
+        date: str | datetime | None = None,
+        cycle: str | None = None,
+        interrupting: bool = True,
+        name: str | None = None,
+    ) -> Self:
+        """A timer on task ``attached_to``; interrupting timers cancel the task."""
+        spec = self._timer_spec(id, duration, date, cycle)
+        if spec is None:
+            return self
+        event = n.BoundaryEvent(
+            id, name, attached_to=attached_to, cancel_activity=interrupting, timer=spec
+        )
+        return self._add(event)
+
+    def boundary_error(
+        self,
+        id: str,
+        attached_to: str,
+        *,
+        error_code: str | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """Catch errors of task ``attached_to``: one ``error_code``, or every error."""
+        return self._add(n.BoundaryEvent(id, name, attached_to=attached_to, error_code=error_code))
+
+    # -- flows ---------------------------------------------------------------------------
+
+    def flow(
+        self,
+        source: str,
+        target: str,
+        condition: str | None = None,
+        *,
+        id: str | None = None,
+        default: bool = False,
+        name: str | None = None,
+    ) -> Self:
+        """A sequence flow; ``condition`` is CEL (``${...}`` accepted and unwrapped).
+
+        Without ``id`` the flow is named ``Flow_<source>_<target>``. ``default=True``
+        makes it the default flow of its (exclusive gateway) source.
+        """
+        flow_id = id or self._free_id(f"Flow_{source}_{target}")
+        if flow_id in self._nodes or any(f.id == flow_id for f in self._flows):
+            self._problems.append(Problem(f"id '{flow_id}' is used twice: rename one", flow_id))
+            return self
+        text = unwrap(condition) if condition is not None else None
+        self._flows.append(n.Flow(flow_id, source, target, text or None, name))
+        if default:
+            if source in self._defaults:
+                self._problems.append(Problem(f"'{source}' has two default flows", flow_id))
+            self._defaults[source] = flow_id
+        return self
+
+    def sequence(self, *ids: str) -> Self:
+        """Flows between consecutive ids: ``sequence("a", "b", "c")`` is a -> b -> c."""
+        for source, target in pairwise(ids):
+            self.flow(source, target)
+        return self
+
+    def _free_id(self, base: str) -> str:
+        taken = set(self._nodes) | {f.id for f in self._flows}
+        candidate, i = base, 2
+        while candidate in taken:
+            candidate, i = f"{base}_{i}", i + 1
+        return candidate
+
+    # -- result --------------------------------------------------------------------------
+
+    def build(self) -> ProcessModel:
+        """The validated :class:`ProcessModel`, or a :class:`DeploymentError` listing all."""
+        problems = list(self._problems)
+        nodes = dict(self._nodes)
+        for gateway_id, flow_id in self._defaults.items():
+            node = nodes.get(gateway_id)
+            if not isinstance(node, n.ExclusiveGateway):
+                problems.append(
+                    Problem(
+                        f"flow '{flow_id}' is marked default but '{gateway_id}' is not an "
+                        "exclusive gateway",
+                        flow_id,
+                    )
+                )
+            elif node.default_flow not in (None, flow_id):
+                problems.append(
+                    Problem(f"gateway '{gateway_id}' has two default flows", gateway_id)
+                )
+            else:
+                nodes[gateway_id] = dataclasses.replace(node, default_flow=flow_id)
+        model = ProcessModel(
+            key=self.key,
+            nodes=nodes,
+            flows=tuple(self._flows),
+            name=self.name,
+            version_tag=self.version_tag,
+        )
+        found, warnings = check_model(model)
+        problems += found
+        if not self.key:
+            problems.insert(0, Problem("the process needs a non-empty key"))
+        if problems:
+            raise DeploymentError(problems, f"process '{self.key}'")
+        return dataclasses.replace(model, warnings=tuple(warnings))
+
+    to_model = build
+    """Alias of :meth:`build`."""

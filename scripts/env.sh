@@ -1,0 +1,24 @@
+# Shared by scripts/demo.sh and scripts/test.sh: pick the Python environment.
+# Uses the active virtualenv when there is one, else ./.venv (created on first use).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+if [ -n "${VIRTUAL_ENV:-}" ]; then
+  PY="$VIRTUAL_ENV/bin/python"
+else
+  if [ ! -x .venv/bin/python ]; then
+    echo "creating .venv" >&2
+    python3 -m venv .venv
+  fi
+  PY="$ROOT/.venv/bin/python"
+fi
+BIN="$(dirname "$PY")"
+install_project() {  # $1: extras, e.g. "" or "[dev]"
+  local stamp=".venv-installed$1"
+  if [ ! -f "$BIN/$stamp" ] || [ pyproject.toml -nt "$BIN/$stamp" ]; then
+    echo "installing bpm-celery$1 (first run takes a minute)" >&2
+    "$PY" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
+    "$PY" -m pip install --quiet --disable-pip-version-check -e ".$1" >&2
+    touch "$BIN/$stamp"
+  fi
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite: installs the project with its dev extras, starts PostgreSQL and
+# Redis when they are down, then runs ruff, mypy --strict and pytest. Extra arguments go
+# to pytest (e.g. `bash scripts/test.sh -k join`).
+source "$(dirname "$0")/env.sh"
+install_project "[dev]"
+bash scripts/services.sh
+echo "== ruff" >&2
+"$BIN/ruff" check .
+"$BIN/ruff" format --check .
+echo "== mypy --strict" >&2
+"$BIN/mypy"
+echo "== pytest" >&2
+set +e
+"$BIN/pytest" -q "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure here" >&2
+  exit 1
+fi
+exit "$status"
