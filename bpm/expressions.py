@@ -62,9 +62,7 @@ class Condition:
         except Exception as exc:  # the CEL runtime raises several unrelated types
             raise ExpressionError(f"condition `{self.source}` failed: {exc}") from exc
         if not isinstance(result, bool):
-            raise ExpressionError(
-                f"condition `{self.source}` gave {result!r}, not true or false"
-            )
+            raise ExpressionError(f"condition `{self.source}` gave {result!r}, not true or false")
         return result
 
 

@@ -78,7 +78,10 @@ class LocalLoop:
         self._stop.wait(delay.total_seconds())
 
     def run_instance(
-        self, instance_id: str, *, timeout: timedelta | None = None,
+        self,
+        instance_id: str,
+        *,
+        timeout: timedelta | None = None,
         on_progress: Callable[[Instance], None] | None = None,
     ) -> Settled:
         """Drive the loop until the instance ends or waits only on the outside world."""
@@ -96,8 +99,11 @@ class LocalLoop:
                 deadline is not None and self.engine.core.now() >= deadline
             ):
                 return Settled(inst, _waiting_on(inst))
-            self._sleep_until_wakeup(self.idle_poll if deadline is None else min(
-                self.idle_poll * 20, max(deadline - self.engine.core.now(), timedelta(0))))
+            self._sleep_until_wakeup(
+                self.idle_poll
+                if deadline is None
+                else min(self.idle_poll * 20, max(deadline - self.engine.core.now(), timedelta(0)))
+            )
         return Settled(self.engine.get_instance(instance_id), ("interrupted",))
 
     def serve(self) -> None:

@@ -17,7 +17,7 @@ def _details(e: HistoryEvent) -> str:
         parts.append(f"waits on {p['blocked_by']['kind']}")
     if "attempt" in p:
         parts.append(f"attempt {p['attempt']}")
-    if "error" in p and p["error"]:
+    if p.get("error"):
         parts.append(f"error: {str(p['error'])[:80]}")
     if "names" in p:
         parts.append("set " + ", ".join(p["names"]))
@@ -57,18 +57,27 @@ def instance_json(inst: Instance, events: Sequence[HistoryEvent]) -> dict[str, A
         "ended_at": inst.ended_at.isoformat() if inst.ended_at else None,
         "tokens": [
             {
-                "id": t.id, "node_id": t.node_id, "state": t.state.value,
+                "id": t.id,
+                "node_id": t.node_id,
+                "state": t.state.value,
                 "blocked_by": (
                     {"kind": t.blocked_kind.value, "id": t.blocked_id} if t.blocked_kind else None
                 ),
-                "attempt": t.attempt, "scope_id": t.scope_id, "error": t.error,
+                "attempt": t.attempt,
+                "scope_id": t.scope_id,
+                "error": t.error,
             }
             for t in inst.tokens
         ],
         "history": [
             {
-                "seq": e.seq, "at": e.at.isoformat(), "type": e.type, "node_id": e.node_id,
-                "token_id": e.token_id, "from": e.from_state, "to": e.to_state,
+                "seq": e.seq,
+                "at": e.at.isoformat(),
+                "type": e.type,
+                "node_id": e.node_id,
+                "token_id": e.token_id,
+                "from": e.from_state,
+                "to": e.to_state,
                 "payload": e.payload,
             }
             for e in events

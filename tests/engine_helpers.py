@@ -25,11 +25,13 @@ class QueueDispatcher:
         self.published.extend(token_ids)
 
 
-def make_engine(url: str, registry: HandlerRegistry | None = None,
-                config: EngineConfig | None = None) -> tuple[Engine, QueueDispatcher]:
+def make_engine(
+    url: str, registry: HandlerRegistry | None = None, config: EngineConfig | None = None
+) -> tuple[Engine, QueueDispatcher]:
     q = QueueDispatcher()
-    return Engine(url, dispatcher=q, registry=registry or HandlerRegistry(),
-                  config=config or EngineConfig()), q
+    return Engine(
+        url, dispatcher=q, registry=registry or HandlerRegistry(), config=config or EngineConfig()
+    ), q
 
 
 def drain(engine: Engine, q: QueueDispatcher, limit: int = 1000) -> int:
@@ -94,5 +96,6 @@ def table_dump(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def live(engine: Engine, instance_id: str) -> list[str]:
-    return [t.node_id for t in engine.get_instance(instance_id).tokens
-            if t.state in LIVE_TOKEN_STATES]
+    return [
+        t.node_id for t in engine.get_instance(instance_id).tokens if t.state in LIVE_TOKEN_STATES
+    ]

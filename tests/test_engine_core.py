@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -40,8 +41,13 @@ def test_order_process_runs_to_the_end_with_a_legal_trail(database_url: str) -> 
     assert done.state is InstanceState.COMPLETED
     assert done.business_key == "o-1"
     assert sorted(calls) == ["charge-payment", "reserve-stock", "ship-order", "validate-order"]
-    assert done.variables == {"amount": 120, "validate_order": True, "reserve_stock": True,
-                              "charge_payment": True, "ship_order": True}
+    assert done.variables == {
+        "amount": 120,
+        "validate_order": True,
+        "reserve_stock": True,
+        "charge_payment": True,
+        "ship_order": True,
+    }
     events = engine.history(inst.id)
     seqs = [e.seq for e in events]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
@@ -53,7 +59,7 @@ def test_order_process_runs_to_the_end_with_a_legal_trail(database_url: str) -> 
     assert len(chains) == len(done.tokens)
     for token_id, chain in chains.items():
         assert chain[0] == "created", token_id
-        for a, b in zip(chain, chain[1:], strict=False):
+        for a, b in itertools.pairwise(chain):
             assert TokenState(b) in TRANSITIONS[TokenState(a)], (token_id, chain)
         assert chain[-1] == "completed"
     assert [e.type for e in events if e.type == "join_fired"] == ["join_fired"]
@@ -107,8 +113,14 @@ def test_handler_returning_bad_variables_fails_the_attempt(database_url: str) ->
     reg = HandlerRegistry()
     reg.register("bad", lambda ctx: {"x": {1, 2}}, retry=RetryPolicy.none())
     engine, q = make_engine(database_url, reg)
-    engine.deploy(Process("p").start("s").service_task("t", handler="bad").end("e")
-                  .sequence("s", "t", "e").build())
+    engine.deploy(
+        Process("p")
+        .start("s")
+        .service_task("t", handler="bad")
+        .end("e")
+        .sequence("s", "t", "e")
+        .build()
+    )
     inst = engine.start("p")
     drain(engine, q)
     tok = next(t for t in engine.get_instance(inst.id).tokens if t.node_id == "t")
@@ -128,8 +140,14 @@ def test_versioning_by_key(database_url: str) -> None:
     v1 = engine.deploy(order_process())
     assert engine.deploy(order_process()).id == v1.id
     old = engine.start("order", {"amount": 5})
-    changed = (Process("order").start("s").service_task("ship", handler="ship-order")
-               .end("e").sequence("s", "ship", "e").build())
+    changed = (
+        Process("order")
+        .start("s")
+        .service_task("ship", handler="ship-order")
+        .end("e")
+        .sequence("s", "ship", "e")
+        .build()
+    )
     v2 = engine.deploy(changed)
     assert (v1.version, v2.version) == (1, 2)
     assert engine.start("order").definition_id == v2.id
@@ -139,9 +157,15 @@ def test_versioning_by_key(database_url: str) -> None:
 
 
 def test_user_task_completion_moves_on_and_cannot_repeat(database_url: str) -> None:
-    engine, q = make_engine(database_url)
-    engine.deploy(Process("approve").start("s").user_task("review", assignee="ann")
-                  .end("e").sequence("s", "review", "e").build())
+    engine, _q = make_engine(database_url)
+    engine.deploy(
+        Process("approve")
+        .start("s")
+        .user_task("review", assignee="ann")
+        .end("e")
+        .sequence("s", "review", "e")
+        .build()
+    )
     inst = engine.start("approve")
     (task,) = engine.user_tasks(inst.id)
     assert (task.node_id, task.assignee, task.state) == ("review", "ann", "open")
@@ -189,11 +213,20 @@ def test_terminate_suspend_resume(database_url: str) -> None:
 
 
 def test_terminate_end_event_ends_every_branch(database_url: str) -> None:
-    engine, q = make_engine(database_url)
-    engine.deploy(Process("t").start("s").parallel("fork").user_task("wait")
-                  .end("stop", terminate=True).end("e")
-                  .sequence("s", "fork").flow("fork", "wait").flow("fork", "stop")
-                  .flow("wait", "e").build())
+    engine, _q = make_engine(database_url)
+    engine.deploy(
+        Process("t")
+        .start("s")
+        .parallel("fork")
+        .user_task("wait")
+        .end("stop", terminate=True)
+        .end("e")
+        .sequence("s", "fork")
+        .flow("fork", "wait")
+        .flow("fork", "stop")
+        .flow("wait", "e")
+        .build()
+    )
     inst = engine.start("t")
     done = engine.get_instance(inst.id)
     assert done.state is InstanceState.TERMINATED
@@ -208,11 +241,22 @@ def test_fork_inside_a_loop_opens_a_scope_per_pass(database_url: str) -> None:
     reg.register("count", lambda ctx: {"n": ctx.variables.get("n", 0) + 1})
     engine, q = make_engine(database_url, reg)
     engine.deploy(
-        Process("loop").start("s").exclusive("merge").parallel("fork")
-        .service_task("ta", handler="a").service_task("tb", handler="b")
-        .parallel("join").service_task("count", handler="count").exclusive("again").end("e")
-        .sequence("s", "merge", "fork").flow("fork", "ta").flow("fork", "tb")
-        .flow("ta", "join").flow("tb", "join").sequence("join", "count", "again")
+        Process("loop")
+        .start("s")
+        .exclusive("merge")
+        .parallel("fork")
+        .service_task("ta", handler="a")
+        .service_task("tb", handler="b")
+        .parallel("join")
+        .service_task("count", handler="count")
+        .exclusive("again")
+        .end("e")
+        .sequence("s", "merge", "fork")
+        .flow("fork", "ta")
+        .flow("fork", "tb")
+        .flow("ta", "join")
+        .flow("tb", "join")
+        .sequence("join", "count", "again")
         .flow("again", "merge", condition="n < 3", id="loop_back")
         .flow("again", "e", id="done", default=True)
         .build()
@@ -234,12 +278,25 @@ def test_nested_forks_join_inner_then_outer(database_url: str) -> None:
         reg.register(name, lambda ctx, name=name: {name: True})
     engine, q = make_engine(database_url, reg)
     engine.deploy(
-        Process("nest").start("s").parallel("outer_fork").parallel("inner_fork")
-        .service_task("x", handler="x").service_task("y", handler="y")
-        .parallel("inner_join").service_task("z", handler="z").parallel("outer_join").end("e")
-        .sequence("s", "outer_fork").flow("outer_fork", "inner_fork").flow("outer_fork", "z")
-        .flow("inner_fork", "x").flow("inner_fork", "y").flow("x", "inner_join")
-        .flow("y", "inner_join").flow("inner_join", "outer_join").flow("z", "outer_join")
+        Process("nest")
+        .start("s")
+        .parallel("outer_fork")
+        .parallel("inner_fork")
+        .service_task("x", handler="x")
+        .service_task("y", handler="y")
+        .parallel("inner_join")
+        .service_task("z", handler="z")
+        .parallel("outer_join")
+        .end("e")
+        .sequence("s", "outer_fork")
+        .flow("outer_fork", "inner_fork")
+        .flow("outer_fork", "z")
+        .flow("inner_fork", "x")
+        .flow("inner_fork", "y")
+        .flow("x", "inner_join")
+        .flow("y", "inner_join")
+        .flow("inner_join", "outer_join")
+        .flow("z", "outer_join")
         .sequence("outer_join", "e")
         .build()
     )
@@ -264,8 +321,14 @@ def test_failing_handler_retries_the_same_token_then_opens_an_incident(
     reg = HandlerRegistry()
     reg.register("boom", boom)
     engine, q = make_engine(database_url, reg)
-    engine.deploy(Process("f").start("s").service_task("t", handler="boom").end("e")
-                  .sequence("s", "t", "e").build())
+    engine.deploy(
+        Process("f")
+        .start("s")
+        .service_task("t", handler="boom")
+        .end("e")
+        .sequence("s", "t", "e")
+        .build()
+    )
     inst = engine.start("f")
     drain(engine, q)
     assert attempts == [1, 2, 3]  # default policy: 3 attempts, no delay
@@ -287,9 +350,21 @@ def test_fail_instance_policy_ends_the_instance_failed(database_url: str) -> Non
 
     reg.register("boom", boom, retry=RetryPolicy.none().fail_instance())
     engine, q = make_engine(database_url, reg)
-    engine.deploy(Process("f").start("s").parallel("fork").service_task("t", handler="boom")
-                  .user_task("u").end("e1").end("e2").sequence("s", "fork")
-                  .flow("fork", "t").flow("fork", "u").flow("t", "e1").flow("u", "e2").build())
+    engine.deploy(
+        Process("f")
+        .start("s")
+        .parallel("fork")
+        .service_task("t", handler="boom")
+        .user_task("u")
+        .end("e1")
+        .end("e2")
+        .sequence("s", "fork")
+        .flow("fork", "t")
+        .flow("fork", "u")
+        .flow("t", "e1")
+        .flow("u", "e2")
+        .build()
+    )
     inst = engine.start("f")
     drain(engine, q)
     done = engine.get_instance(inst.id)
@@ -298,10 +373,18 @@ def test_fail_instance_policy_ends_the_instance_failed(database_url: str) -> Non
 
 
 def test_gateway_without_a_matching_flow_fails_its_token(database_url: str) -> None:
-    engine, q = make_engine(database_url)
-    engine.deploy(Process("g").start("s").exclusive("gw").end("a").end("b")
-                  .sequence("s", "gw").flow("gw", "a", condition="x > 1")
-                  .flow("gw", "b", condition="x < -1").build())
+    engine, _q = make_engine(database_url)
+    engine.deploy(
+        Process("g")
+        .start("s")
+        .exclusive("gw")
+        .end("a")
+        .end("b")
+        .sequence("s", "gw")
+        .flow("gw", "a", condition="x > 1")
+        .flow("gw", "b", condition="x < -1")
+        .build()
+    )
     inst = engine.start("g", {"x": 0})
     (tok,) = [t for t in engine.get_instance(inst.id).tokens if t.node_id == "gw"]
     assert tok.state is TokenState.FAILED
@@ -318,16 +401,15 @@ def test_illegal_transition_raises_and_changes_nothing(database_url: str) -> Non
     drain(engine, q)
     before = table_dump(engine)
     core = engine.core
-    with pytest.raises(IllegalTransition, match="completed -> ready"):  # noqa: PT012
-        with core.tx() as conn:
-            work = core.load(conn, inst.id, core.now())
-            # completed tokens are not loaded as live; load one explicitly
-            from bpm.store.instances import tokens_of
+    with pytest.raises(IllegalTransition, match="completed -> ready"), core.tx() as conn:
+        work = core.load(conn, inst.id, core.now())
+        # completed tokens are not loaded as live; load one explicitly
+        from bpm.store.instances import tokens_of
 
-            done = tokens_of(conn, inst.id)[0]
-            work.tokens[done.id] = done
-            work.transition(done.id, TokenState.READY)
-            core.flush(conn, work)
+        done = tokens_of(conn, inst.id)[0]
+        work.tokens[done.id] = done
+        work.transition(done.id, TokenState.READY)
+        core.flush(conn, work)
     assert table_dump(engine) == before
 
 

@@ -41,6 +41,13 @@ class Context:
     errors: dict[str, Element]
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    placeholders: set[str] = field(default_factory=set)
+    """Ids of rejected elements kept as bare nodes so flows to them still resolve."""
+
+    def placeholder(self, el: Element) -> n.Node:
+        """A bare node for a rejected element; graph checks skip it."""
+        self.placeholders.add(el.get("id", ""))
+        return n.Node(el.get("id", ""), el.get("name") or None, self.doc.line(el))
 
     def report(self, el: Element, message: str) -> None:
         """Record a problem located at ``el`` (its id, or its owner's, and its line)."""
@@ -233,12 +240,16 @@ def parse_service(el: Element, ctx: Context) -> n.Node:
             lease = parse_duration(text).total_seconds()
         except TimerError as exc:
             ctx.report(el, f"bpm:lease: {exc}")
+    before = len(ctx.problems)
+    handler, topic = _handler(el, ctx), _topic(el, ctx)
+    if handler is None and topic is None and len(ctx.problems) > before:
+        handler = ""  # already reported precisely; keeps "neither handler nor topic" quiet
     return n.ServiceTask(
         node_id,
         name,
         line,
-        handler=_handler(el, ctx),
-        topic=_topic(el, ctx),
+        handler=handler,
+        topic=topic,
         retry=_retry(el, cycle, ctx),
         priority=priority,
         properties=properties,
@@ -285,7 +296,7 @@ def parse_catch(el: Element, ctx: Context) -> n.Node:
     if timer is None:
         if len(ctx.problems) == before:
             ctx.report(el, f"intermediate catch event '{node_id}' needs a timerEventDefinition")
-        return n.Node(node_id, name, line)  # placeholder: keeps the graph checks meaningful
+        return ctx.placeholder(el)
     return n.TimerCatchEvent(node_id, name, line, timer=timer)
 
 

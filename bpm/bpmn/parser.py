@@ -100,7 +100,7 @@ def parse_bpmn(source: str | bytes, resource: str | None = None) -> ProcessModel
         version_tag=camunda(process, "versionTag") or None,
     )
     problems, warnings = check_model(model)
-    problems = ctx.problems + problems
+    problems = ctx.problems + [p for p in problems if p.element_id not in ctx.placeholders]
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         raise DeploymentError(problems, resource)
@@ -134,11 +134,10 @@ def _parse_element(el: Element, ctx: Context) -> n.Node | n.Flow | None:
             f"{pretty(el.tag)} '{el.get('id')}' is not supported: this engine does not run "
             f"{_UNSUPPORTED[name]}; use {_SUPPORTED}",
         )
-        # A placeholder keeps flows to and from it from being reported as dangling.
-        return n.Node(el.get("id", ""), el.get("name"), ctx.doc.line(el))
+        return ctx.placeholder(el)
     ctx.report(
         el,
         f"unknown element <{pretty(el.tag)}> in the process: remove it or move it into "
         f"extensionElements; supported are {_SUPPORTED}",
     )
-    return n.Node(el.get("id", ""), el.get("name"), ctx.doc.line(el)) if el.get("id") else None
+    return ctx.placeholder(el) if el.get("id") else None

@@ -91,15 +91,14 @@ def import_handlers(modules: str | None) -> None:
     """Import comma-separated handler modules so their ``@service_task`` run."""
     import importlib
 
+    # Like `celery -A`, resolve handler modules from the current directory first.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     for name in filter(None, (m.strip() for m in (modules or "").split(","))):
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            sys.path.insert(0, os.getcwd())
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                fail(f"cannot import handler module '{name}': {exc}")
+            fail(f"cannot import handler module '{name}': {exc}")
 
 
 def main() -> None:

@@ -22,6 +22,8 @@ from bpm.cli.app import (
     user_errors,
 )
 from bpm.engine import Engine
+from bpm.runtime.records import Instance
+from bpm.runtime.states import LIVE_TOKEN_STATES
 from bpm.trail import instance_json, trail_table
 
 DbOpt = Annotated[
@@ -52,9 +54,7 @@ def db_upgrade(db: DbOpt = None) -> None:
 
 
 @app.command()
-def deploy(
-    file: Annotated[Path, typer.Argument(help="A .bpmn file.")], db: DbOpt = None
-) -> None:
+def deploy(file: Annotated[Path, typer.Argument(help="A .bpmn file.")], db: DbOpt = None) -> None:
     """Deploy a BPMN file. Unchanged content keeps its version; changed content adds one."""
     with user_errors():
         if not file.is_file():
@@ -121,8 +121,13 @@ def list_instances(
         rows = _engine(db).instances(state=state, limit=limit)
         table = Table("id", "process", "business key", "state", "started", header_style="bold")
         for inst in rows:
-            table.add_row(inst.id, inst.definition_key, inst.business_key or "",
-                          inst.state.value, inst.created_at.isoformat(timespec="seconds"))
+            table.add_row(
+                inst.id,
+                inst.definition_key,
+                inst.business_key or "",
+                inst.state.value,
+                inst.created_at.isoformat(timespec="seconds"),
+            )
         console.print(table)
 
 
@@ -199,16 +204,19 @@ def run(
         inst = engine.start(d.key, variables, business_key=business_key)
         with console.status(f"running {inst.id}") as status:
             settled = loop.run_instance(
-                inst.id, timeout=timedelta(seconds=timeout),
-                on_progress=lambda i: status.update(
-                    f"running {i.id}: {sum(1 for t in i.tokens if t.state.value in ('ready', 'executing', 'waiting'))} live tokens"
-                ),
+                inst.id,
+                timeout=timedelta(seconds=timeout),
+                on_progress=lambda i: status.update(f"running {i.id}: {_live(i)} live tokens"),
             )
         _print_instance(engine, inst.id)
         if settled.waiting_on:
             console.print("waiting on: " + ", ".join(settled.waiting_on))
         if settled.instance.state.value != "completed":
             raise typer.Exit(1)
+
+
+def _live(inst: Instance) -> int:
+    return sum(1 for t in inst.tokens if t.state in LIVE_TOKEN_STATES)
 
 
 @app.command()

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import Connection, Engine
 
@@ -20,7 +19,6 @@ from bpm.handlers import HandlerRegistry
 from bpm.model.process import ProcessModel
 from bpm.runtime.work import InstanceWork
 from bpm.store import definitions as defs_store
-from bpm.store import tokens as token_store
 from bpm.store import work as work_store
 
 log = logging.getLogger("bpm.engine")
@@ -94,6 +92,8 @@ class EngineCore:
         try:
             self.dispatcher.dispatch(list(token_ids))
         except Exception:  # the broker is outside our transaction: never lose the commit
-            log.warning("publishing %d ready steps failed; the sweeper will retry",
-                        len(token_ids), exc_info=True)
-
+            log.warning(
+                "publishing %d ready steps failed; the sweeper will retry",
+                len(token_ids),
+                exc_info=True,
+            )

@@ -15,13 +15,10 @@ from bpm.runtime.records import ProcessDefinition
 from bpm.store import definitions as store
 
 if TYPE_CHECKING:
-    from bpm.builder import Process
+    pass
 
 
-
-def _to_model(
-    source: object, resource: str | None
-) -> tuple[ProcessModel, str, str | None]:
+def _to_model(source: object, resource: str | None) -> tuple[ProcessModel, str, str | None]:
     """(model, stored source text, resource name) for a path, XML, builder or model."""
     if isinstance(source, ProcessModel):
         from bpm.model.validate import validate
@@ -36,8 +33,10 @@ def _to_model(
     from bpm.bpmn import parse_bpmn  # the XML stack is needed only for BPMN sources
 
     if isinstance(source, Path) or (
-        isinstance(source, str) and not source.lstrip().startswith("<")
-        and len(source) < 4096 and "\n" not in source
+        isinstance(source, str)
+        and not source.lstrip().startswith("<")
+        and len(source) < 4096
+        and "\n" not in source
     ):
         path = Path(source)
         if not path.is_file():
@@ -81,9 +80,18 @@ def deploy(
                     store.insert_deployment(conn, dep_id, name, resource, now)
                 def_id = f"{model.key}:{version}:{uuid.uuid4()}"
                 store.insert_definition(
-                    conn, id=def_id, key=model.key, version=version, name=model.name,
-                    version_tag=model.version_tag, checksum=checksum, resource=resource,
-                    deployment_id=dep_id, source=text, model=model.to_dict(), created_at=now,
+                    conn,
+                    id=def_id,
+                    key=model.key,
+                    version=version,
+                    name=model.name,
+                    version_tag=model.version_tag,
+                    checksum=checksum,
+                    resource=resource,
+                    deployment_id=dep_id,
+                    source=text,
+                    model=model.to_dict(),
+                    created_at=now,
                 )
                 core._models[def_id] = model
                 found = store.by_id(conn, def_id)
@@ -91,8 +99,9 @@ def deploy(
                 return found
         except IntegrityError:
             continue
-    raise DeploymentError(f"could not assign a version to '{model.key}': too many concurrent "
-                          "deploys; try again")
+    raise DeploymentError(
+        f"could not assign a version to '{model.key}': too many concurrent deploys; try again"
+    )
 
 
 def latest(core: EngineCore, key: str) -> ProcessDefinition:

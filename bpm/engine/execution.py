@@ -49,6 +49,7 @@ class Outcome:
     error: str | None = None
     details: str | None = None
     finished_at: datetime | None = None
+    error_code: str | None = None  # from an ``error_code`` attribute of the exception
 
 
 def lease_for(core: EngineCore, node: n.ServiceTask, spec: HandlerSpec | None) -> timedelta:
@@ -73,9 +74,7 @@ def claim(core: EngineCore, token_id: str, worker_id: str, now: datetime) -> Cla
     """Take the lease on a Ready inline step, or None if someone else has it (or it is gone)."""
     try:
         with core.tx() as conn:
-            got = token_store.claim(
-                conn, token_id, worker_id, now + core.config.default_lease, now
-            )
+            got = token_store.claim(conn, token_id, worker_id, now + core.config.default_lease, now)
             if got is None:
                 core.stats.claims_lost += 1
                 return None
@@ -105,8 +104,12 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             return token_store.extend_lease(conn, tok.id, worker_id, tok.attempt, now + lease, now)
 
     ctx = TaskContext(
-        instance_id=tok.instance_id, node_id=tok.node_id, token_id=tok.id,
-        attempt=tok.attempt, variables=dict(step.variables), business_key=step.business_key,
+        instance_id=tok.instance_id,
+        node_id=tok.node_id,
+        token_id=tok.id,
+        attempt=tok.attempt,
+        variables=dict(step.variables),
+        business_key=step.business_key,
         _extend=extend,
     )
     try:
@@ -117,8 +120,15 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             error=f"{type(exc).__name__}: {exc}",
             details=traceback.format_exc(limit=20),
             finished_at=core.now(),
+            error_code=_error_code(exc),
         )
     return Outcome(variables=result, finished_at=core.now())
+
+
+def _error_code(exc: Exception) -> str | None:
+    """An exception may name its BPMN error code (``exc.error_code``) for error boundaries."""
+    code = getattr(exc, "error_code", None)
+    return None if code is None else str(code)
 
 
 def finish(
@@ -141,7 +151,8 @@ def finish(
             core.stats.finishes_dropped += 1
             log.warning(
                 "dropping the result of %s attempt %d: the lease is no longer ours",
-                tok.id, tok.attempt,
+                tok.id,
+                tok.attempt,
             )
             return None
         model = core.model(conn, step.definition_id)
@@ -157,8 +168,15 @@ def finish(
             flow.leave(current)
             flow.run(())
         else:
-            fail_attempt(flow, current, policy_for(step.node, spec), error,
-                         failed_at=outcome.finished_at or now, details=details)
+            fail_attempt(
+                flow,
+                current,
+                policy_for(step.node, spec),
+                error,
+                failed_at=outcome.finished_at or now,
+                details=details,
+                error_code=outcome.error_code,
+            )
             flow.run(())
         nxt = _claim_next_inline(core, work, model, worker_id, now)
         core.flush(conn, work)
@@ -181,11 +199,20 @@ def _claim_next_inline(
         spec = core.registry.find(node.handler or "")
         lease = lease_for(core, node, spec)
         tok = work.transition(
-            tok.id, TokenState.EXECUTING, attempt=tok.attempt + 1, lease_owner=worker_id,
-            lease_expires_at=now + lease, payload={"worker": worker_id},
+            tok.id,
+            TokenState.EXECUTING,
+            attempt=tok.attempt + 1,
+            lease_owner=worker_id,
+            lease_expires_at=now + lease,
+            payload={"worker": worker_id},
         )
-        return Claimed(tok, dict(work.instance.variables), work.instance.definition_id, node,
-                       work.instance.business_key)
+        return Claimed(
+            tok,
+            dict(work.instance.variables),
+            work.instance.definition_id,
+            node,
+            work.instance.business_key,
+        )
     return None
 
 
@@ -217,15 +244,20 @@ def _release(core: EngineCore, step: Claimed, worker: str, now: datetime) -> Non
         from bpm.runtime.failure import IMMEDIATE
         from bpm.runtime.states import BlockKind
 
-        work.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE),
-                        payload={"released": True})
+        work.transition(
+            tok.id,
+            TokenState.WAITING,
+            blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE),
+            payload={"released": True},
+        )
         work.transition(tok.id, TokenState.READY, attempt=tok.attempt - 1)
         core.flush(conn, work)
     core.dispatch([step.token.id])
 
 
-def reclaim_expired_leases(core: EngineCore, *, now: datetime | None = None,
-                           limit: int = 100) -> int:
+def reclaim_expired_leases(
+    core: EngineCore, *, now: datetime | None = None, limit: int = 100
+) -> int:
     """Expired leases count as failed attempts ("worker lost"); returns how many."""
     at = core.now(now)
     with core.db.connect() as conn:
@@ -235,15 +267,24 @@ def reclaim_expired_leases(core: EngineCore, *, now: datetime | None = None,
         with core.tx() as conn:
             work = core.load(conn, instance_id, at)
             tok = work.tokens.get(token_id)
-            if (tok is None or tok.state is not TokenState.EXECUTING
-                    or tok.lease_expires_at is None or tok.lease_expires_at >= at):
+            if (
+                tok is None
+                or tok.state is not TokenState.EXECUTING
+                or tok.lease_expires_at is None
+                or tok.lease_expires_at >= at
+            ):
                 continue
             model = core.model(conn, work.instance.definition_id)
             node = model.node(tok.node_id)
             spec = core.registry.find(getattr(node, "handler", None) or "")
             flow = Flow(work, model)
-            fail_attempt(flow, tok, policy_for(node, spec),
-                         f"worker lost: lease of {tok.lease_owner} expired", failed_at=at)
+            fail_attempt(
+                flow,
+                tok,
+                policy_for(node, spec),
+                f"worker lost: lease of {tok.lease_owner} expired",
+                failed_at=at,
+            )
             flow.run(())
             core.flush(conn, work)
         core.dispatch(work.to_dispatch)
@@ -251,8 +292,9 @@ def reclaim_expired_leases(core: EngineCore, *, now: datetime | None = None,
     return count
 
 
-def redispatch_stale_ready(core: EngineCore, *, now: datetime | None = None,
-                           limit: int = 500) -> int:
+def redispatch_stale_ready(
+    core: EngineCore, *, now: datetime | None = None, limit: int = 500
+) -> int:
     """Publish again Ready steps nobody claimed for a while (a publish was lost)."""
     at = core.now(now)
     with core.tx() as conn:

@@ -42,17 +42,27 @@ def start(
                 raise NotFound(f"no process definition with key '{key}' is deployed")
             model = core.model(conn, definition.id)
             inst = Instance(
-                id=str(uuid.uuid4()), definition_id=definition.id, definition_key=key,
-                state=InstanceState.ACTIVE, variables=clean, created_at=at, updated_at=at,
-                business_key=business_key, idempotency_key=idempotency_key,
+                id=str(uuid.uuid4()),
+                definition_id=definition.id,
+                definition_key=key,
+                state=InstanceState.ACTIVE,
+                variables=clean,
+                created_at=at,
+                updated_at=at,
+                business_key=business_key,
+                idempotency_key=idempotency_key,
             )
             work_store.insert_instance(conn, inst)
             work = work_store.new_work(inst, at, max_variable_bytes=core.config.max_variable_bytes)
             work.instance_dirty = False
-            work.record("instance_started", payload={
-                "definition": definition.id, "business_key": business_key,
-                "variables": sorted(clean),
-            })
+            work.record(
+                "instance_started",
+                payload={
+                    "definition": definition.id,
+                    "business_key": business_key,
+                    "variables": sorted(clean),
+                },
+            )
             first = work.create_token(model.start_events[0].id, scope_id=None, parent_id=None)
             Flow(work, model).run([first.id])
             core.flush(conn, work)
@@ -84,8 +94,12 @@ def history(core: EngineCore, instance_id: str) -> list[HistoryEvent]:
 
 
 def user_tasks(
-    core: EngineCore, *, instance_id: str | None = None, state: str | None = "open",
-    node_id: str | None = None, assignee: str | None = None,
+    core: EngineCore,
+    *,
+    instance_id: str | None = None,
+    state: str | None = "open",
+    node_id: str | None = None,
+    assignee: str | None = None,
 ) -> list[UserTask]:
     with core.db.connect() as conn:
         rows = store.user_tasks(
@@ -95,8 +109,11 @@ def user_tasks(
 
 
 def complete_user_task(
-    core: EngineCore, task_id: str, variables: dict[str, Any] | None = None,
-    *, now: datetime | None = None,
+    core: EngineCore,
+    task_id: str,
+    variables: dict[str, Any] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> None:
     """Complete an open user task: merge ``variables`` and move its token on."""
     check_variables(variables, core.config.max_variable_bytes)
@@ -118,8 +135,9 @@ def complete_user_task(
         model = core.model(conn, work.instance.definition_id)
         work.merge_variables(variables, source=tok.node_id)
         work.update_rows("user_task", {"id": task_id}, state="completed", completed_at=at)
-        work.record("user_task_completed", token_id=tok.id, node_id=tok.node_id,
-                    payload={"task": task_id})
+        work.record(
+            "user_task_completed", token_id=tok.id, node_id=tok.node_id, payload={"task": task_id}
+        )
         flow = Flow(work, model)
         flow.leave(tok)
         flow.run(())
@@ -127,15 +145,18 @@ def complete_user_task(
     core.dispatch(work.to_dispatch)
 
 
-def terminate(core: EngineCore, instance_id: str, *, reason: str = "terminated by operator",
-              now: datetime | None = None) -> Instance:
+def terminate(
+    core: EngineCore,
+    instance_id: str,
+    *,
+    reason: str = "terminated by operator",
+    now: datetime | None = None,
+) -> Instance:
     at = core.now(now)
     with core.tx() as conn:
         work = core.load(conn, instance_id, at)
         if work.instance.ended:
-            raise InvalidOperation(
-                f"instance {instance_id} is already {work.instance.state.value}"
-            )
+            raise InvalidOperation(f"instance {instance_id} is already {work.instance.state.value}")
         model = core.model(conn, work.instance.definition_id)
         Flow(work, model).terminate_all(reason)
         work.set_state(InstanceState.TERMINATED, reason=reason)
@@ -174,17 +195,28 @@ def resume(core: EngineCore, instance_id: str, *, now: datetime | None = None) -
 
 
 def instances(
-    core: EngineCore, *, state: str | None = None, definition_key: str | None = None,
-    business_key: str | None = None, limit: int | None = None, offset: int = 0,
+    core: EngineCore,
+    *,
+    state: str | None = None,
+    definition_key: str | None = None,
+    business_key: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> list[Instance]:
     if state is not None:
         try:
             InstanceState(state)
         except ValueError:
             names = ", ".join(s.value for s in InstanceState)
-            raise InvalidOperation(f"unknown instance state '{state}'; use one of {names}") from None
+            raise InvalidOperation(
+                f"unknown instance state '{state}'; use one of {names}"
+            ) from None
     with core.db.connect() as conn:
         return store.list_instances(
-            conn, state=state, definition_key=definition_key, business_key=business_key,
-            limit=limit, offset=offset,
+            conn,
+            state=state,
+            definition_key=definition_key,
+            business_key=business_key,
+            limit=limit,
+            offset=offset,
         )

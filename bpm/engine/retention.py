@@ -11,7 +11,10 @@ DEFAULT_BATCH = 500
 
 
 def purge_history(
-    core: EngineCore, older_than: timedelta, *, now: datetime | None = None,
+    core: EngineCore,
+    older_than: timedelta,
+    *,
+    now: datetime | None = None,
     batch: int = DEFAULT_BATCH,
 ) -> int:
     """Delete instances that ended before ``now - older_than``, with their tokens and history.

@@ -57,7 +57,11 @@ class Flow:
 
     # -- moving on ------------------------------------------------------------------------
     def leave(
-        self, tok: Token, flows: Iterable[n.Flow] | None = None, *, scope_id: str | None = None,
+        self,
+        tok: Token,
+        flows: Iterable[n.Flow] | None = None,
+        *,
+        scope_id: str | None = None,
         keep_scope: bool = True,
     ) -> list[Token]:
         """Complete ``tok`` and put a new Ready token on each flow (all outgoing by default)."""
@@ -86,17 +90,36 @@ class Flow:
         """End a live token and cancel whatever it waits on (task, timer)."""
         if tok.blocked_kind is BlockKind.USER_TASK and tok.blocked_id:
             self.work.update_rows(
-                "user_task", {"id": tok.blocked_id, "state": "open"}, state="cancelled",
+                "user_task",
+                {"id": tok.blocked_id, "state": "open"},
+                state="cancelled",
                 completed_at=self.work.now,
             )
         elif tok.blocked_kind is BlockKind.EXTERNAL_TASK and tok.blocked_id:
             self.work.update_rows(
-                "external_task", {"id": tok.blocked_id}, state="cancelled",
-                lock_owner=None, lock_expires_at=None, updated_at=self.work.now,
+                "external_task",
+                {"id": tok.blocked_id},
+                state="cancelled",
+                lock_owner=None,
+                lock_expires_at=None,
+                updated_at=self.work.now,
+            )
+            self.work.update_rows(  # a task out of retries has an incident; it goes too
+                "incident",
+                {"external_task_id": tok.blocked_id, "state": "open"},
+                state="deleted",
+                resolved_at=self.work.now,
             )
         elif tok.blocked_kind in (BlockKind.TIMER, BlockKind.RETRY_BACKOFF) and tok.blocked_id:
             self.work.update_rows(
                 "timer", {"id": tok.blocked_id, "state": "pending"}, state="cancelled"
+            )
+        if tok.state is T.FAILED:  # its incident has nothing left to retry
+            self.work.update_rows(
+                "incident",
+                {"token_id": tok.id, "state": "open"},
+                state="deleted",
+                resolved_at=self.work.now,
             )
         if tok.state is T.CREATED:
             tok = self.work.transition(tok.id, T.READY)
@@ -116,17 +139,24 @@ class Flow:
         ):
             self.work.set_state(InstanceState.COMPLETED)
 
-    def fail_token(self, tok: Token, error: str) -> None:
-        """A non-task node could not proceed (e.g. no gateway flow matched)."""
+    def fail_token(self, tok: Token, error: str, *, incident_type: str = "failedGateway") -> None:
+        """A node could not proceed (no gateway flow matched, a timer could not be set)."""
         if tok.state is T.READY:
             tok = self.work.transition(tok.id, T.EXECUTING, attempt=tok.attempt + 1)
         self.work.transition(tok.id, T.FAILED, error=error)
         self.work.add_row(
-            "incident", instance_id=tok.instance_id, token_id=tok.id, node_id=tok.node_id,
-            type="failedGateway", state="open", message=error, created_at=self.work.now,
+            "incident",
+            instance_id=tok.instance_id,
+            token_id=tok.id,
+            node_id=tok.node_id,
+            type=incident_type,
+            state="open",
+            message=error,
+            created_at=self.work.now,
         )
-        self.work.record("incident_opened", token_id=tok.id, node_id=tok.node_id,
-                         payload={"message": error})
+        self.work.record(
+            "incident_opened", token_id=tok.id, node_id=tok.node_id, payload={"message": error}
+        )
 
 
 # -- behaviours of the first wave ---------------------------------------------------------
@@ -150,27 +180,40 @@ def _end(flow: Flow, tok: Token, node: n.EndEvent) -> None:
         flow.terminate_all(f"terminate end event {node.id}")
         flow.work.set_state(InstanceState.TERMINATED, by=node.id)
     elif node.kind is n.EndKind.ERROR:
-        flow.work.record("error_end", token_id=tok.id, node_id=node.id,
-                         payload={"error_code": node.error_code})
+        flow.work.record(
+            "error_end", token_id=tok.id, node_id=node.id, payload={"error_code": node.error_code}
+        )
 
 
-def enter_activity(flow: Flow, tok: Token) -> None:
+def enter_activity(flow: Flow, tok: Token) -> bool:
+    """Run the ACTIVITY_ENTERED hooks; False when one of them failed the token."""
     for hook in ACTIVITY_ENTERED:
         hook(flow, tok)
+    return flow.work.token(tok.id).state is T.READY
 
 
 @behaviour(n.ServiceTask)
 def _service(flow: Flow, tok: Token, node: n.ServiceTask) -> None:
-    enter_activity(flow, tok)
+    if not enter_activity(flow, tok):
+        return
     if node.is_external:
         w = flow.work
         task_id = w.add_row(
             "external_task",
-            instance_id=tok.instance_id, token_id=tok.id,
-            definition_id=w.instance.definition_id, definition_key=w.instance.definition_key,
-            business_key=w.instance.business_key, node_id=node.id, topic=node.topic,
-            state="ready", priority=node.priority, properties=dict(node.properties),
-            retries=None, attempt=0, created_at=w.now, updated_at=w.now,
+            instance_id=tok.instance_id,
+            token_id=tok.id,
+            definition_id=w.instance.definition_id,
+            definition_key=w.instance.definition_key,
+            business_key=w.instance.business_key,
+            node_id=node.id,
+            topic=node.topic,
+            state="ready",
+            priority=node.priority,
+            properties=dict(node.properties),
+            retries=None,
+            attempt=0,
+            created_at=w.now,
+            updated_at=w.now,
         )
         w.notify.add(str(node.topic))
         w.transition(tok.id, T.WAITING, blocked=(BlockKind.EXTERNAL_TASK, task_id))
@@ -181,12 +224,19 @@ def _service(flow: Flow, tok: Token, node: n.ServiceTask) -> None:
 
 @behaviour(n.UserTask)
 def _user(flow: Flow, tok: Token, node: n.UserTask) -> None:
-    enter_activity(flow, tok)
+    if not enter_activity(flow, tok):
+        return
     w = flow.work
     task_id = w.add_row(
-        "user_task", instance_id=tok.instance_id, token_id=tok.id, node_id=node.id,
-        name=node.name, state="open", assignee=node.assignee,
-        candidate_groups=list(node.candidate_groups), created_at=w.now,
+        "user_task",
+        instance_id=tok.instance_id,
+        token_id=tok.id,
+        node_id=node.id,
+        name=node.name,
+        state="open",
+        assignee=node.assignee,
+        candidate_groups=list(node.candidate_groups),
+        created_at=w.now,
     )
     w.transition(tok.id, T.WAITING, blocked=(BlockKind.USER_TASK, task_id))
 
@@ -216,9 +266,7 @@ def _exclusive(flow: Flow, tok: Token, node: n.ExclusiveGateway) -> None:
     if default is not None:
         flow.leave(tok, [default])
         return
-    flow.fail_token(
-        tok, f"gateway {node.id}: no condition matched and there is no default flow"
-    )
+    flow.fail_token(tok, f"gateway {node.id}: no condition matched and there is no default flow")
 
 
 @behaviour(n.ParallelGateway)
@@ -229,9 +277,12 @@ def _parallel(flow: Flow, tok: Token, node: n.ParallelGateway) -> None:
         scope_key = tok.scope_id or "root"
         w.transition(tok.id, T.WAITING, blocked=(BlockKind.JOIN, scope_key))
         arrived = [
-            t for t in w.tokens.values()
-            if t.state is T.WAITING and t.node_id == node.id
-            and t.blocked_kind is BlockKind.JOIN and t.scope_id == tok.scope_id
+            t
+            for t in w.tokens.values()
+            if t.state is T.WAITING
+            and t.node_id == node.id
+            and t.blocked_kind is BlockKind.JOIN
+            and t.scope_id == tok.scope_id
         ]
         if len(arrived) < incoming:
             return
@@ -239,12 +290,16 @@ def _parallel(flow: Flow, tok: Token, node: n.ParallelGateway) -> None:
         for t in arrived:
             w.transition(t.id, T.COMPLETED, payload={"joined": True})
         scope_id = tok.scope_id
-        if scope_id is not None and scope_id in w.scopes:
+        if scope_id is not None and w.scope(scope_id) is not None:
             scope = w.shrink_scope(scope_id, incoming - 1)
             if scope.expected <= 1:
                 scope_id = scope.parent_id
-        w.record("join_fired", token_id=tok.id, node_id=node.id,
-                 payload={"tokens": [t.id for t in arrived], "scope": tok.scope_id})
+        w.record(
+            "join_fired",
+            token_id=tok.id,
+            node_id=node.id,
+            payload={"tokens": [t.id for t in arrived], "scope": tok.scope_id},
+        )
         tok = w.token(tok.id)
         outgoing = flow.model.outgoing[node.id]
         if len(outgoing) > 1:

@@ -39,25 +39,35 @@ def fail_attempt(
     if policy.has_attempt_after(tok.attempt):
         delay = policy.delay(tok.attempt, w.instance.id, tok.node_id)
         if delay <= timedelta(0):
-            w.transition(tok.id, T.WAITING, blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE),
-                         error=error)
+            w.transition(
+                tok.id, T.WAITING, blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE), error=error
+            )
             w.transition(tok.id, T.READY)
             w.to_dispatch.append(tok.id)
             return
         fire_at = max(failed_at, w.now) + delay
         timer_id = w.add_row(
-            "timer", instance_id=w.instance.id, token_id=tok.id, node_id=tok.node_id,
-            kind="retry_backoff", state="pending", fire_at=fire_at, created_at=w.now,
+            "timer",
+            instance_id=w.instance.id,
+            token_id=tok.id,
+            node_id=tok.node_id,
+            kind="retry_backoff",
+            state="pending",
+            fire_at=fire_at,
+            created_at=w.now,
         )
-        w.transition(tok.id, T.WAITING, blocked=(BlockKind.RETRY_BACKOFF, timer_id),
-                     error=error, payload={"retry_at": fire_at.isoformat()})
+        w.transition(
+            tok.id,
+            T.WAITING,
+            blocked=(BlockKind.RETRY_BACKOFF, timer_id),
+            error=error,
+            payload={"retry_at": fire_at.isoformat()},
+        )
         return
     exhausted(flow, tok, policy, error, details=details, error_code=error_code)
 
 
-def catching_boundary(
-    flow: Flow, node_id: str, error_code: str | None
-) -> n.BoundaryEvent | None:
+def catching_boundary(flow: Flow, node_id: str, error_code: str | None) -> n.BoundaryEvent | None:
     """The error boundary event of ``node_id`` that catches ``error_code``, if any."""
     catch_all = None
     for b in flow.model.boundaries.get(node_id, ()):
@@ -93,22 +103,62 @@ def exhausted(
     details: str | None = None,
     error_code: str | None = None,
 ) -> None:
-    """The last attempt failed: error boundary, incident, or a failed instance."""
+    """The last attempt failed: error boundary, incident, or a failed instance.
+
+    An error boundary that catches the error always wins (the error message and code land
+    in the variables ``error_message`` / ``error_code``). Without one the policy decides:
+    ``continue_on_failure()`` leaves the task on its normal outgoing flows with the same
+    variables set (a gateway after it can test them, like A3S Flow's ``step_failed``),
+    ``fail_instance()`` ends the instance ``failed``, and the default opens an incident
+    (token ``failed``, instance still ``active``) for ``Engine.retry_incident``.
+    """
     w = flow.work
     boundary = catching_boundary(flow, tok.node_id, error_code)
-    w.record("step_failed", token_id=tok.id, node_id=tok.node_id,
-             payload={"error": error, "details": details, "attempts": tok.attempt})
+    w.record(
+        "step_failed",
+        token_id=tok.id,
+        node_id=tok.node_id,
+        payload={
+            "error": error,
+            "details": details,
+            "attempts": tok.attempt,
+            "error_code": error_code,
+        },
+    )
     if boundary is not None:
         take_error_boundary(flow, tok, boundary, error, error_code)
         return
+    if policy.on_exhausted is FailureAction.CONTINUE:
+        w.merge_variables(
+            {"error_message": error, "error_code": error_code, "error_node": tok.node_id},
+            source=tok.node_id,
+        )
+        flow.leave(
+            w.transition(
+                tok.id, T.COMPLETED, error=error, payload={"continued_after_failure": True}
+            )
+        )
+        return
     w.transition(tok.id, T.FAILED, error=error)
     if policy.on_exhausted is FailureAction.FAIL:
+        flow.cancel_boundaries(tok)
         flow.terminate_all(f"step {tok.node_id} failed", except_token=tok.id)
         w.set_state(InstanceState.FAILED, node=tok.node_id, error=error)
         return
     incident_id = w.add_row(
-        "incident", instance_id=w.instance.id, token_id=tok.id, node_id=tok.node_id,
-        type="failedJob", state="open", message=error, details=details, created_at=w.now,
+        "incident",
+        instance_id=w.instance.id,
+        token_id=tok.id,
+        node_id=tok.node_id,
+        type="failedJob",
+        state="open",
+        message=error,
+        details=details,
+        created_at=w.now,
     )
-    w.record("incident_opened", token_id=tok.id, node_id=tok.node_id,
-             payload={"incident": incident_id, "message": error})
+    w.record(
+        "incident_opened",
+        token_id=tok.id,
+        node_id=tok.node_id,
+        payload={"incident": incident_id, "message": error},
+    )

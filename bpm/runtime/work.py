@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -31,9 +32,7 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def check_variables(
-    variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
-) -> dict[str, Any]:
+def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES) -> dict[str, Any]:
     """Return ``variables`` as plain JSON or raise :class:`VariableError` saying what is wrong."""
     if variables is None:
         return {}
@@ -99,6 +98,8 @@ class InstanceWork:
     to_dispatch: list[str] = field(default_factory=list)
     # Ids of other rows this transaction created that async listeners care about.
     notify: set[str] = field(default_factory=set)
+    # Loads a fork scope on first use: only joins need them, so most steps skip the query.
+    scope_loader: Callable[[str], ForkScope | None] | None = field(default=None, repr=False)
 
     # -- tokens ---------------------------------------------------------------------------
     def token(self, token_id: str) -> Token:
@@ -107,9 +108,7 @@ class InstanceWork:
     def live_tokens(self) -> list[Token]:
         return [t for t in self.tokens.values() if t.state in LIVE_TOKEN_STATES]
 
-    def create_token(
-        self, node_id: str, *, scope_id: str | None, parent_id: str | None
-    ) -> Token:
+    def create_token(self, node_id: str, *, scope_id: str | None, parent_id: str | None) -> Token:
         """A new token at ``node_id``, already Ready (Created -> Ready is recorded)."""
         tok = Token(
             id=new_id(),
@@ -192,8 +191,20 @@ class InstanceWork:
         self.new_scopes.append(scope.id)
         return scope
 
+    def scope(self, scope_id: str) -> ForkScope | None:
+        """The fork scope ``scope_id`` of this instance, loaded on first use."""
+        found = self.scopes.get(scope_id)
+        if found is None and self.scope_loader is not None:
+            found = self.scope_loader(scope_id)
+            if found is not None:
+                self.scopes[scope_id] = found
+        return found
+
     def shrink_scope(self, scope_id: str, by: int) -> ForkScope:
-        scope = replace(self.scopes[scope_id], expected=self.scopes[scope_id].expected - by)
+        current = self.scope(scope_id)
+        if current is None:
+            raise KeyError(f"fork scope {scope_id} of instance {self.instance.id} is missing")
+        scope = replace(current, expected=current.expected - by)
         self.scopes[scope_id] = scope
         if scope_id not in self.new_scopes:
             self.dirty_scopes.add(scope_id)
@@ -207,9 +218,7 @@ class InstanceWork:
             return
         self.instance = replace(self.instance, variables={**self.instance.variables, **clean})
         self.instance_dirty = True
-        self.record(
-            "variables_updated", node_id=source, payload={"names": sorted(clean)}
-        )
+        self.record("variables_updated", node_id=source, payload={"names": sorted(clean)})
 
     def set_state(self, state: InstanceState, **payload: Any) -> None:
         if self.instance.state is state:
@@ -274,6 +283,7 @@ class InstanceWork:
 
     @property
     def changed(self) -> bool:
-        return bool(
-            self.events or self.new_tokens or self.dirty_tokens or self.rows or self.updates
-        ) or self.instance_dirty
+        return (
+            bool(self.events or self.new_tokens or self.dirty_tokens or self.rows or self.updates)
+            or self.instance_dirty
+        )

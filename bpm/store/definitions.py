@@ -44,9 +44,7 @@ def source(conn: Connection, definition_id: str) -> str | None:
 
 def next_version(conn: Connection, key: str) -> int:
     current = conn.execute(
-        select(func.max(t.process_definition.c.version)).where(
-            t.process_definition.c.key == key
-        )
+        select(func.max(t.process_definition.c.version)).where(t.process_definition.c.key == key)
     ).scalar_one_or_none()
     return int(current or 0) + 1
 

@@ -71,8 +71,12 @@ def history(conn: Connection, instance_id: str) -> list[HistoryEvent]:
 
 
 def user_tasks(
-    conn: Connection, *, instance_id: str | None = None, state: str | None = "open",
-    node_id: str | None = None, assignee: str | None = None,
+    conn: Connection,
+    *,
+    instance_id: str | None = None,
+    state: str | None = "open",
+    node_id: str | None = None,
+    assignee: str | None = None,
 ) -> list[dict[str, Any]]:
     q = select(t.user_task).order_by(t.user_task.c.created_at, t.user_task.c.id)
     if instance_id is not None:

@@ -45,7 +45,5 @@ def delete_instances(conn: Connection, instance_ids: list[str]) -> int:
     for table in _CHILDREN:
         conn.execute(delete(table).where(table.c.instance_id.in_(instance_ids)))
     conn.execute(delete(t.token).where(t.token.c.instance_id.in_(instance_ids)))
-    res = conn.execute(
-        delete(t.process_instance).where(t.process_instance.c.id.in_(instance_ids))
-    )
+    res = conn.execute(delete(t.process_instance).where(t.process_instance.c.id.in_(instance_ids)))
     return int(res.rowcount)

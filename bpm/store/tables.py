@@ -243,7 +243,9 @@ incident = Table(
 history_event = Table(
     "history_event",
     metadata,
-    Column("seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column(
+        "seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    ),
     Column("instance_id", String(64), nullable=False),
     Column("token_id", String(64)),
     Column("node_id", String(255)),
@@ -259,4 +261,3 @@ TABLES_IN_DROP_ORDER = (
     history_event, incident, user_task, external_task, timer, fork_scope, token,
     process_instance, process_definition, deployment,
 )  # fmt: skip
-

@@ -46,9 +46,7 @@ def claim(
             t.process_instance.c.variables,
             t.process_instance.c.definition_id,
             t.process_instance.c.business_key,
-        ).where(
-            t.process_instance.c.id == tok.instance_id
-        )
+        ).where(t.process_instance.c.id == tok.instance_id)
     ).one()
     conn.execute(
         insert(t.history_event).values(

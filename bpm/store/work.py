@@ -9,12 +9,17 @@ from typing import Any
 from sqlalchemy import Connection, Table, and_, bindparam, insert, select, update
 
 from bpm.errors import NotFound
-from bpm.runtime.records import Instance
+from bpm.runtime.records import ForkScope, Instance
 from bpm.runtime.states import LIVE_TOKEN_STATES
 from bpm.runtime.work import InstanceWork
 from bpm.store import tables as t
-from bpm.store.rows import instance_from_row, scope_from_row, token_from_row, token_values
-from bpm.store.rows import event_values
+from bpm.store.rows import (
+    event_values,
+    instance_from_row,
+    scope_from_row,
+    token_from_row,
+    token_values,
+)
 
 _TABLES: dict[str, Table] = {
     "timer": t.timer,
@@ -39,20 +44,31 @@ def lock_instance(conn: Connection, instance_id: str) -> Instance:
 def load_work(
     conn: Connection, instance_id: str, now: datetime, *, max_variable_bytes: int
 ) -> InstanceWork:
-    """Lock the instance and load its live tokens and fork scopes."""
+    """Lock the instance, then load its live tokens (fork scopes load on first use).
+
+    Two statements on purpose: under READ COMMITTED the token query takes its snapshot after
+    the lock is granted, so it sees every token the previous lock holder committed.
+    """
     inst = lock_instance(conn, instance_id)
     toks = conn.execute(
         select(t.token).where(t.token.c.instance_id == instance_id, t.token.c.state.in_(_LIVE))
     ).all()
-    scopes = conn.execute(
-        select(t.fork_scope).where(t.fork_scope.c.instance_id == instance_id)
-    ).all()
+
+    def load_scope(scope_id: str) -> ForkScope | None:
+        row = conn.execute(
+            select(t.fork_scope).where(
+                t.fork_scope.c.id == scope_id, t.fork_scope.c.instance_id == instance_id
+            )
+        ).first()
+        return scope_from_row(row) if row else None
+
     return InstanceWork(
         instance=inst,
         tokens={r.id: token_from_row(r) for r in toks},
-        scopes={r.id: scope_from_row(r) for r in scopes},
+        scopes={},
         now=now,
         max_variable_bytes=max_variable_bytes,
+        scope_loader=load_scope,
     )
 
 
@@ -147,6 +163,10 @@ def flush_work(conn: Connection, work: InstanceWork) -> None:
         )
     if work.events:
         conn.execute(insert(t.history_event), [event_values(e) for e in work.events])
+    if work.notify:  # wake long pollers of these topics at commit (PostgreSQL only)
+        from bpm.store.external_tasks import notify_topics
+
+        notify_topics(conn, work.notify)
 
 
 def _insert_rows(conn: Connection, table: Table, values: list[dict[str, Any]]) -> None:

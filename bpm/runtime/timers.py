@@ -1,0 +1,268 @@
+"""Timers in the token model: catch events, boundary timers, and what a fired timer does.
+
+A timer is a persisted row and a reason to wait (DESIGN section 7). This module only
+changes an :class:`~bpm.runtime.work.InstanceWork` in memory; the engine's poller
+(:mod:`bpm.engine.timers`) finds due rows, locks their instances and calls :func:`apply`.
+
+Kinds of timer rows:
+
+``delay`` / ``date``
+    an intermediate timer catch event; the token waits with ``blocked_by = timer``.
+``timeout``
+    a boundary timer event; ``token_id`` is the activity's token, ``node_id`` the boundary.
+``retry_backoff``
+    the wait before the next attempt of a failed inline step (see :mod:`bpm.runtime.failure`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from bpm.model import nodes as n
+from bpm.runtime.advance import ACTIVITY_ENTERED, Flow, behaviour
+from bpm.runtime.records import Token
+from bpm.runtime.states import BlockKind, TokenState
+from bpm.timeexpr import TimerError, parse_cycle, resolve, variable_name
+
+log = logging.getLogger("bpm.timers")
+
+T = TokenState
+
+DELAY = "delay"
+DATE = "date"
+TIMEOUT = "timeout"
+RETRY_BACKOFF = "retry_backoff"
+KINDS = (DELAY, DATE, TIMEOUT, RETRY_BACKOFF)
+
+#: Incident type of a timer whose expression could not be used at run time
+#: (e.g. ``${deadline}`` is not set); ``retry_incident`` enters the node again.
+TIMER_INCIDENT = "failedTimer"
+
+
+def _cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, timedelta]:
+    """``(occurrences, interval)`` of a cycle spec; a ``${var}`` must hold the cycle text."""
+    name = variable_name(spec.expression)
+    text: Any = spec.expression if name is None else variables.get(name)
+    if not isinstance(text, str):
+        raise TimerError(
+            f"variable '{name}' holds {text!r}; a cycle timer needs text like R3/PT10M"
+        )
+    return parse_cycle(text)
+
+
+def _fire_time(spec: n.TimerSpec, variables: dict[str, Any], now: datetime) -> datetime:
+    return resolve(spec, variables, now)
+
+
+# -- intermediate timer catch event -------------------------------------------------------
+
+
+@behaviour(n.TimerCatchEvent)
+def _catch(flow: Flow, tok: Token, node: n.TimerCatchEvent) -> None:
+    """Wait until the timer is due; a date already past (or ``PT0S``) fires at once."""
+    w = flow.work
+    if node.timer is None:  # validation rejects this; be explicit if a model slips through
+        flow.fail_token(
+            tok, f"timer event '{node.id}' has no timer definition", incident_type=TIMER_INCIDENT
+        )
+        return
+    try:
+        fire_at = _fire_time(node.timer, w.instance.variables, w.now)
+    except TimerError as exc:
+        flow.fail_token(tok, f"timer of '{node.id}': {exc}", incident_type=TIMER_INCIDENT)
+        return
+    kind = DATE if node.timer.kind is n.TimerKind.DATE else DELAY
+    if fire_at <= w.now:
+        timer_id = w.add_row(
+            "timer",
+            instance_id=w.instance.id,
+            token_id=tok.id,
+            node_id=node.id,
+            kind=kind,
+            state="fired",
+            fire_at=fire_at,
+            created_at=w.now,
+            fired_at=w.now,
+        )
+        w.record(
+            "timer_fired",
+            token_id=tok.id,
+            node_id=node.id,
+            payload={
+                "timer": timer_id,
+                "kind": kind,
+                "due": fire_at.isoformat(),
+                "at_once": True,
+            },
+        )
+        flow.leave(tok)
+        return
+    timer_id = w.add_row(
+        "timer",
+        instance_id=w.instance.id,
+        token_id=tok.id,
+        node_id=node.id,
+        kind=kind,
+        state="pending",
+        fire_at=fire_at,
+        created_at=w.now,
+    )
+    w.transition(
+        tok.id, T.WAITING, blocked=(BlockKind.TIMER, timer_id), payload={"due": fire_at.isoformat()}
+    )
+
+
+# -- boundary timers ----------------------------------------------------------------------
+
+
+def _schedule_boundaries(flow: Flow, tok: Token) -> None:
+    """ACTIVITY_ENTERED hook: one ``timeout`` row per timer boundary of the activity.
+
+    Every fire time is resolved before any row is written: if one cannot be (a ``${var}``
+    that is not set), the token fails with an incident and no timer is left behind.
+    """
+    boundaries = [b for b in flow.model.boundaries.get(tok.node_id, ()) if b.timer is not None]
+    if not boundaries:
+        return
+    w = flow.work
+    planned: list[tuple[n.BoundaryEvent, datetime, int | None, int | None]] = []
+    for b in boundaries:
+        assert b.timer is not None
+        try:
+            fire_at = _fire_time(b.timer, w.instance.variables, w.now)
+            repeat_left: int | None = None
+            interval_ms: int | None = None
+            if b.timer.kind is n.TimerKind.CYCLE and not b.cancel_activity:
+                repeat, interval = _cycle_of(b.timer, w.instance.variables)
+                interval_ms = int(interval / timedelta(milliseconds=1))
+                repeat_left = None if repeat is None else repeat - 1
+        except TimerError as exc:
+            flow.fail_token(
+                tok, f"timer of boundary event '{b.id}': {exc}", incident_type=TIMER_INCIDENT
+            )
+            return
+        planned.append((b, fire_at, repeat_left, interval_ms))
+    for b, fire_at, repeat_left, interval_ms in planned:
+        timer_id = w.add_row(
+            "timer",
+            instance_id=w.instance.id,
+            token_id=tok.id,
+            node_id=b.id,
+            kind=TIMEOUT,
+            state="pending",
+            fire_at=fire_at,
+            created_at=w.now,
+            repeat_left=repeat_left,
+            interval_ms=interval_ms,
+        )
+        w.record(
+            "timer_scheduled",
+            token_id=tok.id,
+            node_id=b.id,
+            payload={
+                "timer": timer_id,
+                "kind": TIMEOUT,
+                "due": fire_at.isoformat(),
+                "interrupting": b.cancel_activity,
+            },
+        )
+
+
+ACTIVITY_ENTERED.append(_schedule_boundaries)
+
+
+# -- firing -------------------------------------------------------------------------------
+
+
+def still_applies(flow: Flow, timer: Any) -> bool:
+    """Whether the token a due timer belongs to still waits for it (else it is stale)."""
+    tok = flow.work.tokens.get(timer.token_id)
+    if tok is None or tok.state not in (T.CREATED, T.READY, T.EXECUTING, T.WAITING, T.FAILED):
+        return False
+    if timer.kind in (DELAY, DATE):
+        return (
+            tok.state is T.WAITING
+            and tok.blocked_kind is BlockKind.TIMER
+            and (tok.blocked_id == timer.id)
+        )
+    if timer.kind == RETRY_BACKOFF:
+        return (
+            tok.state is T.WAITING
+            and tok.blocked_kind is BlockKind.RETRY_BACKOFF
+            and (tok.blocked_id == timer.id)
+        )
+    if timer.kind == TIMEOUT:
+        node = flow.model.nodes.get(timer.node_id)
+        return isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id
+    return False
+
+
+def apply(flow: Flow, timer: Any) -> None:
+    """What a fired timer does to its instance (the caller marks the row fired).
+
+    ``timer`` is a :class:`bpm.store.timers.Timer` (any object with its fields). Call
+    :meth:`Flow.run` afterwards to continue the tokens it made Ready.
+    """
+    w = flow.work
+    tok = w.token(timer.token_id)
+    w.record(
+        "timer_fired",
+        token_id=tok.id,
+        node_id=timer.node_id,
+        payload={
+            "timer": timer.id,
+            "kind": timer.kind,
+            "due": timer.fire_at.isoformat(),
+        },
+    )
+    if timer.kind in (DELAY, DATE):
+        tok = w.transition(tok.id, T.READY, payload={"timer": timer.id})
+        flow.leave(tok)
+    elif timer.kind == RETRY_BACKOFF:
+        w.transition(tok.id, T.READY, payload={"timer": timer.id})
+        w.to_dispatch.append(tok.id)
+    elif timer.kind == TIMEOUT:
+        _boundary_fired(flow, tok, timer)
+    else:  # pragma: no cover - rows are written only by this package
+        raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
+
+
+def _boundary_fired(flow: Flow, tok: Token, timer: Any) -> None:
+    w = flow.work
+    node = flow.model.node(timer.node_id)
+    assert isinstance(node, n.BoundaryEvent)
+    if node.cancel_activity:
+        # Cancels a user/external task and the token's other timers; an Executing inline
+        # attempt becomes Terminated, so its late finish no longer matches and is dropped.
+        flow.stop_token(tok, payload={"timeout": node.id, "timer": timer.id})
+        w.to_dispatch[:] = [x for x in w.to_dispatch if x != tok.id]
+    elif timer.interval_ms is not None and (timer.repeat_left is None or timer.repeat_left > 0):
+        nxt = timer.fire_at + timedelta(milliseconds=timer.interval_ms)
+        left = None if timer.repeat_left is None else timer.repeat_left - 1
+        timer_id = w.add_row(
+            "timer",
+            instance_id=w.instance.id,
+            token_id=tok.id,
+            node_id=node.id,
+            kind=TIMEOUT,
+            state="pending",
+            fire_at=nxt,
+            created_at=w.now,
+            repeat_left=left,
+            interval_ms=timer.interval_ms,
+        )
+        w.record(
+            "timer_scheduled",
+            token_id=tok.id,
+            node_id=node.id,
+            payload={
+                "timer": timer_id,
+                "kind": TIMEOUT,
+                "due": nxt.isoformat(),
+                "interrupting": False,
+            },
+        )
+    new = w.create_token(node.id, scope_id=tok.scope_id, parent_id=tok.id)
+    flow.continue_tokens([new])

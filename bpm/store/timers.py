@@ -1,0 +1,158 @@
+"""Timer queries: the due scan (SKIP LOCKED), marking fired, the next wake-up, listings.
+
+Only timers of *active* instances are due: a suspended instance keeps its timers pending
+until it is resumed, and they fire on the first poll after that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, select, update
+
+from bpm.runtime.states import InstanceState
+from bpm.store import tables as t
+
+PENDING = "pending"
+FIRED = "fired"
+CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Timer:
+    """A persisted timer: why a token waits (or when a boundary event triggers)."""
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    kind: str
+    state: str
+    fire_at: datetime
+    created_at: datetime
+    fired_at: datetime | None = None
+    repeat_left: int | None = None
+    interval_ms: int | None = None
+
+
+def timer_from_row(r: Row[Any] | Any) -> Timer:
+    m = r._mapping
+    return Timer(
+        id=m["id"],
+        instance_id=m["instance_id"],
+        token_id=m["token_id"],
+        node_id=m["node_id"],
+        kind=m["kind"],
+        state=m["state"],
+        fire_at=m["fire_at"],
+        created_at=m["created_at"],
+        fired_at=m["fired_at"],
+        repeat_left=m["repeat_left"],
+        interval_ms=m["interval_ms"],
+    )
+
+
+def _due(now: datetime) -> Any:
+    return (
+        select(t.timer)
+        .join(t.process_instance, t.process_instance.c.id == t.timer.c.instance_id)
+        .where(
+            t.timer.c.state == PENDING,
+            t.timer.c.fire_at <= now,
+            t.process_instance.c.state == InstanceState.ACTIVE.value,
+        )
+    )
+
+
+def claim_due(
+    conn: Connection, now: datetime, limit: int, exclude: Sequence[str] = ()
+) -> list[Timer]:
+    """Due pending timers of active instances, oldest first, row-locked with SKIP LOCKED.
+
+    Rows another poller holds are skipped, so concurrent pollers split the work. The scan
+    walks the partial index ``ix_timer_due`` and stops at ``now``: pending timers due later
+    cost nothing. (SQLite ignores the row lock; its writers are serialized at BEGIN.)
+    """
+    q = _due(now)
+    if exclude:
+        q = q.where(t.timer.c.id.not_in(list(exclude)))
+    q = q.order_by(t.timer.c.fire_at).limit(limit).with_for_update(skip_locked=True, of=t.timer)
+    return [timer_from_row(r) for r in conn.execute(q)]
+
+
+def lock_instances_nowait(conn: Connection, instance_ids: Sequence[str]) -> set[str]:
+    """Lock the given instance rows in id order, skipping rows locked by someone else.
+
+    Returns the ids this transaction now holds. Never waits, so a poller that already holds
+    timer row locks cannot become part of a lock cycle.
+    """
+    if not instance_ids:
+        return set()
+    q = (
+        select(t.process_instance.c.id)
+        .where(t.process_instance.c.id.in_(sorted(set(instance_ids))))
+        .order_by(t.process_instance.c.id)
+        .with_for_update(skip_locked=True)
+    )
+    return {r.id for r in conn.execute(q)}
+
+
+def mark_fired(conn: Connection, timer_ids: Sequence[str], now: datetime) -> int:
+    """``pending -> fired`` for the given timers; returns how many changed."""
+    if not timer_ids:
+        return 0
+    res = conn.execute(
+        update(t.timer)
+        .where(t.timer.c.id.in_(list(timer_ids)), t.timer.c.state == PENDING)
+        .values(state=FIRED, fired_at=now)
+    )
+    return int(res.rowcount)
+
+
+def mark_cancelled(conn: Connection, timer_ids: Sequence[str]) -> int:
+    """``pending -> cancelled`` for timers whose token no longer waits for them."""
+    if not timer_ids:
+        return 0
+    res = conn.execute(
+        update(t.timer)
+        .where(t.timer.c.id.in_(list(timer_ids)), t.timer.c.state == PENDING)
+        .values(state=CANCELLED)
+    )
+    return int(res.rowcount)
+
+
+def next_wakeup(conn: Connection) -> datetime | None:
+    """The earliest ``fire_at`` of a pending timer of an active instance, or None."""
+    q = (
+        select(t.timer.c.fire_at)
+        .join(t.process_instance, t.process_instance.c.id == t.timer.c.instance_id)
+        .where(
+            t.timer.c.state == PENDING,
+            t.process_instance.c.state == InstanceState.ACTIVE.value,
+        )
+        .order_by(t.timer.c.fire_at)
+        .limit(1)
+    )
+    value: datetime | None = conn.execute(q).scalar_one_or_none()
+    return value
+
+
+def list_timers(
+    conn: Connection,
+    *,
+    instance_id: str | None = None,
+    state: str | None = PENDING,
+    limit: int | None = None,
+) -> list[Timer]:
+    """Timers, earliest first, optionally of one instance and in one state."""
+    q = select(t.timer).order_by(t.timer.c.fire_at, t.timer.c.id)
+    if instance_id is not None:
+        q = q.where(t.timer.c.instance_id == instance_id)
+    if state is not None:
+        q = q.where(t.timer.c.state == state)
+    if limit is not None:
+        q = q.limit(limit)
+    return [timer_from_row(r) for r in conn.execute(q)]

@@ -1,0 +1,1 @@
+"""End-to-end tests with real Celery worker processes, PostgreSQL and Redis."""

@@ -1,0 +1,111 @@
+"""Fixtures of the e2e tests: a unique queue and Redis tag per test, real workers, beat."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+# Before workers.app is imported (it reads the environment once): a broker DB of our own.
+os.environ.setdefault("BPM_BROKER_URL", "redis://127.0.0.1:6379/10")
+os.environ.setdefault("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+
+from bpm import Engine  # noqa: E402
+from tests.e2e.procs import CeleryProcess, start_beat, start_worker  # noqa: E402
+
+StartWorkers = Callable[..., list[CeleryProcess]]
+
+
+@pytest.fixture
+def queue() -> Iterator[str]:
+    """A queue no other test (or engineer) consumes; its Redis keys are removed after."""
+    name = f"bpm-e2e-{uuid.uuid4().hex[:12]}"
+    yield name
+    broker = redis.Redis.from_url(os.environ["BPM_BROKER_URL"])
+    keys = list(broker.scan_iter(f"*{name}*"))
+    if keys:
+        broker.delete(*keys)
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    """The instance variable under which the handlers count their runs in Redis."""
+    value = uuid.uuid4().hex
+    yield value
+    r = redis.Redis.from_url(os.environ["BPM_TEST_REDIS_URL"])
+    keys = list(r.scan_iter(f"bpm-e2e:{value}:*"))
+    if keys:
+        r.delete(*keys)
+
+
+@pytest.fixture
+def rds() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["BPM_TEST_REDIS_URL"], decode_responses=True)
+
+
+@pytest.fixture
+def worker_env(pg_database_url: str, queue: str) -> dict[str, str]:
+    return {
+        "BPM_DATABASE_URL": pg_database_url,
+        "BPM_QUEUE": queue,
+        "BPM_HANDLERS": "tests.e2e.handlers",
+        "BPM_BROKER_URL": os.environ["BPM_BROKER_URL"],
+        "BPM_TEST_REDIS_URL": os.environ["BPM_TEST_REDIS_URL"],
+        "BPM_POOL_SIZE": "2",
+    }
+
+
+@pytest.fixture
+def start_workers(
+    worker_env: dict[str, str], queue: str, tmp_path: Path
+) -> Iterator[StartWorkers]:
+    """``start_workers(n, **env)`` starts n worker processes; all are killed at teardown."""
+    started: list[CeleryProcess] = []
+
+    def start(n: int = 1, **env: str) -> list[CeleryProcess]:
+        new = [start_worker({**worker_env, **env}, queue, tmp_path) for _ in range(n)]
+        started.extend(new)
+        return new
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
+def start_beat_process(worker_env: dict[str, str], tmp_path: Path) -> Iterator[
+    Callable[..., CeleryProcess]
+]:
+    started: list[CeleryProcess] = []
+
+    def start(**env: str) -> CeleryProcess:
+        proc = start_beat({**worker_env, **env}, tmp_path)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
+def celery_engine(pg_database_url: str, queue: str) -> Iterator[Engine]:
+    """An engine in the test process that publishes to the test's queue."""
+    from workers.app import app
+    from workers.dispatch import CeleryDispatcher
+
+    eng = Engine(pg_database_url, dispatcher=CeleryDispatcher(app, queue=queue))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def silent_engine(pg_database_url: str) -> Iterator[Engine]:
+    """An engine that publishes nothing (a lost publish, every time)."""
+    eng = Engine(pg_database_url)
+    yield eng
+    eng.close()

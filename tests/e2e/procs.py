@@ -1,0 +1,88 @@
+"""Real Celery worker and beat processes for the e2e tests, always killed at teardown."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from tests.support import eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+CELERY = [sys.executable, "-m", "celery", "-A", "workers.app"]
+
+
+class CeleryProcess:
+    """One ``celery`` command in its own process group, logging to a file."""
+
+    def __init__(self, args: list[str], env: Mapping[str, str], log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            [*CELERY, *args], cwd=ROOT, env=full_env, stdout=self._log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, pattern: str, *, timeout: float = 20.0) -> re.Match[str]:
+        """Poll the log until ``pattern`` matches (fails early if the process died)."""
+
+        def check() -> re.Match[str] | None:
+            found = re.search(pattern, self.log())
+            if found is None and self.proc.poll() is not None:
+                raise AssertionError(
+                    f"celery exited with {self.proc.returncode}:\n{self.log()[-3000:]}"
+                )
+            return found
+
+        return eventually(check, timeout=timeout, what=f"{pattern!r} in {self.log_path}")
+
+    def stop(self) -> None:
+        """SIGTERM the process group, then SIGKILL whatever is left of it."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=5)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                pass
+        try:  # children may outlive the main process (e.g. a blocked pool child)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=5)
+        self._log.close()
+
+
+def start_worker(env: Mapping[str, str], queue: str, log_dir: Path) -> CeleryProcess:
+    """A prefork worker with one child, consuming only ``queue``; returns once it is ready."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    worker = CeleryProcess(
+        ["worker", "--pool", "prefork", "-c", "1", "-Q", queue, "-n", f"{name}@%h",
+         "-l", "info", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        env, log_dir / f"{name}.log",
+    )
+    worker.wait_for_log(r"ready\.")
+    return worker
+
+
+def start_beat(env: Mapping[str, str], log_dir: Path) -> CeleryProcess:
+    name = f"beat-{uuid.uuid4().hex[:8]}"
+    beat = CeleryProcess(
+        ["beat", "-l", "info", "-s", str(log_dir / f"{name}-schedule"),
+         "--pidfile", str(log_dir / f"{name}.pid")],
+        env, log_dir / f"{name}.log",
+    )
+    beat.wait_for_log(r"beat: Starting")
+    return beat

@@ -1,0 +1,134 @@
+"""The `bpm` command as a user runs it: a real subprocess, real databases."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bpm(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "BPM_DATABASE_URL"}
+    full_env.update(env or {})
+    full_env["COLUMNS"] = "200"
+    return subprocess.run(
+        [sys.executable, "-m", "bpm", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def assert_user_error(res: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr + res.stdout
+    assert res.stderr.startswith("error:"), res.stderr
+    assert fragment in " ".join(res.stderr.split()), res.stderr
+
+
+def test_run_sample_on_the_embedded_default(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'demo.db'}"
+    res = bpm(
+        "run",
+        "examples/order.bpmn",
+        "--var",
+        "amount=120",
+        "--handlers",
+        "examples.order_handlers",
+        "--db",
+        db,
+    )
+    assert res.returncode == 0, res.stderr + res.stdout
+    out = res.stdout
+    assert "state: completed" in out
+    for node in ("validate", "reserve", "charge", "ship"):
+        assert node in out
+    assert "join" in out.lower()
+    # The same database serves `bpm instances` and `bpm show --json`.
+    listing = bpm("instances", "--db", db)
+    assert listing.returncode == 0 and "completed" in listing.stdout
+    inst_id = listing.stdout.split("│")[1].strip() if "│" in listing.stdout else None
+    shown = json.loads(bpm("show", _first_id(db), "--json", "--db", db).stdout)
+    assert shown["state"] == "completed"
+    assert shown["history"][0]["type"] == "instance_started"
+    assert shown["history"][-1]["type"] == "instance_completed"
+    assert inst_id is None or isinstance(inst_id, str)
+
+
+def _first_id(db: str) -> str:
+    from bpm import Engine
+
+    engine = Engine(db)
+    try:
+        return engine.instances()[0].id
+    finally:
+        engine.close()
+
+
+def test_run_on_the_default_file_in_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "handlers_here.py").write_text(
+        "from bpm import service_task\n"
+        "for n in ('validate-order', 'reserve-stock', 'charge-payment', 'ship-order'):\n"
+        "    service_task(n)(lambda ctx: None)\n"
+    )
+    res = bpm(
+        "run",
+        str(ROOT / "examples/order.bpmn"),
+        "--var",
+        "amount=5",
+        "--handlers",
+        "handlers_here",
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert (tmp_path / "bpm.db").exists()
+
+
+def test_deploy_start_show_on_postgresql(pg_database_url: str) -> None:
+    env = {"BPM_DATABASE_URL": pg_database_url}
+    res = bpm("deploy", "examples/order.bpmn", env=env)
+    assert res.returncode == 0 and "version 1" in res.stdout, res.stderr
+    res = bpm("start", "order", "--var", "amount=120", "--business-key", "o-9", env=env)
+    assert res.returncode == 0, res.stderr
+    inst_id = res.stdout.split()[1]
+    shown = json.loads(bpm("show", inst_id, "--json", env=env).stdout)
+    assert shown["business_key"] == "o-9"
+    assert shown["variables"] == {"amount": 120}
+    assert [t["node_id"] for t in shown["tokens"] if t["state"] == "ready"] == ["validate"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, pg_database_url: str) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    assert_user_error(bpm("run", "nope.bpmn", "--db", db), "nope.bpmn is not a file")
+    assert_user_error(bpm("start", "order", "--var", "amount", "--db", db), "NAME=VALUE")
+    assert_user_error(bpm("start", "order"), "no database given")
+    assert_user_error(bpm("start", "order", "--db", "mysql://x@y/z"), "unsupported database")
+    assert_user_error(bpm("start", "missing", "--db", pg_database_url), "no process definition")
+    assert_user_error(bpm("show", "no-such-id", "--db", pg_database_url), "does not exist")
+    assert_user_error(
+        bpm("instances", "--state", "bogus", "--db", pg_database_url), "unknown instance state"
+    )
+    bad = tmp_path / "bad.bpmn"
+    bad.write_text("<definitions")
+    assert_user_error(bpm("deploy", str(bad), "--db", pg_database_url), "cannot deploy")
+    assert_user_error(
+        bpm("run", "examples/order.bpmn", "--handlers", "no_such_module", "--db", db),
+        "cannot import handler module",
+    )
+
+
+@pytest.mark.parametrize("command", ["db", "run", "show", "start", "deploy", "instances"])
+def test_every_command_has_help(command: str) -> None:
+    res = bpm(command, "--help")
+    assert res.returncode == 0
+    assert "Usage" in res.stdout
