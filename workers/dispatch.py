@@ -22,8 +22,9 @@ class CeleryDispatcher:
     publishes the token again later. Duplicates are harmless: only one claim can win.
     """
 
-    def __init__(self, app: Celery, *, queue: str | None = None,
-                 task_name: str = RUN_TOKEN) -> None:
+    def __init__(
+        self, app: Celery, *, queue: str | None = None, task_name: str = RUN_TOKEN
+    ) -> None:
         self.app = app
         self.queue = queue
         self.task_name = task_name
@@ -34,6 +35,4 @@ class CeleryDispatcher:
         queue = self.queue or self.app.conf.task_default_queue
         with self.app.producer_or_acquire() as producer:
             for token_id in token_ids:
-                self.app.send_task(
-                    self.task_name, args=(token_id,), queue=queue, producer=producer
-                )
+                self.app.send_task(self.task_name, args=(token_id,), queue=queue, producer=producer)

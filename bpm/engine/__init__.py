@@ -11,6 +11,7 @@ from sqlalchemy import Engine as SAEngine
 from bpm.dispatch import Dispatcher, NullDispatcher
 from bpm.engine import definitions as _defs
 from bpm.engine import execution as _exec
+from bpm.engine import external_tasks as _ext
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
 from bpm.engine import retention as _retention
@@ -22,11 +23,15 @@ from bpm.engine.timers import Timer
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.model.process import ProcessModel
+from bpm.runtime.external import ExternalTask, FetchRequest, TopicRequest
 from bpm.runtime.records import HistoryEvent, Instance, ProcessDefinition, UserTask
 from bpm.store import db as _db
 from bpm.store import migrate as _migrate
 
-__all__ = ["Engine", "EngineConfig", "Incident", "Timer"]
+__all__ = [
+    "Engine", "EngineConfig", "ExternalTask", "FetchRequest", "Incident", "Timer",
+    "TopicRequest",
+]
 
 
 class Engine:
@@ -232,3 +237,79 @@ class Engine:
         """Delete instances that ended more than ``older_than`` ago, with their tokens and
         history; returns how many instances were deleted. Live instances are kept."""
         return _retention.purge_history(self.core, older_than, now=now)
+
+    # -- external tasks -------------------------------------------------------------------
+    def fetch_and_lock(self, request: FetchRequest, *,
+                       now: datetime | None = None) -> list[ExternalTask]:
+        """Lock up to ``request.max_tasks`` free external tasks of its topics (one statement)."""
+        return _ext.fetch_and_lock(self.core, request, now=now)
+
+    def complete_external_task(self, task_id: str, worker_id: str,
+                               variables: dict[str, Any] | None = None,
+                               local_variables: dict[str, Any] | None = None, *,
+                               now: datetime | None = None) -> None:
+        """Complete a task ``worker_id`` holds; repeating one's own complete is a no-op."""
+        _ext.complete(self.core, task_id, worker_id, variables, local_variables, now=now)
+
+    def fail_external_task(self, task_id: str, worker_id: str, error_message: str | None,
+                           error_details: str | None = None, *, retries: int | None = None,
+                           retry_timeout_ms: int | None = None,
+                           now: datetime | None = None) -> None:
+        """Report a failed attempt (Camunda retries semantics, or the model's RetryPolicy)."""
+        _ext.handle_failure(self.core, task_id, worker_id, error_message, error_details,
+                            retries, retry_timeout_ms, now=now)
+
+    def external_task_bpmn_error(self, task_id: str, worker_id: str, error_code: str,
+                                 error_message: str | None = None,
+                                 variables: dict[str, Any] | None = None, *,
+                                 now: datetime | None = None) -> None:
+        """Throw a BPMN error to the task's matching error boundary (else the activity ends)."""
+        _ext.handle_bpmn_error(self.core, task_id, worker_id, error_code, error_message,
+                               variables, now=now)
+
+    def extend_external_task_lock(self, task_id: str, worker_id: str, new_duration_ms: int,
+                                  *, now: datetime | None = None) -> None:
+        """Heartbeat: the live lock of ``worker_id`` now expires ``new_duration_ms`` from now."""
+        _ext.extend_lock(self.core, task_id, worker_id, new_duration_ms, now=now)
+
+    def lock_external_task(self, task_id: str, worker_id: str, lock_duration_ms: int, *,
+                           now: datetime | None = None) -> None:
+        """Lock one free task by id."""
+        _ext.lock(self.core, task_id, worker_id, lock_duration_ms, now=now)
+
+    def unlock_external_task(self, task_id: str, *, now: datetime | None = None) -> None:
+        """Give a locked task back at once."""
+        _ext.unlock(self.core, task_id, now=now)
+
+    def set_external_task_retries(self, task_id: str, retries: int, *,
+                                  now: datetime | None = None) -> None:
+        """Set retries left; > 0 resolves the task's incident, 0 opens one."""
+        _ext.set_retries(self.core, task_id, retries, now=now)
+
+    def reclaim_expired_external_locks(self, *, now: datetime | None = None,
+                                       limit: int = 100) -> int:
+        """Return expired external-task locks to ready; returns how many."""
+        return _ext.reclaim_expired_external_locks(self.core, now=now, limit=limit)
+
+    def external_task(self, task_id: str) -> ExternalTask:
+        """An open external task (ready, locked, or failed with an incident)."""
+        return _ext.get(self.core, task_id)
+
+    def external_tasks(self, *, topic: str | None = None, worker_id: str | None = None,
+                       instance_id: str | None = None, locked: bool | None = None,
+                       retries_left: bool | None = None, offset: int = 0,
+                       limit: int | None = None) -> list[ExternalTask]:
+        """Open external tasks matching every given filter, oldest first."""
+        return _ext.query(self.core, topic=topic, worker_id=worker_id,
+                          instance_id=instance_id, locked=locked, retries_left=retries_left,
+                          offset=offset, limit=limit)
+
+    def count_external_tasks(self, *, topic: str | None = None, worker_id: str | None = None,
+                             instance_id: str | None = None, locked: bool | None = None,
+                             retries_left: bool | None = None) -> int:
+        return _ext.count(self.core, topic=topic, worker_id=worker_id,
+                          instance_id=instance_id, locked=locked, retries_left=retries_left)
+
+    def next_external_task_free_at(self, topics: list[str]) -> datetime | None:
+        """When a task of ``topics`` next becomes fetchable by time alone (lock, retry)."""
+        return _ext.next_free_at(self.core, topics)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class EngineCore:
     clock: Callable[[], datetime] = utcnow
     stats: Stats = field(default_factory=Stats)
     _models: dict[str, ProcessModel] = field(default_factory=dict)
+    # The connection this thread holds across transactions (see hold_connection).
+    _held: threading.local = field(default_factory=threading.local, repr=False)
 
     def now(self, now: datetime | None = None) -> datetime:
         if now is None:
@@ -62,9 +65,33 @@ class EngineCore:
     @contextmanager
     def tx(self) -> Iterator[Connection]:
         """One engine operation = one transaction."""
-        with self.db.begin() as conn:
-            yield conn
+        held: Connection | None = getattr(self._held, "conn", None)
+        if held is None:
+            with self.db.begin() as conn:
+                yield conn
+        else:
+            with held.begin():
+                yield held
         self.stats.commits += 1
+
+    @contextmanager
+    def hold_connection(self) -> Iterator[None]:
+        """Run this thread's transactions on one pooled connection until the block ends.
+
+        A step is claim -> handler -> finish (-> next inline step...): without this, each of
+        those transactions checks a connection out of the pool again, paying the pool's
+        pre-ping round trip every time. The connection is idle (no transaction open) while
+        a handler runs. Re-entrant: an inner block keeps the outer connection.
+        """
+        if getattr(self._held, "conn", None) is not None:
+            yield
+            return
+        with self.db.connect() as conn:
+            self._held.conn = conn
+            try:
+                yield
+            finally:
+                self._held.conn = None
 
     def model(self, conn: Connection, definition_id: str) -> ProcessModel:
         """The compiled model of a definition (cached: definitions never change)."""

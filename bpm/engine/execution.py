@@ -221,15 +221,16 @@ def run_token(
 ) -> int:
     """Run a Ready inline step and the inline steps it leads to; returns how many ran."""
     worker = worker_id or default_worker_id()
-    step = claim(core, token_id, worker, core.now(now))
-    ran = 0
-    while step is not None and ran < core.config.max_inline_steps:
-        outcome = run_handler(core, step, worker)
-        ran += 1
-        core.stats.steps_run += 1
-        step = finish(core, step, outcome, worker, core.now(now))
-    if step is not None:  # hand the rest back to the broker rather than hog this worker
-        _release(core, step, worker, core.now(now))
+    with core.hold_connection():  # one pool checkout for all the transactions below
+        step = claim(core, token_id, worker, core.now(now))
+        ran = 0
+        while step is not None and ran < core.config.max_inline_steps:
+            outcome = run_handler(core, step, worker)
+            ran += 1
+            core.stats.steps_run += 1
+            step = finish(core, step, outcome, worker, core.now(now))
+        if step is not None:  # hand the rest back to the broker rather than hog this worker
+            _release(core, step, worker, core.now(now))
     return ran
 
 

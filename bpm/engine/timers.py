@@ -36,6 +36,7 @@ suspended instance moves, and nothing is lost).
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections import defaultdict
 from datetime import datetime
@@ -47,8 +48,8 @@ from bpm.errors import InvalidOperation
 from bpm.runtime import timers as rt
 from bpm.runtime.advance import Flow
 from bpm.runtime.states import InstanceState
+from bpm.runtime.timers import Timer
 from bpm.store import timers as store
-from bpm.store.timers import Timer
 
 log = logging.getLogger("bpm.timers")
 
@@ -125,13 +126,26 @@ def _apply_instance(
     flow = Flow(work, model)
     applied: list[str] = []
     stale: list[str] = []
-    for timer in sorted(timers, key=lambda x: (x.fire_at, x.id)):
+    created: list[str] = []  # next occurrences of cycles created here, due already
+    fired_created: list[str] = []
+    due = [(x.fire_at, x.id, x) for x in timers]
+    heapq.heapify(due)
+    while due:  # in due order, also across cycles that are catching up
+        _, _, timer = heapq.heappop(due)
         # Checked one by one: an earlier timer (a timeout) may have ended the token.
-        if rt.still_applies(flow, timer):
-            rt.apply(flow, timer)
-            applied.append(timer.id)
+        if not rt.still_applies(flow, timer):
+            if timer.id not in created:  # a new row that did not fire is cancelled by flush
+                stale.append(timer.id)
+            continue
+        following = rt.apply(flow, timer)
+        if timer.id in created:
+            rt.mark_new_row_fired(flow, timer.id, at)
+            fired_created.append(timer.id)
         else:
-            stale.append(timer.id)
+            applied.append(timer.id)
+        if following is not None and following.fire_at <= at:
+            created.append(following.id)
+            heapq.heappush(due, (following.fire_at, following.id, following))
     flow.run(())
     store.mark_cancelled(conn, stale)
     # Marked fired before the flush, in this same transaction: the flush cancels pending
@@ -139,7 +153,7 @@ def _apply_instance(
     # not turn the ones that just fired into "cancelled".
     store.mark_fired(conn, applied, at)
     core.flush(conn, work)
-    return len(applied), list(work.to_dispatch)
+    return len(applied) + len(fired_created), list(work.to_dispatch)
 
 
 def next_wakeup(core: EngineCore) -> datetime | None:

@@ -17,6 +17,7 @@ Kinds of timer rows:
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,6 +40,24 @@ KINDS = (DELAY, DATE, TIMEOUT, RETRY_BACKOFF)
 #: Incident type of a timer whose expression could not be used at run time
 #: (e.g. ``${deadline}`` is not set); ``retry_incident`` enters the node again.
 TIMER_INCIDENT = "failedTimer"
+
+
+@dataclass(frozen=True)
+class Timer:
+    """A persisted timer: why a token waits (or when a boundary event triggers)."""
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    kind: str
+    state: str
+    fire_at: datetime
+    created_at: datetime
+    fired_at: datetime | None = None
+    repeat_left: int | None = None
+    interval_ms: int | None = None
+
 
 
 def _cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, timedelta]:
@@ -176,7 +195,7 @@ ACTIVITY_ENTERED.append(_schedule_boundaries)
 # -- firing -------------------------------------------------------------------------------
 
 
-def still_applies(flow: Flow, timer: Any) -> bool:
+def still_applies(flow: Flow, timer: Timer) -> bool:
     """Whether the token a due timer belongs to still waits for it (else it is stale)."""
     tok = flow.work.tokens.get(timer.token_id)
     if tok is None or tok.state not in (T.CREATED, T.READY, T.EXECUTING, T.WAITING, T.FAILED):
@@ -185,13 +204,13 @@ def still_applies(flow: Flow, timer: Any) -> bool:
         return (
             tok.state is T.WAITING
             and tok.blocked_kind is BlockKind.TIMER
-            and (tok.blocked_id == timer.id)
+            and tok.blocked_id == timer.id
         )
     if timer.kind == RETRY_BACKOFF:
         return (
             tok.state is T.WAITING
             and tok.blocked_kind is BlockKind.RETRY_BACKOFF
-            and (tok.blocked_id == timer.id)
+            and tok.blocked_id == timer.id
         )
     if timer.kind == TIMEOUT:
         node = flow.model.nodes.get(timer.node_id)
@@ -199,11 +218,12 @@ def still_applies(flow: Flow, timer: Any) -> bool:
     return False
 
 
-def apply(flow: Flow, timer: Any) -> None:
+def apply(flow: Flow, timer: Timer) -> Timer | None:
     """What a fired timer does to its instance (the caller marks the row fired).
 
-    ``timer`` is a :class:`bpm.store.timers.Timer` (any object with its fields). Call
-    :meth:`Flow.run` afterwards to continue the tokens it made Ready.
+    Returns the next occurrence of a cycle (a new pending row), so a poller catching up
+    can fire it in due order in the same transaction. Call :meth:`Flow.run` afterwards
+    to continue the tokens it made Ready.
     """
     w = flow.work
     tok = w.token(timer.token_id)
@@ -211,11 +231,7 @@ def apply(flow: Flow, timer: Any) -> None:
         "timer_fired",
         token_id=tok.id,
         node_id=timer.node_id,
-        payload={
-            "timer": timer.id,
-            "kind": timer.kind,
-            "due": timer.fire_at.isoformat(),
-        },
+        payload={"timer": timer.id, "kind": timer.kind, "due": timer.fire_at.isoformat()},
     )
     if timer.kind in (DELAY, DATE):
         tok = w.transition(tok.id, T.READY, payload={"timer": timer.id})
@@ -224,21 +240,33 @@ def apply(flow: Flow, timer: Any) -> None:
         w.transition(tok.id, T.READY, payload={"timer": timer.id})
         w.to_dispatch.append(tok.id)
     elif timer.kind == TIMEOUT:
-        _boundary_fired(flow, tok, timer)
+        return _boundary_fired(flow, tok, timer)
     else:  # pragma: no cover - rows are written only by this package
         raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
+    return None
 
 
-def _boundary_fired(flow: Flow, tok: Token, timer: Any) -> None:
+def mark_new_row_fired(flow: Flow, timer_id: str, at: datetime) -> None:
+    """A timer row created in this transaction fired in it too: insert it as fired."""
+    for row in flow.work.rows:
+        if row.table == "timer" and row.values.get("id") == timer_id:
+            row.values.update(state="fired", fired_at=at)
+            return
+    raise KeyError(f"timer {timer_id} was not created in this transaction")
+
+
+def _boundary_fired(flow: Flow, tok: Token, timer: Timer) -> Timer | None:
     w = flow.work
     node = flow.model.node(timer.node_id)
     assert isinstance(node, n.BoundaryEvent)
+    following: Timer | None = None
     if node.cancel_activity:
         # Cancels a user/external task and the token's other timers; an Executing inline
         # attempt becomes Terminated, so its late finish no longer matches and is dropped.
         flow.stop_token(tok, payload={"timeout": node.id, "timer": timer.id})
         w.to_dispatch[:] = [x for x in w.to_dispatch if x != tok.id]
     elif timer.interval_ms is not None and (timer.repeat_left is None or timer.repeat_left > 0):
+        # From the previous due time, not from now: reminders do not drift.
         nxt = timer.fire_at + timedelta(milliseconds=timer.interval_ms)
         left = None if timer.repeat_left is None else timer.repeat_left - 1
         timer_id = w.add_row(
@@ -264,5 +292,18 @@ def _boundary_fired(flow: Flow, tok: Token, timer: Any) -> None:
                 "interrupting": False,
             },
         )
+        following = Timer(
+            id=timer_id,
+            instance_id=w.instance.id,
+            token_id=tok.id,
+            node_id=node.id,
+            kind=TIMEOUT,
+            state="pending",
+            fire_at=nxt,
+            created_at=w.now,
+            repeat_left=left,
+            interval_ms=timer.interval_ms,
+        )
     new = w.create_token(node.id, scope_id=tok.scope_id, parent_id=tok.id)
     flow.continue_tokens([new])
+    return following

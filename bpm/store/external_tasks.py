@@ -78,11 +78,14 @@ def _is_pg(conn: Connection) -> bool:
 
 def _variable_equals(conn: Connection, name: str, value: Any) -> ColumnElement[bool]:
     if _is_pg(conn):
-        return pi.c.variables.op("->")(literal(name)) == cast(literal(json.dumps(value)), JSONB)
+        element: ColumnElement[Any] = pi.c.variables.op("->")(literal(name))
+        matched: ColumnElement[bool] = element == cast(literal(json.dumps(value)), JSONB)
+        return matched
     path = '$."' + name.replace('"', '""') + '"'
-    if isinstance(value, (dict, list)):
-        return func.json_extract(pi.c.variables, path) == json.dumps(value)
-    return func.json_extract(pi.c.variables, path) == value
+    extracted: ColumnElement[Any] = func.json_extract(pi.c.variables, path)
+    wanted = json.dumps(value) if isinstance(value, (dict, list)) else value
+    same: ColumnElement[bool] = extracted == wanted
+    return same
 
 
 def _topic_condition(conn: Connection, tp: TopicRequest) -> ColumnElement[bool]:

@@ -7,35 +7,18 @@ until it is resumed, and they fire on the first poll after that.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, select, update
 
 from bpm.runtime.states import InstanceState
+from bpm.runtime.timers import Timer
 from bpm.store import tables as t
 
 PENDING = "pending"
 FIRED = "fired"
 CANCELLED = "cancelled"
-
-
-@dataclass(frozen=True)
-class Timer:
-    """A persisted timer: why a token waits (or when a boundary event triggers)."""
-
-    id: str
-    instance_id: str
-    token_id: str
-    node_id: str
-    kind: str
-    state: str
-    fire_at: datetime
-    created_at: datetime
-    fired_at: datetime | None = None
-    repeat_left: int | None = None
-    interval_ms: int | None = None
 
 
 def timer_from_row(r: Row[Any] | Any) -> Timer:

@@ -11,7 +11,8 @@ def wait_ended(engine: Engine, instance_id: str, *, timeout: float = 20.0) -> In
     """Poll until the instance ended; fail unless it completed."""
     inst = eventually(
         lambda: (i := engine.get_instance(instance_id)).ended and i,
-        timeout=timeout, what=f"instance {instance_id} to end",
+        timeout=timeout,
+        what=f"instance {instance_id} to end",
     )
     assert inst.state is InstanceState.COMPLETED, (inst.state, engine.history(instance_id))
     return inst
@@ -24,9 +25,9 @@ def token_at(engine: Engine, instance_id: str, node_id: str) -> Token:
     return found[0]
 
 
-def events(history: list[HistoryEvent], type_: str, token_id: str | None = None) -> list[
-    HistoryEvent
-]:
+def events(
+    history: list[HistoryEvent], type_: str, token_id: str | None = None
+) -> list[HistoryEvent]:
     return [e for e in history if e.type == type_ and (token_id is None or e.token_id == token_id)]
 
 

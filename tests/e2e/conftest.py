@@ -14,8 +14,8 @@ import redis
 os.environ.setdefault("BPM_BROKER_URL", "redis://127.0.0.1:6379/10")
 os.environ.setdefault("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
-from bpm import Engine  # noqa: E402
-from tests.e2e.procs import CeleryProcess, start_beat, start_worker  # noqa: E402
+from bpm import Engine
+from tests.e2e.procs import CeleryProcess, start_beat, start_worker
 
 StartWorkers = Callable[..., list[CeleryProcess]]
 
@@ -60,9 +60,7 @@ def worker_env(pg_database_url: str, queue: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def start_workers(
-    worker_env: dict[str, str], queue: str, tmp_path: Path
-) -> Iterator[StartWorkers]:
+def start_workers(worker_env: dict[str, str], queue: str, tmp_path: Path) -> Iterator[StartWorkers]:
     """``start_workers(n, **env)`` starts n worker processes; all are killed at teardown."""
     started: list[CeleryProcess] = []
 
@@ -77,9 +75,9 @@ def start_workers(
 
 
 @pytest.fixture
-def start_beat_process(worker_env: dict[str, str], tmp_path: Path) -> Iterator[
-    Callable[..., CeleryProcess]
-]:
+def start_beat_process(
+    worker_env: dict[str, str], tmp_path: Path
+) -> Iterator[Callable[..., CeleryProcess]]:
     started: list[CeleryProcess] = []
 
     def start(**env: str) -> CeleryProcess:

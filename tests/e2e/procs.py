@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -25,8 +26,12 @@ class CeleryProcess:
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
-            [*CELERY, *args], cwd=ROOT, env=full_env, stdout=self._log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            [*CELERY, *args],
+            cwd=ROOT,
+            env=full_env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     @property
@@ -57,10 +62,9 @@ class CeleryProcess:
                 self.proc.wait(timeout=5)
             except (subprocess.TimeoutExpired, ProcessLookupError):
                 pass
-        try:  # children may outlive the main process (e.g. a blocked pool child)
+        # Children may outlive the main process (e.g. a blocked pool child).
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(timeout=5)
         self._log.close()
 
@@ -69,9 +73,24 @@ def start_worker(env: Mapping[str, str], queue: str, log_dir: Path) -> CeleryPro
     """A prefork worker with one child, consuming only ``queue``; returns once it is ready."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     worker = CeleryProcess(
-        ["worker", "--pool", "prefork", "-c", "1", "-Q", queue, "-n", f"{name}@%h",
-         "-l", "info", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        env, log_dir / f"{name}.log",
+        [
+            "worker",
+            "--pool",
+            "prefork",
+            "-c",
+            "1",
+            "-Q",
+            queue,
+            "-n",
+            f"{name}@%h",
+            "-l",
+            "info",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        env,
+        log_dir / f"{name}.log",
     )
     worker.wait_for_log(r"ready\.")
     return worker
@@ -80,9 +99,17 @@ def start_worker(env: Mapping[str, str], queue: str, log_dir: Path) -> CeleryPro
 def start_beat(env: Mapping[str, str], log_dir: Path) -> CeleryProcess:
     name = f"beat-{uuid.uuid4().hex[:8]}"
     beat = CeleryProcess(
-        ["beat", "-l", "info", "-s", str(log_dir / f"{name}-schedule"),
-         "--pidfile", str(log_dir / f"{name}.pid")],
-        env, log_dir / f"{name}.log",
+        [
+            "beat",
+            "-l",
+            "info",
+            "-s",
+            str(log_dir / f"{name}-schedule"),
+            "--pidfile",
+            str(log_dir / f"{name}.pid"),
+        ],
+        env,
+        log_dir / f"{name}.log",
     )
     beat.wait_for_log(r"beat: Starting")
     return beat

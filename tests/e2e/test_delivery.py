@@ -19,8 +19,8 @@ from bpm.engine.core import utcnow
 from tests.e2e.checks import assert_trail_consistent, events, token_at, wait_ended
 from tests.e2e.conftest import StartWorkers
 from tests.e2e.handlers import pid_key, release_key, runs_key
-from tests.e2e.procs import CeleryProcess
 from tests.e2e.processes import STEPS, order_model
+from tests.e2e.procs import CeleryProcess
 from tests.support import eventually
 
 pytestmark = pytest.mark.slow
@@ -51,8 +51,9 @@ def test_a_message_delivered_twice_applies_one_completion(
     done = wait_ended(silent_engine, inst.id)
 
     # Both messages were consumed; one ran the steps, the other lost the claim (0 steps).
-    results = [eventually(lambda i=s.id: task_results(workers, i), what=f"result of {s.id}")
-               for s in sent]
+    results = [
+        eventually(lambda i=s.id: task_results(workers, i), what=f"result of {s.id}") for s in sent
+    ]
     assert sorted(r for rs in results for r in rs) in ([0, 1], [0, 2], [0, 3]), results
     history = assert_trail_consistent(silent_engine, done)
     assert len(events(history, "token_completed", validate.id)) == 1
@@ -74,9 +75,9 @@ def test_a_late_finish_after_the_lease_was_reclaimed_is_dropped(
 
     # The first attempt is still running when its lease runs out: the reclaimer counts it
     # as failed and hands the token to the other worker, which completes the instance.
-    assert celery_engine.reclaim_expired_leases(
-        now=tok.lease_expires_at + timedelta(seconds=1)
-    ) == 1
+    assert (
+        celery_engine.reclaim_expired_leases(now=tok.lease_expires_at + timedelta(seconds=1)) == 1
+    )
     done = wait_ended(celery_engine, inst.id)
 
     # Now the first attempt returns: its finish must change nothing.
@@ -109,10 +110,12 @@ def test_a_worker_killed_mid_handler_is_recovered_by_the_reclaimer(
 
     os.kill(child, signal.SIGKILL)
 
-    # acks_late + reject_on_worker_lost: the broker redelivers the message to the new
-    # child, whose claim loses because the lease is still valid: nothing runs.
-    worker.wait_for_log(r"run_token\[[0-9a-f-]+\] succeeded in [0-9.e-]+s: 0")
+    # acks_late + reject_on_worker_lost: the broker redelivers the same message to the new
+    # child, whose claim loses because the lease is still valid: nothing runs (0 steps).
+    message = worker.wait_for_log(r"run_token\[([0-9a-f-]+)\] received").group(1)
     worker.wait_for_log(r"signal 9")
+    assert eventually(lambda: task_results([worker], message), what="redelivery") == [0]
+    assert worker.log().count(f"run_token[{message}] received") == 2
     tok_after = token_at(celery_engine, inst.id, "validate")
     assert tok_after.state is TokenState.EXECUTING and tok_after.attempt == 1
     assert tok_after.lease_expires_at is not None and tok_after.lease_expires_at > utcnow()
@@ -136,8 +139,11 @@ def test_a_worker_killed_mid_handler_is_recovered_by_the_reclaimer(
 
 
 def test_a_lost_publish_is_recovered_by_the_sweeper(
-    silent_engine: Engine, celery_engine: Engine, start_workers: StartWorkers,
-    rds: redis.Redis, tag: str,
+    silent_engine: Engine,
+    celery_engine: Engine,
+    start_workers: StartWorkers,
+    rds: redis.Redis,
+    tag: str,
 ) -> None:
     start_workers(1)
     silent_engine.deploy(order_model())
@@ -156,11 +162,17 @@ def test_a_lost_publish_is_recovered_by_the_sweeper(
 
 
 def test_beat_drives_the_sweeper(
-    silent_engine: Engine, start_workers: StartWorkers, start_beat_process: object,
-    rds: redis.Redis, tag: str,
+    silent_engine: Engine,
+    start_workers: StartWorkers,
+    start_beat_process: object,
+    rds: redis.Redis,
+    tag: str,
 ) -> None:
-    fast = {"BPM_REDISPATCH_AFTER_SECONDS": "1", "BPM_BEAT_REDISPATCH_SECONDS": "0.5",
-            "BPM_BEAT_RECLAIM_SECONDS": "1"}
+    fast = {
+        "BPM_REDISPATCH_AFTER_SECONDS": "1",
+        "BPM_BEAT_REDISPATCH_SECONDS": "0.5",
+        "BPM_BEAT_RECLAIM_SECONDS": "1",
+    }
     (worker,) = start_workers(1, **fast)
     assert callable(start_beat_process)
     start_beat_process(**fast)

@@ -34,14 +34,23 @@ def test_order_process_runs_to_completion_through_workers(
     # Token trail of the path, in order (the two branches may interleave between them).
     assert types[:8] == [
         ("instance_started", None),
-        ("token_created", "start"), ("token_ready", "start"), ("token_completed", "start"),
-        ("token_created", "validate"), ("token_ready", "validate"),
-        ("token_executing", "validate"), ("variables_updated", "validate"),
+        ("token_created", "start"),
+        ("token_ready", "start"),
+        ("token_completed", "start"),
+        ("token_created", "validate"),
+        ("token_ready", "validate"),
+        ("token_executing", "validate"),
+        ("variables_updated", "validate"),
     ]
     assert types[-9:] == [
-        ("token_created", "ship"), ("token_ready", "ship"), ("token_executing", "ship"),
-        ("variables_updated", "ship"), ("token_completed", "ship"),
-        ("token_created", "end"), ("token_ready", "end"), ("token_completed", "end"),
+        ("token_created", "ship"),
+        ("token_ready", "ship"),
+        ("token_executing", "ship"),
+        ("variables_updated", "ship"),
+        ("token_completed", "ship"),
+        ("token_created", "end"),
+        ("token_ready", "end"),
+        ("token_completed", "end"),
         ("instance_completed", None),
     ], types
 

@@ -1,0 +1,3 @@
+"""Benchmarks, runnable from the command line; see ``bench/README.md``."""
+
+from __future__ import annotations

@@ -1,0 +1,355 @@
+"""Throughput of the reference order process: the engine against the plain Celery canvas.
+
+    python -m bench.order --instances 1000 --workers 2
+    python -m bench.order --quick
+
+Both runs use the same Redis broker and the same number of prefork worker processes
+(``-c 1`` each). The engine run creates and drops its own PostgreSQL database and starts
+and stops its own workers; its four inline handlers do nothing. Imported as a handler
+module (``BPM_HANDLERS=bench.order``) this file registers those handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bpm import TaskContext, service_task
+from bpm.model import nodes as n
+from bpm.model.process import ProcessModel
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "bench_order"
+STEPS = ("validate", "reserve-stock", "charge-payment", "ship")
+WARMUP = 10
+
+
+def _nothing(ctx: TaskContext) -> None:
+    return None
+
+
+for _step in STEPS:
+    service_task(_step)(_nothing)
+
+
+def reference_model() -> ProcessModel:
+    """start -> validate -> (amount > 100) -> fork[reserve-stock, charge-payment] -> join
+    -> ship -> end (small orders end at ``rejected``)."""
+    nodes: list[n.Node] = [
+        n.StartEvent("start"),
+        n.ServiceTask("validate", handler="validate"),
+        n.ExclusiveGateway("big_enough", default_flow="f_small"),
+        n.EndEvent("rejected"),
+        n.ParallelGateway("fork"),
+        n.ServiceTask("reserve-stock", handler="reserve-stock"),
+        n.ServiceTask("charge-payment", handler="charge-payment"),
+        n.ParallelGateway("join"),
+        n.ServiceTask("ship", handler="ship"),
+        n.EndEvent("end"),
+    ]
+    flows = (
+        n.Flow("f_start", "start", "validate"),
+        n.Flow("f_validated", "validate", "big_enough"),
+        n.Flow("f_big", "big_enough", "fork", condition="amount > 100"),
+        n.Flow("f_small", "big_enough", "rejected"),
+        n.Flow("f_reserve", "fork", "reserve-stock"),
+        n.Flow("f_charge", "fork", "charge-payment"),
+        n.Flow("f_reserved", "reserve-stock", "join"),
+        n.Flow("f_charged", "charge-payment", "join"),
+        n.Flow("f_joined", "join", "ship"),
+        n.Flow("f_shipped", "ship", "end"),
+    )
+    return ProcessModel(key=KEY, nodes={x.id: x for x in nodes}, flows=flows)
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+@contextmanager
+def celery_workers(
+    app: str, count: int, queue: str, env: Mapping[str, str], pool: str
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``count`` worker processes (``-c 1`` each) on ``queue``; killed on exit, whatever."""
+    logs = Path(tempfile.mkdtemp(prefix="bpm-bench-"))
+    full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT), "BPM_QUEUE": queue}
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for i in range(count):
+            with open(logs / f"{app}-{i}.log", "wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "celery",
+                            "-A",
+                            app,
+                            "worker",
+                            "--pool",
+                            pool,
+                            "-c",
+                            "1",
+                            "-Q",
+                            queue,
+                            "-n",
+                            f"bench{i}-{queue}@%h",
+                            "-l",
+                            "warning",
+                            "--without-gossip",
+                            "--without-mingle",
+                            "--without-heartbeat",
+                        ],
+                        cwd=ROOT,
+                        env=full_env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        yield procs
+    finally:
+        for p in procs:
+            _stop(p)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=wait)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            continue
+    with contextlib.suppress(ProcessLookupError):  # pool children left behind
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wait(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _clean_queue(broker_url: str, queue: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(broker_url)
+    keys = list(client.scan_iter(f"*{queue}*"))
+    if keys:
+        client.delete(*keys)
+
+
+# -- the engine run -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    instances: int
+    seconds: float
+    steps: int
+    commits: int | None = None
+
+    @property
+    def per_second(self) -> float:
+        return self.instances / self.seconds
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds
+
+
+def _pg(admin_dsn: str, sql: str, *params: Any) -> Any:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        cur = conn.execute(sql, params)
+        row = cur.fetchone() if cur.description else None
+        return row[0] if row else None
+
+
+def _commits(admin_dsn: str, dbname: str) -> int:
+    """Committed transactions of ``dbname`` once every backend has reported them."""
+    last, stable_since = -1, time.monotonic()
+    while True:  # backends flush their counters at most every second (and at exit)
+        now = int(
+            _pg(admin_dsn, "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", dbname)
+            or 0
+        )
+        if now != last:
+            last, stable_since = now, time.monotonic()
+        elif time.monotonic() - stable_since > 1.5:
+            return now
+        time.sleep(0.25)
+
+
+def run_engine(
+    instances: int, workers: int, *, admin_dsn: str, broker_url: str, pool: str
+) -> Result:
+    """Start ``instances`` orders through the engine; time until the last one completed."""
+    from sqlalchemy import text
+
+    from bpm import Engine
+    from bpm.store.db import normalize_url
+
+    dbname = f"bpm_bench_{uuid.uuid4().hex[:12]}"
+    queue = f"bpm-bench-{uuid.uuid4().hex[:12]}"
+    _pg(admin_dsn, f'CREATE DATABASE "{dbname}"')
+    url = normalize_url(admin_dsn.rsplit("/", 1)[0] + "/" + dbname)
+    env = {"BPM_DATABASE_URL": url, "BPM_HANDLERS": "bench.order", "BPM_BROKER_URL": broker_url}
+    os.environ.update({**env, "BPM_QUEUE": queue})
+    from workers.app import app
+    from workers.dispatch import CeleryDispatcher
+
+    engine = Engine(url, dispatcher=CeleryDispatcher(app, queue=queue))
+    try:
+        engine.upgrade()
+        engine.deploy(reference_model())
+
+        def completed() -> int:
+            with engine.db.connect() as conn:
+                return int(
+                    conn.execute(
+                        text("SELECT count(*) FROM process_instance WHERE state = 'completed'")
+                    ).scalar_one()
+                )
+
+        with celery_workers("workers.app", workers, queue, env, pool):
+            # Warm up (worker start, connection pools, model caches), then measure.
+            for _ in range(WARMUP):
+                engine.start(KEY, {"amount": 120})
+            _wait(lambda: completed() == WARMUP, 120, "the warm-up instances")
+            engine.dispose()
+            before = _commits(admin_dsn, dbname)
+            started = time.perf_counter()
+            for i in range(instances):
+                engine.start(KEY, {"amount": 120, "order": i})
+            _wait(lambda: completed() == WARMUP + instances, 600, "the engine instances")
+            elapsed = time.perf_counter() - started
+            failed = int(
+                _pg(
+                    admin_dsn.rsplit("/", 1)[0] + "/" + dbname,
+                    "SELECT count(*) FROM process_instance WHERE state <> 'completed'",
+                )
+            )
+            if failed:
+                raise RuntimeError(f"{failed} engine instances did not complete")
+        engine.dispose()
+        commits = _commits(admin_dsn, dbname) - before
+    finally:
+        engine.close()
+        _pg(admin_dsn, f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        _clean_queue(broker_url, queue)
+    return Result("engine", instances, elapsed, instances * len(STEPS), commits)
+
+
+def run_canvas(
+    instances: int, workers: int, *, broker_url: str, backend_url: str, pool: str
+) -> Result:
+    """The same orders as a Celery canvas; time until every ``ship`` result is in."""
+    queue = f"bpm-bench-canvas-{uuid.uuid4().hex[:12]}"
+    env = {"BPM_BROKER_URL": broker_url, "BENCH_RESULT_BACKEND": backend_url}
+    os.environ.update({**env, "BPM_QUEUE": queue})
+    from bench import canvas
+
+    canvas.app.conf.task_default_queue = queue
+    try:
+        with celery_workers("bench.canvas", workers, queue, env, pool):
+            warm = [
+                canvas.order_canvas({"amount": 120}).apply_async(queue=queue) for _ in range(WARMUP)
+            ]
+            for r in warm:
+                r.get(timeout=120)
+            started = time.perf_counter()
+            results = [
+                canvas.order_canvas({"amount": 120, "order": i}).apply_async(queue=queue)
+                for i in range(instances)
+            ]
+            for r in results:
+                r.get(timeout=600)
+            elapsed = time.perf_counter() - started
+            # Release the results (and their pub/sub subscriptions) now, not at interpreter
+            # shutdown, when the Redis client can no longer unsubscribe cleanly.
+            for r in [*warm, *results]:
+                canvas.app.backend.remove_pending_result(r)
+            del warm, results
+    finally:
+        _clean_queue(broker_url, queue)
+    return Result("canvas", instances, elapsed, instances * len(STEPS))
+
+
+# -- command line ---------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run both benchmarks and print instances/s, the ratio, steps/s and commits/instance."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.order",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--instances", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="a small smoke run (100 instances)")
+    parser.add_argument("--pool", default="prefork", help="celery worker pool (both runs)")
+    parser.add_argument("--only", choices=("engine", "canvas"), help="run just one side")
+    parser.add_argument(
+        "--pg",
+        default=os.environ.get("BPM_BENCH_PG_DSN", "postgresql://root@127.0.0.1:5432/postgres"),
+        help="an admin DSN; the bench database is created and dropped beside it",
+    )
+    parser.add_argument(
+        "--broker", default=os.environ.get("BPM_BROKER_URL", "redis://127.0.0.1:6379/0")
+    )
+    parser.add_argument("--result-backend", default="redis://127.0.0.1:6379/1")
+    args = parser.parse_args(argv)
+    count = 100 if args.quick else args.instances
+
+    results: dict[str, Result] = {}
+    if args.only in (None, "engine"):
+        results["engine"] = run_engine(
+            count, args.workers, admin_dsn=args.pg, broker_url=args.broker, pool=args.pool
+        )
+    if args.only in (None, "canvas"):
+        results["canvas"] = run_canvas(
+            count,
+            args.workers,
+            broker_url=args.broker,
+            backend_url=args.result_backend,
+            pool=args.pool,
+        )
+    print(
+        f"{count} instances of the reference order process, {args.workers} worker "
+        f"processes ({args.pool}, -c 1 each), broker {args.broker}"
+    )
+    for r in results.values():
+        line = (
+            f"{r.name:>6}: {r.per_second:8.1f} instances/s  {r.steps_per_second:8.1f} "
+            f"steps/s  ({r.seconds:.2f} s)"
+        )
+        if r.commits is not None:
+            line += f"  {r.commits / r.instances:.2f} commits/instance"
+        print(line)
+    if len(results) == 2:
+        ratio = results["engine"].per_second / results["canvas"].per_second
+        print(f"ratio engine/canvas: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,161 @@
+"""The FastAPI application: ``/engine-rest`` (Camunda 7 compatible) and ``/openapi.json``.
+
+Configuration comes from arguments or the environment: ``BPM_DATABASE_URL``,
+``BPM_API_KEYS`` (see :mod:`bpm.api.auth`), ``BPM_API_INSECURE_NO_AUTH=1`` to serve without
+keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000) and ``BPM_API_MAX_BODY_BYTES``
+(default 16 MiB).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bpm.api import errors
+from bpm.api.auth import ApiKey, Authenticator, keys_from_env
+from bpm.api.errors import error_response
+from bpm.api.longpoll import LongPollHub
+from bpm.api.routes_external import router as external_router
+from bpm.api.routes_process import router as process_router
+from bpm.engine import Engine
+from bpm.errors import ConfigurationError
+from bpm.runtime.external import NOTIFY_CHANNEL
+
+PREFIX = "/engine-rest"
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413 before the app reads them."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    size = int(value)
+                except ValueError:
+                    size = self.limit + 1
+                if size > self.limit:
+                    await self._too_large(scope, receive, send)
+                    return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return msg
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        resp = error_response(413, "InvalidRequestException",
+                              f"request body over the limit of {self.limit} bytes")
+        await resp(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _dsn(engine: Engine) -> str | None:
+    url = engine.db.url
+    if url.get_backend_name() != "postgresql":
+        return None
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def create_app(
+    engine: Engine | None = None,
+    *,
+    database_url: str | None = None,
+    api_keys: list[ApiKey] | None = None,
+    open_access: bool | None = None,
+    max_pending_polls: int | None = None,
+    max_body_bytes: int | None = None,
+) -> FastAPI:
+    """Build the app. Without arguments everything comes from the environment."""
+    keys = api_keys if api_keys is not None else keys_from_env()
+    if open_access is None:
+        open_access = os.environ.get("BPM_API_INSECURE_NO_AUTH", "") in ("1", "true", "yes")
+    auth = Authenticator(keys, open_access=open_access)
+    if engine is None:
+        url = database_url or os.environ.get("BPM_DATABASE_URL")
+        if not url:
+            raise ConfigurationError("no database: set BPM_DATABASE_URL or pass database_url")
+        engine = Engine(url)
+    eng = engine
+    hub = LongPollHub(
+        _dsn(eng), channel=NOTIFY_CHANNEL,
+        max_pending=max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await hub.start()
+        try:
+            yield
+        finally:
+            await hub.stop()
+            eng.close()
+
+    app = FastAPI(
+        title="bpm engine REST API",
+        description="Camunda-7-compatible external-task and process endpoints.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.engine = eng
+    app.state.auth = auth
+    app.state.longpoll = hub
+    errors.install(app)
+    meta = APIRouter()
+
+    @meta.get("/version")
+    async def version() -> JSONResponse:
+        return JSONResponse({"version": "7.20.0"})
+
+    @meta.get("/engine")
+    async def engines() -> JSONResponse:
+        return JSONResponse([{"name": "default"}])
+
+    app.include_router(meta, prefix=PREFIX)
+    app.include_router(external_router, prefix=PREFIX)
+    app.include_router(process_router, prefix=PREFIX)
+    limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
+    app.add_middleware(BodyLimit, limit=limit)
+    return app
+
+
+def app_factory() -> Any:
+    """For ``uvicorn --factory bpm.api.app:app_factory``."""
+    return create_app()

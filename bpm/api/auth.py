@@ -1,0 +1,136 @@
+"""API keys: ``BPM_API_KEYS="id:secret[:topicA|topicB],..."``.
+
+A request authenticates with HTTP Basic (``id`` / ``secret``) or ``Authorization: Bearer
+secret``. Missing or wrong credentials answer 401 (``WWW-Authenticate: Basic``); a key limited
+to topics answers 403 for any other topic, and for the process endpoints (deploy, start),
+which only unrestricted keys may use.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from bpm.api.errors import ApiError
+from bpm.errors import ConfigurationError
+
+ENV_VAR = "BPM_API_KEYS"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """One credential; ``topics`` None means every topic and every endpoint."""
+
+    id: str
+    secret: str
+    topics: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a key, or nobody when the API runs without auth."""
+
+    key: ApiKey | None = None
+
+    @property
+    def name(self) -> str:
+        return self.key.id if self.key else "anonymous"
+
+    def allows_topic(self, topic: str) -> bool:
+        return self.key is None or self.key.topics is None or topic in self.key.topics
+
+    def check_topics(self, topics: Iterable[str]) -> None:
+        """403 unless this principal may use every topic in ``topics``."""
+        for topic in topics:
+            if not self.allows_topic(topic):
+                raise forbidden(f"API key '{self.name}' may not use topic '{topic}'")
+
+    def check_unrestricted(self, what: str) -> None:
+        """403 for keys limited to topics: they are worker keys, not admin keys."""
+        if self.key is not None and self.key.topics is not None:
+            raise forbidden(f"API key '{self.name}' is limited to topics and may not {what}")
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, "AuthorizationException", message)
+
+
+def parse_api_keys(text: str | None) -> list[ApiKey]:
+    """Parse ``id:secret[:topicA|topicB],...``; raises ConfigurationError saying what is wrong."""
+    keys: list[ApiKey] = []
+    for raw in (text or "").split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        parts = item.split(":")
+        if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
+            raise ConfigurationError(
+                f"{ENV_VAR}: entry {parts[0]!r}... is not id:secret or id:secret:topicA|topicB"
+            )
+        topics = None
+        if len(parts) == 3:
+            topics = frozenset(x.strip() for x in parts[2].split("|") if x.strip())
+            if not topics:
+                raise ConfigurationError(f"{ENV_VAR}: key {parts[0]!r} lists no topics")
+        if any(k.id == parts[0] for k in keys):
+            raise ConfigurationError(f"{ENV_VAR}: key id {parts[0]!r} appears twice")
+        keys.append(ApiKey(parts[0], parts[1], topics))
+    return keys
+
+
+def keys_from_env() -> list[ApiKey]:
+    return parse_api_keys(os.environ.get(ENV_VAR))
+
+
+class Authenticator:
+    """Checks the Authorization header against the configured keys (open if none)."""
+
+    def __init__(self, keys: list[ApiKey], *, open_access: bool = False) -> None:
+        if not keys and not open_access:
+            raise ConfigurationError(
+                f"no API keys configured: set {ENV_VAR}=id:secret[,...] or run without "
+                "auth explicitly (--insecure-no-auth)"
+            )
+        self.keys = keys
+        self.open = not keys
+
+    def authenticate(self, header: str | None) -> Principal:
+        if self.open:
+            return Principal(None)
+        if not header:
+            raise _unauthorized("authentication required: HTTP Basic or Bearer API key")
+        scheme, _, value = header.partition(" ")
+        value = value.strip()
+        scheme = scheme.lower()
+        if scheme == "bearer":
+            for key in self.keys:
+                if hmac.compare_digest(key.secret.encode(), value.encode()):
+                    return Principal(key)
+        elif scheme == "basic":
+            try:
+                user, _, secret = base64.b64decode(value, validate=True).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                raise _unauthorized("malformed Basic credentials") from None
+            for key in self.keys:
+                if hmac.compare_digest(key.id.encode(), user.encode()) and hmac.compare_digest(
+                    key.secret.encode(), secret.encode()
+                ):
+                    return Principal(key)
+        raise _unauthorized("wrong credentials")
+
+
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(401, "AuthenticationException", message,
+                    headers={"WWW-Authenticate": 'Basic realm="default"'})
+
+
+async def principal(request: Request) -> Principal:
+    """FastAPI dependency: the authenticated caller of this request."""
+    auth: Authenticator = request.app.state.auth
+    return auth.authenticate(request.headers.get("authorization"))

@@ -1,0 +1,271 @@
+"""``/external-task/...``: fetch-and-lock (with long polling), complete, failure, BPMN error,
+locks, retries and queries, as served by Camunda 7."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from bpm.api import bodies as b
+from bpm.api.auth import Principal, principal
+from bpm.api.errors import ApiError, bad_request
+from bpm.api.longpoll import LongPollHub, TooManyPolls
+from bpm.api.variables import format_date, from_camunda, to_camunda
+from bpm.engine import Engine
+from bpm.runtime.external import ExternalTask, FetchRequest, TopicRequest
+
+router = APIRouter()
+Who = Annotated[Principal, Depends(principal)]
+NO_CONTENT = 204
+
+
+def _engine(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def task_json(task: ExternalTask) -> dict[str, Any]:
+    """The fields Camunda's ExternalTaskDto has."""
+    return {
+        "id": task.id,
+        "topicName": task.topic,
+        "workerId": task.lock_owner,
+        "lockExpirationTime": format_date(task.lock_expires_at),
+        "createTime": format_date(task.created_at),
+        "processInstanceId": task.instance_id,
+        "processDefinitionId": task.definition_id,
+        "processDefinitionKey": task.definition_key,
+        "processDefinitionVersionTag": None,
+        "activityId": task.node_id,
+        "activityInstanceId": task.token_id,
+        "executionId": task.token_id,
+        "retries": task.retries,
+        "errorMessage": task.error_message,
+        "suspended": task.suspended,
+        "priority": task.priority,
+        "businessKey": task.business_key,
+        "tenantId": None,
+    }
+
+
+def locked_task_json(task: ExternalTask, topic: b.TopicBody | None) -> dict[str, Any]:
+    out = task_json(task)
+    out["errorDetails"] = task.error_details
+    out["variables"] = to_camunda(task.variables, bool(topic and topic.deserializeValues))
+    include = bool(topic and topic.includeExtensionProperties)
+    out["extensionProperties"] = dict(task.properties) if include else {}
+    return out
+
+
+def _fetch_request(body: b.FetchBody) -> FetchRequest:
+    sorting = []
+    for s in body.sorting or ():
+        if s.sortBy != "createTime":
+            raise bad_request(f"cannot sort by '{s.sortBy}'; the sortable field is createTime")
+        order = (s.sortOrder or "asc").lower()
+        if order not in ("asc", "desc"):
+            raise bad_request(f"sortOrder must be asc or desc, not '{s.sortOrder}'")
+        sorting.append((s.sortBy, order == "asc"))
+    topics = tuple(
+        TopicRequest(
+            topic=tp.topicName,
+            lock_duration_ms=tp.lockDuration,
+            variables=tuple(tp.variables) if tp.variables is not None else None,
+            business_key=tp.businessKey,
+            process_definition_key=tp.processDefinitionKey,
+            process_definition_id=tp.processDefinitionId,
+            process_variables=dict(tp.processVariables or {}),
+        )
+        for tp in body.topics or ()
+    )
+    return FetchRequest(worker_id=body.workerId, max_tasks=body.maxTasks, topics=topics,
+                        use_priority=bool(body.usePriority), sorting=tuple(sorting))
+
+
+@router.post("/external-task/fetchAndLock")
+async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Response:
+    """Lock free tasks; with ``asyncResponseTimeout`` hold the request until some are free."""
+    req = _fetch_request(body)
+    who.check_topics(tp.topic for tp in req.topics)
+    engine = _engine(request)
+    by_topic = {tp.topicName: tp for tp in reversed(body.topics or [])}
+
+    def render(tasks: list[ExternalTask]) -> Response:
+        return JSONResponse([locked_task_json(t, by_topic.get(t.topic)) for t in tasks])
+
+    timeout_ms = body.asyncResponseTimeout or 0
+    if timeout_ms <= 0 or not req.topics or req.max_tasks == 0:
+        return render(await run_in_threadpool(engine.fetch_and_lock, req))
+    hub: LongPollHub = request.app.state.longpoll
+    loop = asyncio.get_running_loop()
+    timeout = timeout_ms / 1000
+    deadline = loop.time() + timeout - min(1.0, timeout * 0.05)  # answer [] before the timeout
+    try:
+        waiter = hub.register(frozenset(tp.topic for tp in req.topics))
+    except TooManyPolls as exc:
+        raise ApiError(429, "RestException", f"{exc}; poll again later",
+                       headers={"Retry-After": "1"}) from None
+    try:
+        while True:
+            waiter.event.clear()  # a NOTIFY during the fetch makes the next wait return
+            tasks = await run_in_threadpool(engine.fetch_and_lock, req)
+            if tasks:
+                if await request.is_disconnected():  # nobody to hand them to: give back
+                    for t in tasks:
+                        await run_in_threadpool(engine.unlock_external_task, t.id)
+                    return Response(status_code=NO_CONTENT)
+                return render(tasks)
+            remaining = deadline - loop.time()
+            if remaining <= 0 or await request.is_disconnected():
+                return render([])
+            wait = min(remaining, hub.max_wait())
+            nxt = await run_in_threadpool(
+                engine.next_external_task_free_at, [tp.topic for tp in req.topics]
+            )
+            if nxt is not None:
+                due = (nxt - datetime.now(UTC)).total_seconds() + 0.002
+                wait = max(0.0, min(wait, due))
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.event.wait(), wait)
+    finally:
+        hub.unregister(waiter)
+
+
+async def _check_task_topic(request: Request, who: Principal, task_id: str) -> None:
+    """403 when a topic-limited key touches a task of another topic."""
+    if who.key is None or who.key.topics is None:
+        return
+    task = await run_in_threadpool(_engine(request).external_task, task_id)
+    who.check_topics([task.topic])
+
+
+@router.post("/external-task/{task_id}/complete", status_code=NO_CONTENT)
+async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Who) -> Response:
+    variables = from_camunda(body.variables)
+    local = from_camunda(body.localVariables, "localVariables")
+    await _check_task_topic(request, who, task_id)
+    await run_in_threadpool(_engine(request).complete_external_task, task_id, body.workerId,
+                            variables, local)
+    return Response(status_code=NO_CONTENT)
+
+
+@router.post("/external-task/{task_id}/failure", status_code=NO_CONTENT)
+async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who) -> Response:
+    await _check_task_topic(request, who, task_id)
+
+    def call() -> None:
+        _engine(request).fail_external_task(
+            task_id, body.workerId, body.errorMessage, body.errorDetails,
+            retries=body.retries, retry_timeout_ms=body.retryTimeout,
+        )
+
+    await run_in_threadpool(call)
+    return Response(status_code=NO_CONTENT)
+
+
+@router.post("/external-task/{task_id}/bpmnError", status_code=NO_CONTENT)
+async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request,
+                     who: Who) -> Response:
+    variables = from_camunda(body.variables)
+    await _check_task_topic(request, who, task_id)
+    await run_in_threadpool(_engine(request).external_task_bpmn_error, task_id, body.workerId,
+                            body.errorCode, body.errorMessage, variables)
+    return Response(status_code=NO_CONTENT)
+
+
+@router.post("/external-task/{task_id}/extendLock", status_code=NO_CONTENT)
+async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request,
+                      who: Who) -> Response:
+    await _check_task_topic(request, who, task_id)
+    await run_in_threadpool(_engine(request).extend_external_task_lock, task_id,
+                            body.workerId, body.newDuration)
+    return Response(status_code=NO_CONTENT)
+
+
+@router.post("/external-task/{task_id}/lock", status_code=NO_CONTENT)
+async def lock(task_id: str, body: b.LockBody, request: Request, who: Who) -> Response:
+    await _check_task_topic(request, who, task_id)
+    await run_in_threadpool(_engine(request).lock_external_task, task_id, body.workerId,
+                            body.lockDuration)
+    return Response(status_code=NO_CONTENT)
+
+
+@router.post("/external-task/{task_id}/unlock", status_code=NO_CONTENT)
+async def unlock(task_id: str, request: Request, who: Who) -> Response:
+    await _check_task_topic(request, who, task_id)
+    await run_in_threadpool(_engine(request).unlock_external_task, task_id)
+    return Response(status_code=NO_CONTENT)
+
+
+@router.put("/external-task/{task_id}/retries", status_code=NO_CONTENT)
+async def set_retries(task_id: str, body: b.RetriesBody, request: Request,
+                      who: Who) -> Response:
+    await _check_task_topic(request, who, task_id)
+    await run_in_threadpool(_engine(request).set_external_task_retries, task_id, body.retries)
+    return Response(status_code=NO_CONTENT)
+
+
+def _filters(who: Principal, topic: str | None, worker: str | None, instance: str | None,
+             locked: bool | None, not_locked: bool | None, with_retries: bool | None,
+             no_retries: bool | None) -> dict[str, Any]:
+    if topic is not None:
+        who.check_topics([topic])
+    else:
+        who.check_unrestricted("list tasks of every topic (pass topicName)")
+    lock_state = True if locked else (False if not_locked else None)
+    retries = True if with_retries else (False if no_retries else None)
+    return {"topic": topic, "worker_id": worker, "instance_id": instance, "locked": lock_state,
+            "retries_left": retries}
+
+
+Id = Annotated[str | None, Query(max_length=300)]
+
+
+@router.get("/external-task")
+async def list_tasks(request: Request, who: Who, topicName: Id = None,
+                     workerId: Id = None, processInstanceId: Id = None,
+                     locked: bool | None = None, notLocked: bool | None = None,
+                     withRetriesLeft: bool | None = None, noRetriesLeft: bool | None = None,
+                     firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
+                     maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None
+                     ) -> Response:
+    """Open external tasks (ready, locked, or out of retries)."""
+    f = _filters(who, topicName, workerId, processInstanceId, locked, notLocked,
+                 withRetriesLeft, noRetriesLeft)
+    tasks = await run_in_threadpool(
+        lambda: _engine(request).external_tasks(**f, offset=firstResult, limit=maxResults)
+    )
+    return JSONResponse([task_json(t) for t in tasks])
+
+
+@router.get("/external-task/count")
+async def count_tasks(request: Request, who: Who, topicName: Id = None,
+                      workerId: Id = None, processInstanceId: Id = None,
+                      locked: bool | None = None, notLocked: bool | None = None,
+                      withRetriesLeft: bool | None = None,
+                      noRetriesLeft: bool | None = None) -> Response:
+    f = _filters(who, topicName, workerId, processInstanceId, locked, notLocked,
+                 withRetriesLeft, noRetriesLeft)
+    n = await run_in_threadpool(lambda: _engine(request).count_external_tasks(**f))
+    return JSONResponse({"count": n})
+
+
+@router.get("/external-task/{task_id}")
+async def get_task(task_id: str, request: Request, who: Who) -> Response:
+    task = await run_in_threadpool(_engine(request).external_task, task_id)
+    who.check_topics([task.topic])
+    return JSONResponse(task_json(task))
+
+
+@router.get("/external-task/{task_id}/errorDetails")
+async def error_details(task_id: str, request: Request, who: Who) -> Response:
+    task = await run_in_threadpool(_engine(request).external_task, task_id)
+    who.check_topics([task.topic])
+    return PlainTextResponse(task.error_details or "", media_type="text/plain")

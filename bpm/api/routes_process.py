@@ -1,0 +1,234 @@
+"""Process endpoints of Camunda 7: deployments, definitions, starting and reading instances,
+variables, incidents."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from bpm.api import bodies as b
+from bpm.api.auth import Principal, principal
+from bpm.api.errors import ApiError, bad_request
+from bpm.api.variables import format_date, from_camunda, to_camunda
+from bpm.engine import Engine, Incident
+from bpm.errors import NotFound
+from bpm.runtime.records import Instance, ProcessDefinition
+from bpm.runtime.states import InstanceState
+
+router = APIRouter()
+Who = Annotated[Principal, Depends(principal)]
+Id = Annotated[str | None, Query(max_length=300)]
+MAX_BPMN_BYTES = 5 * 1024 * 1024
+
+
+def _engine(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def _admin(who: Principal, what: str) -> None:
+    who.check_unrestricted(what)
+
+
+def definition_json(d: ProcessDefinition) -> dict[str, Any]:
+    return {
+        "id": d.id, "key": d.key, "category": None, "description": None, "name": d.name,
+        "version": d.version, "resource": d.resource, "deploymentId": d.deployment_id,
+        "diagram": None, "suspended": False, "tenantId": None, "versionTag": d.version_tag,
+        "historyTimeToLive": None, "startableInTasklist": True,
+    }
+
+
+def instance_json(request: Request, inst: Instance) -> dict[str, Any]:
+    href = str(request.base_url).rstrip("/") + f"/engine-rest/process-instance/{inst.id}"
+    return {
+        "id": inst.id, "definitionId": inst.definition_id, "definitionKey": inst.definition_key,
+        "businessKey": inst.business_key, "caseInstanceId": None, "ended": inst.ended,
+        "suspended": inst.state is InstanceState.SUSPENDED, "tenantId": None,
+        "links": [{"method": "GET", "href": href, "rel": "self"}],
+    }
+
+
+@router.post("/deployment/create")
+async def deployment_create(request: Request, who: Who) -> Response:
+    """Multipart: ``deployment-name`` and one or more ``*.bpmn`` file parts."""
+    _admin(who, "deploy")
+    ctype = request.headers.get("content-type", "")
+    if not ctype.lower().startswith("multipart/form-data"):
+        raise bad_request("deployment/create expects multipart/form-data with .bpmn file parts")
+    try:
+        form = await request.form(max_files=50, max_fields=100)
+    except Exception as exc:  # malformed multipart
+        raise bad_request(f"cannot read the multipart body: {exc}") from None
+    name = form.get("deployment-name")
+    source = form.get("deployment-source")
+    files: list[tuple[str, bytes]] = []
+    for key, value in form.multi_items():
+        if isinstance(value, UploadFile):
+            data = await value.read(MAX_BPMN_BYTES + 1)
+            if len(data) > MAX_BPMN_BYTES:
+                raise ApiError(413, "InvalidRequestException",
+                               f"resource {value.filename or key} is over 5 MB")
+            files.append((value.filename or key, data))
+    if not files:
+        raise bad_request("no resource: attach at least one .bpmn file part")
+    engine = _engine(request)
+    deployed: list[ProcessDefinition] = []
+    label = name if isinstance(name, str) else None
+    for filename, data in files:
+        deployed.append(await run_in_threadpool(_deploy, engine, data, label, filename))
+    first = deployed[0]
+    return JSONResponse({
+        "id": first.deployment_id, "name": name if isinstance(name, str) else None,
+        "source": source if isinstance(source, str) else None,
+        "deploymentTime": format_date(first.created_at), "tenantId": None,
+        "deployedProcessDefinitions": {d.id: definition_json(d) for d in deployed},
+        "deployedCaseDefinitions": None, "deployedDecisionDefinitions": None,
+        "deployedDecisionRequirementsDefinitions": None, "links": [],
+    })
+
+
+def _deploy(engine: Engine, data: bytes, name: str | None, resource: str) -> ProcessDefinition:
+    return engine.deploy(data, name=name, resource=resource)
+
+
+@router.get("/process-definition")
+async def definitions(request: Request, who: Who, key: Id = None,
+                      latestVersion: bool | None = None) -> Response:
+    _admin(who, "read process definitions")
+    found = await run_in_threadpool(_engine(request).definitions, key)
+    if latestVersion:
+        latest: dict[str, ProcessDefinition] = {}
+        for d in found:
+            if d.key not in latest or d.version > latest[d.key].version:
+                latest[d.key] = d
+        found = list(latest.values())
+    return JSONResponse([definition_json(d) for d in found])
+
+
+@router.get("/process-definition/key/{key}")
+async def definition_by_key(key: str, request: Request, who: Who) -> Response:
+    _admin(who, "read process definitions")
+    try:
+        d = await run_in_threadpool(_engine(request).definition, key)
+    except NotFound:
+        raise ApiError(404, "RestException",
+                       f"No matching process definition with key: {key} and no tenant-id"
+                       ) from None
+    return JSONResponse(definition_json(d))
+
+
+@router.post("/process-definition/key/{key}/start")
+async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Response:
+    _admin(who, "start instances")
+    variables = from_camunda(body.variables)
+    engine = _engine(request)
+    try:
+        inst = await run_in_threadpool(
+            lambda: engine.start(key, variables, business_key=body.businessKey)
+        )
+    except NotFound:
+        raise ApiError(404, "RestException",
+                       f"No matching process definition with key: {key} and no tenant-id"
+                       ) from None
+    out = instance_json(request, inst)
+    if body.withVariablesInReturn:
+        out["variables"] = to_camunda(inst.variables)
+    return JSONResponse(out)
+
+
+@router.get("/process-instance")
+async def instances(request: Request, who: Who, processDefinitionKey: Id = None,
+                    businessKey: Id = None,
+                    firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
+                    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None
+                    ) -> Response:
+    """Running (active or suspended) instances, as in Camunda."""
+    _admin(who, "read instances")
+    engine = _engine(request)
+
+    def query() -> list[Instance]:
+        out: list[Instance] = []
+        for state in (InstanceState.ACTIVE, InstanceState.SUSPENDED):
+            out += engine.instances(state.value, definition_key=processDefinitionKey,
+                                    business_key=businessKey)
+        out.sort(key=lambda i: (i.created_at, i.id))
+        end = None if maxResults is None else firstResult + maxResults
+        return out[firstResult:end]
+
+    found = await run_in_threadpool(query)
+    return JSONResponse([instance_json(request, i) for i in found])
+
+
+async def _running(request: Request, instance_id: str) -> Instance:
+    try:
+        inst = await run_in_threadpool(_engine(request).get_instance, instance_id)
+    except NotFound:
+        inst = None
+    if inst is None or inst.ended:
+        raise ApiError(404, "InvalidRequestException",
+                       f"Process instance with id {instance_id} does not exist")
+    return inst
+
+
+@router.get("/process-instance/{instance_id}")
+async def instance(instance_id: str, request: Request, who: Who) -> Response:
+    _admin(who, "read instances")
+    return JSONResponse(instance_json(request, await _running(request, instance_id)))
+
+
+@router.delete("/process-instance/{instance_id}", status_code=204)
+async def delete_instance(instance_id: str, request: Request, who: Who) -> Response:
+    _admin(who, "delete instances")
+    await _running(request, instance_id)
+    await run_in_threadpool(
+        lambda: _engine(request).terminate(instance_id, reason="deleted over REST")
+    )
+    return Response(status_code=204)
+
+
+@router.get("/process-instance/{instance_id}/variables")
+async def instance_variables(instance_id: str, request: Request, who: Who,
+                             deserializeValues: bool = True) -> Response:
+    _admin(who, "read variables")
+    inst = await _running(request, instance_id)
+    return JSONResponse(to_camunda(inst.variables, deserializeValues))
+
+
+def incident_json(i: Incident, definition_id: str | None) -> dict[str, Any]:
+    return {
+        "id": i.id, "processDefinitionId": definition_id, "processInstanceId": i.instance_id,
+        "executionId": i.token_id, "incidentTimestamp": format_date(i.created_at),
+        "incidentType": i.type, "activityId": i.node_id, "failedActivityId": i.node_id,
+        "causeIncidentId": i.id, "rootCauseIncidentId": i.id,
+        "configuration": i.external_task_id, "incidentMessage": i.message, "tenantId": None,
+        "jobDefinitionId": None, "annotation": None,
+    }
+
+
+@router.get("/incident")
+async def incidents(request: Request, who: Who, processInstanceId: Id = None,
+                    incidentType: Id = None) -> Response:
+    _admin(who, "read incidents")
+    engine = _engine(request)
+
+    def query() -> list[dict[str, Any]]:
+        found = engine.incidents(processInstanceId)
+        defs: dict[str, str | None] = {}
+        out = []
+        for i in found:
+            if incidentType is not None and i.type != incidentType:
+                continue
+            if i.instance_id not in defs:
+                try:
+                    defs[i.instance_id] = engine.get_instance(i.instance_id).definition_id
+                except NotFound:
+                    defs[i.instance_id] = None
+            out.append(incident_json(i, defs[i.instance_id]))
+        return out
+
+    return JSONResponse(await run_in_threadpool(query))

@@ -1,0 +1,153 @@
+"""Camunda typed variables <-> the engine's plain JSON values (CAMUNDA_REST.md).
+
+Inbound ``{"value": v, "type": T, "valueInfo": {...}}``: ``T`` matches case-insensitively and
+may be missing (then the JSON value is kept as is). Outbound every value carries a
+capitalised ``type`` and a ``valueInfo``. Internally all variables are plain JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from bpm.api.errors import ApiError, bad_request
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+INT16 = (-(2**15), 2**15 - 1)
+JSON_FORMAT = "application/json"
+
+
+def format_date(value: datetime | None) -> str | None:
+    """Camunda's ``yyyy-MM-dd'T'HH:mm:ss.SSSZ``, e.g. ``2026-11-29T10:00:00.000+0000``."""
+    if value is None:
+        return None
+    v = value.astimezone(UTC)
+    return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}+0000"
+
+
+def _integer(name: str, value: Any, type_name: str, bounds: tuple[int, int]) -> int:
+    if isinstance(value, bool):
+        raise _cannot(name, value, type_name)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise _cannot(name, value, type_name) from None
+    if not isinstance(value, int) or not bounds[0] <= value <= bounds[1]:
+        raise _cannot(name, value, type_name)
+    return value
+
+
+def _cannot(name: str, value: Any, type_name: str) -> ApiError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return bad_request(
+        f"Cannot convert value {shown} of variable '{name}' to type {type_name}"
+    )
+
+
+def _json_text(name: str, value: Any, type_name: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise bad_request(f"variable '{name}' of type {type_name} is not valid JSON") from None
+    return value
+
+
+def _one(name: str, entry: Any) -> Any:
+    if not isinstance(entry, Mapping):
+        raise bad_request(
+            f"variable '{name}' must be an object like {{\"value\": ..., \"type\": ...}}"
+        )
+    value = entry.get("value")
+    type_ = entry.get("type")
+    if type_ is None:
+        return value
+    if not isinstance(type_, str):
+        raise bad_request(f"the type of variable '{name}' must be a string")
+    kind = type_.lower()
+    if value is None or kind == "null":
+        return None
+    if kind in ("string", "date", "bytes", "xml"):
+        if not isinstance(value, str):
+            raise _cannot(name, value, type_)
+        return value
+    if kind == "integer":
+        return _integer(name, value, "Integer", INT32)
+    if kind == "short":
+        return _integer(name, value, "Short", INT16)
+    if kind == "long":
+        return _integer(name, value, "Long", INT64)
+    if kind == "double":
+        if isinstance(value, bool):
+            raise _cannot(name, value, type_)
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise _cannot(name, value, type_) from None
+        if not isinstance(value, (int, float)) or value != value or value in (
+            float("inf"), float("-inf")
+        ):
+            raise _cannot(name, value, type_)
+        return value
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise _cannot(name, value, type_)
+    if kind == "json":
+        return _json_text(name, value, type_)
+    if kind == "object":
+        info = entry.get("valueInfo") or {}
+        fmt = info.get("serializationDataFormat") if isinstance(info, Mapping) else None
+        if fmt not in (None, JSON_FORMAT, "json"):
+            raise bad_request(
+                f"variable '{name}': serialization format {fmt!r} is not supported; "
+                "send Object values as application/json"
+            )
+        return _json_text(name, value, type_)
+    raise bad_request(f"variable '{name}': unsupported value type '{type_}'")
+
+
+def from_camunda(variables: Any, where: str = "variables") -> dict[str, Any] | None:
+    """Plain JSON values of a Camunda variables map (None stays None)."""
+    if variables is None:
+        return None
+    if not isinstance(variables, Mapping):
+        raise bad_request(f"{where} must be a JSON object of name -> typed value")
+    return {str(k): _one(str(k), v) for k, v in variables.items()}
+
+
+def typed(value: Any, deserialize: bool = True) -> dict[str, Any]:
+    """One plain value as a Camunda typed value."""
+    if value is None:
+        return {"type": "Null", "value": None, "valueInfo": {}}
+    if isinstance(value, bool):
+        return {"type": "Boolean", "value": value, "valueInfo": {}}
+    if isinstance(value, int):
+        kind = "Integer" if INT32[0] <= value <= INT32[1] else "Long"
+        return {"type": kind, "value": value, "valueInfo": {}}
+    if isinstance(value, float):
+        return {"type": "Double", "value": value, "valueInfo": {}}
+    if isinstance(value, str):
+        return {"type": "String", "value": value, "valueInfo": {}}
+    java = "java.util.ArrayList" if isinstance(value, list) else "java.util.LinkedHashMap"
+    return {
+        "type": "Object",
+        "value": value if deserialize else json.dumps(value, separators=(",", ":")),
+        "valueInfo": {"objectTypeName": java, "serializationDataFormat": JSON_FORMAT},
+    }
+
+
+def to_camunda(values: Mapping[str, Any] | None, deserialize: bool = True) -> dict[str, Any]:
+    """Plain variables as a Camunda variables map."""
+    return {k: typed(v, deserialize) for k, v in (values or {}).items()}

@@ -1,0 +1,104 @@
+"""``bpm api`` (the REST API server) and ``bpm external-worker MODULE`` (an SDK worker)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+from typing import Annotated, Any
+
+import typer
+
+from bpm.cli.app import app, database_url, err_console, fail, user_errors
+
+DbOpt = Annotated[
+    str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
+]
+
+
+@app.command("api")
+def api(
+    host: Annotated[str, typer.Option("--host", help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    db: DbOpt = None,
+    workers: Annotated[int, typer.Option("--workers", help="Server processes.")] = 1,
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option("--insecure-no-auth", help="Serve without API keys (anyone may call)."),
+    ] = False,
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+) -> None:
+    """Serve the Camunda-7-compatible REST API under /engine-rest (uvicorn).
+
+    Workers authenticate with BPM_API_KEYS="id:secret[:topicA|topicB],...". Without keys the
+    server refuses to start unless --insecure-no-auth is given.
+    """
+    import uvicorn
+
+    from bpm.api.auth import keys_from_env
+
+    with user_errors():
+        url = database_url(db)
+        keys = keys_from_env()
+        if not keys and not insecure_no_auth:
+            fail("no API keys configured: set BPM_API_KEYS=id:secret[:topicA|topicB],... "
+                 "or pass --insecure-no-auth to serve without authentication")
+        os.environ["BPM_DATABASE_URL"] = url
+        if insecure_no_auth and not keys:
+            os.environ["BPM_API_INSECURE_NO_AUTH"] = "1"
+            err_console.print(f"warning: serving WITHOUT authentication on {host}:{port}")
+        from bpm.api.app import create_app
+
+        create_app()  # fail fast on bad configuration, before binding
+    uvicorn.run("bpm.api.app:app_factory", factory=True, host=host, port=port,
+                workers=workers, log_level=log_level, access_log=False,
+                timeout_graceful_shutdown=5)
+
+
+def _find_worker(module: Any) -> Any:
+    from bpm.worker import ExternalWorker
+
+    found = getattr(module, "worker", None)
+    if isinstance(found, ExternalWorker):
+        return found
+    for value in vars(module).values():
+        if isinstance(value, ExternalWorker):
+            return value
+    return None
+
+
+@app.command("external-worker")
+def external_worker(
+    module: Annotated[str, typer.Argument(help="Module that defines an ExternalWorker.")],
+) -> None:
+    """Import MODULE and run the ExternalWorker it defines (``worker = ExternalWorker(...)``)
+    until SIGTERM / Ctrl-C: stop fetching, finish the tasks in flight, exit."""
+    with user_errors():
+        sys.path.insert(0, os.getcwd())
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            fail(f"cannot import worker module '{module}': {exc}")
+            return
+        worker = _find_worker(mod)
+        if worker is None:
+            fail(f"module '{module}' defines no ExternalWorker (e.g. worker = ExternalWorker(...))")
+    worker.run()
+
+
+def start_dev_api(engine: Any, *, port: int = 8080) -> threading.Thread:
+    """Serve the REST API open (no auth) on 127.0.0.1 in a thread, for ``bpm dev``."""
+    import uvicorn
+
+    from bpm.api.app import create_app
+
+    server = uvicorn.Server(uvicorn.Config(
+        create_app(engine, api_keys=[], open_access=True), host="127.0.0.1", port=port,
+        log_level="warning", access_log=False,
+    ))
+    thread = threading.Thread(target=server.run, name="bpm-dev-api", daemon=True)
+    thread.start()
+    err_console.print(f"REST API open WITHOUT authentication on http://127.0.0.1:{port}"
+                      "/engine-rest (localhost only)")
+    return thread

@@ -1,0 +1,120 @@
+"""``bpm timers`` (the timer poller as a loop), ``bpm incidents`` and ``bpm retry``."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from bpm.cli.app import app, console, database_url, err_console, fail, user_errors
+from bpm.engine import Engine
+
+DbOpt = Annotated[
+    str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
+]
+
+
+def sleep_for(wakeup: datetime | None, now: datetime, *, longest: float,
+              shortest: float = 0.05) -> float:
+    """Seconds the loop may sleep: until ``wakeup``, within ``[shortest, longest]``.
+
+    ``longest`` bounds the sleep because another process may create a timer due sooner
+    than the earliest one known now; ``shortest`` keeps a due timer whose instance is busy
+    from turning the loop into a spin.
+    """
+    if wakeup is None:
+        return longest
+    return min(max((wakeup - now).total_seconds(), shortest), longest)
+
+
+@app.command("timers")
+def timers_loop(
+    once: Annotated[bool, typer.Option("--once", help="Fire what is due now, then exit.")] = False,
+    max_sleep: Annotated[
+        float, typer.Option("--max-sleep", min=0.01, help="Longest sleep between polls (s).")
+    ] = 1.0,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Timers per poll.")] = 500,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing.")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Fire due timers in a loop that sleeps until the next one is due.
+
+    Safe to run next to Celery beat or another `bpm timers`: each timer fires once.
+    Stops cleanly on Ctrl-C or SIGTERM (the current poll finishes first).
+    """
+    with user_errors():
+        engine = Engine(database_url(db))
+        stop = threading.Event()
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            stop.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        total = 0
+        try:
+            if not quiet and not once:
+                console.print(f"firing timers (polling at most every {max_sleep:g}s); "
+                              "Ctrl-C to stop")
+            while not stop.is_set():
+                started = time.monotonic()
+                fired = engine.fire_due_timers(limit=limit)
+                total += fired
+                if fired and not quiet:
+                    console.print(f"{datetime.now(UTC).isoformat(timespec='milliseconds')} "
+                                  f"fired {fired} (total {total}) in "
+                                  f"{(time.monotonic() - started) * 1000:.0f} ms")
+                if once:
+                    break
+                if fired >= limit:
+                    continue  # more may be due right now
+                stop.wait(sleep_for(engine.next_wakeup(), datetime.now(UTC),
+                                    longest=max_sleep))
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            engine.close()
+        if not quiet:
+            console.print(f"fired {total} timer(s)")
+
+
+@app.command("incidents")
+def list_incidents(
+    instance_id: Annotated[str | None, typer.Option("--instance", help="One instance.")] = None,
+    db: DbOpt = None,
+) -> None:
+    """List open incidents: steps that ran out of attempts. Retry one with `bpm retry ID`."""
+    with user_errors():
+        engine = Engine(database_url(db))
+        found = engine.incidents(instance_id)
+        if not found:
+            console.print("no open incidents")
+            return
+        table = Table("incident", "instance", "node", "type", "since", "message",
+                      header_style="bold")
+        for inc in found:
+            table.add_row(inc.id, inc.instance_id, inc.node_id, inc.type,
+                          inc.created_at.isoformat(timespec="seconds"), inc.message or "")
+        console.print(table)
+
+
+@app.command("retry")
+def retry(
+    incident_id: Annotated[str, typer.Argument(help="The incident id (see `bpm incidents`).")],
+    db: DbOpt = None,
+) -> None:
+    """Run an incident's failed step again, with a fresh set of attempts."""
+    with user_errors():
+        engine = Engine(database_url(db))
+        if not incident_id.strip():
+            fail("give the id of an open incident (see `bpm incidents`)")
+        inc = engine.retry_incident(incident_id)
+        console.print(f"retrying {inc.node_id} of instance {inc.instance_id} "
+                      f"(incident {inc.id} {inc.state})")
+        err_console.print("the step is ready again: a Celery worker runs it once beat's "
+                          "sweeper publishes it (within seconds)", highlight=False)

@@ -1,0 +1,369 @@
+"""The worker loop: long-poll fetch-and-lock, run handlers in a thread pool, heartbeat, report.
+
+* Fetches only as many tasks as it has free slots (``concurrency``), at most ``max_tasks``.
+* While a handler runs, its lock is extended at half the lease (``extendLock``).
+* A handler's return value completes the task; :class:`BpmnError` throws a BPMN error; any
+  other exception reports a failure with the traceback in ``errorDetails``.
+* complete / failure / bpmnError are retried with backoff on network errors and 5xx: the
+  engine makes them idempotent for the worker that sent them.
+* SIGTERM / SIGINT: stop fetching, finish the tasks in flight, exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+import httpx
+
+from bpm.worker.task import BpmnError, Task, typed_variables
+
+log = logging.getLogger("bpm.worker")
+
+Handler = Callable[[Task], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A topic this worker handles, and how."""
+
+    topic: str
+    handler: Handler
+    lock_duration: int = 30_000
+    variables: tuple[str, ...] | None = None
+    business_key: str | None = None
+    process_definition_key: str | None = None
+    # None: send no retries, the engine decides (the model's RetryPolicy, else an incident).
+    # N: Camunda-client style, N retries in all with ``retry_timeout`` ms between them.
+    retries: int | None = None
+    retry_timeout: int = 0
+
+    def topic_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"topicName": self.topic, "lockDuration": self.lock_duration,
+                               "deserializeValues": True, "includeExtensionProperties": True}
+        if self.variables is not None:
+            out["variables"] = list(self.variables)
+        if self.business_key is not None:
+            out["businessKey"] = self.business_key
+        if self.process_definition_key is not None:
+            out["processDefinitionKey"] = self.process_definition_key
+        return out
+
+
+class _Heartbeats:
+    """Extends the lock of every running task at half its lease, from one thread."""
+
+    def __init__(self, extend: Callable[[str, int], bool | None]) -> None:
+        self._extend = extend
+        self._due: dict[str, tuple[float, int]] = {}
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="bpm-heartbeat", daemon=True)
+        self._thread.start()
+
+    def add(self, task_id: str, lease_ms: int) -> None:
+        with self._cond:
+            self._due[task_id] = (time.monotonic() + lease_ms / 2000, lease_ms)
+            self._cond.notify()
+
+    def remove(self, task_id: str) -> None:
+        with self._cond:
+            self._due.pop(task_id, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                now = time.monotonic()
+                due = [(tid, lease) for tid, (at, lease) in self._due.items() if at <= now]
+                if not due:
+                    nxt = min((at for at, _ in self._due.values()), default=now + 60)
+                    self._cond.wait(max(0.0, nxt - now))
+                    continue
+            for tid, lease in due:
+                ok = self._extend(tid, lease)
+                with self._cond:
+                    if tid not in self._due:
+                        continue
+                    if ok is False:  # refused: the lock is gone; stop trying
+                        self._due.pop(tid, None)
+                    elif ok is None:  # network trouble: try again soon
+                        self._due[tid] = (time.monotonic() + min(1.0, lease / 4000), lease)
+                    else:
+                        self._due[tid] = (time.monotonic() + lease / 2000, lease)
+
+
+class ExternalWorker:
+    """Fetches and runs external tasks of the subscribed topics."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        worker_id: str | None = None,
+        api_key: str | None = None,
+        basic_auth: tuple[str, str] | None = None,
+        max_tasks: int = 10,
+        concurrency: int = 8,
+        long_poll_ms: int = 20_000,
+        use_priority: bool = True,
+        report_deadline: float = 120.0,
+        http_timeout: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.max_tasks = max(1, max_tasks)
+        self.concurrency = max(1, concurrency)
+        self.long_poll_ms = long_poll_ms
+        self.use_priority = use_priority
+        self.report_deadline = report_deadline
+        self._subs: dict[str, Subscription] = {}
+        headers: dict[str, str] = {}
+        auth: httpx.BasicAuth | None = None
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        elif basic_auth:
+            auth = httpx.BasicAuth(*basic_auth)
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, auth=auth,
+                                  timeout=http_timeout)
+        self._poll_http = httpx.Client(
+            base_url=self.base_url, headers=headers, auth=auth,
+            timeout=httpx.Timeout(long_poll_ms / 1000 + 10, connect=5.0),
+        )
+        self._stop = threading.Event()
+        self._slots = threading.Semaphore(self.concurrency)
+        self._pool: ThreadPoolExecutor | None = None
+        self._beats: _Heartbeats | None = None
+        self.completed = 0
+        self.failed = 0
+
+    # -- registration ---------------------------------------------------------------------
+    def subscribe(
+        self, topic: str, *, lock_duration: int = 30_000,
+        variables: list[str] | None = None, business_key: str | None = None,
+        process_definition_key: str | None = None, retries: int | None = None,
+        retry_timeout: int = 0,
+    ) -> Callable[[Handler], Handler]:
+        """Decorator: run the function for every task of ``topic``."""
+        if lock_duration <= 0:
+            raise ValueError("lock_duration must be > 0 ms")
+
+        def register(fn: Handler) -> Handler:
+            self._subs[topic] = Subscription(
+                topic, fn, lock_duration, tuple(variables) if variables is not None else None,
+                business_key, process_definition_key, retries, retry_timeout,
+            )
+            return fn
+
+        return register
+
+    # -- running --------------------------------------------------------------------------
+    def run(self, *, install_signals: bool = True) -> None:
+        """Fetch and run tasks until :meth:`stop` (or SIGTERM / SIGINT)."""
+        if not self._subs:
+            raise RuntimeError("no topic subscribed: use @worker.subscribe('topic')")
+        if install_signals and threading.current_thread() is threading.main_thread():
+            def on_signal(signum: int, _frame: FrameType | None) -> None:
+                log.info("signal %d: finishing the tasks in flight, then exiting", signum)
+                self.stop()
+
+            signal.signal(signal.SIGTERM, on_signal)
+            signal.signal(signal.SIGINT, on_signal)
+        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="bpm-task")
+        self._beats = _Heartbeats(self._extend_lock)
+        fetcher = threading.Thread(target=self._fetch_loop, name="bpm-fetch", daemon=True)
+        fetcher.start()
+        try:
+            while not self._stop.wait(0.2):
+                if not fetcher.is_alive():
+                    break
+        finally:
+            self._stop.set()
+            fetcher.join(timeout=0.5)  # a pending long poll is abandoned, not awaited
+            self._pool.shutdown(wait=True)  # finish in flight
+            self._beats.close()
+            self._http.close()
+
+    def start_background(self) -> threading.Thread:
+        """Run in a daemon thread (no signal handlers); stop with :meth:`stop`."""
+        thread = threading.Thread(target=self.run, kwargs={"install_signals": False},
+                                  name="bpm-worker", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        """Stop fetching; tasks in flight finish and are reported."""
+        self._stop.set()
+
+    # -- internals ------------------------------------------------------------------------
+    def _fetch_body(self, max_tasks: int) -> dict[str, Any]:
+        return {
+            "workerId": self.worker_id, "maxTasks": max_tasks, "usePriority": self.use_priority,
+            "asyncResponseTimeout": self.long_poll_ms,
+            "topics": [s.topic_json() for s in self._subs.values()],
+        }
+
+    def _fetch_loop(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            free = 0
+            while self._slots.acquire(blocking=free == 0, timeout=0.2 if free == 0 else None):
+                free += 1
+                if free >= min(self.max_tasks, self.concurrency):
+                    break
+            if free == 0:
+                continue
+            try:
+                resp = self._poll_http.post("/external-task/fetchAndLock",
+                                            json=self._fetch_body(free))
+                if resp.status_code != 200:
+                    raise _HttpRefused(resp)
+                tasks = resp.json()
+                backoff = 0.5
+            except (httpx.HTTPError, _HttpRefused, ValueError) as exc:
+                for _ in range(free):
+                    self._slots.release()
+                log.warning("fetchAndLock failed (%s); retrying in %.1fs", _describe(exc),
+                            backoff)
+                self._stop.wait(backoff * (0.5 + random.random()))
+                backoff = min(backoff * 2, 30.0)
+                continue
+            for data in tasks[free:]:  # never more than asked; be safe anyway
+                self._unlock(str(data.get("id")))
+            tasks = tasks[:free]
+            for _ in range(free - len(tasks)):
+                self._slots.release()
+            for data in tasks:
+                if self._stop.is_set():  # stopping: give it back at once
+                    self._unlock(str(data.get("id")))
+                    self._slots.release()
+                    continue
+                assert self._pool is not None
+                self._pool.submit(self._execute, data)
+
+    def _execute(self, data: dict[str, Any]) -> None:
+        task = Task.from_json(data, self.worker_id)
+        task._extend = lambda ms: bool(self._extend_lock(task.id, ms))
+        sub = self._subs.get(task.topic)
+        assert self._beats is not None
+        try:
+            if sub is None:
+                self._unlock(task.id)
+                return
+            self._beats.add(task.id, sub.lock_duration)
+            try:
+                result = sub.handler(task)
+            except BpmnError as err:
+                self._beats.remove(task.id)
+                self._report(task.id, "bpmnError", {
+                    "workerId": self.worker_id, "errorCode": err.code,
+                    "errorMessage": err.message, "variables": typed_variables(err.variables),
+                })
+                return
+            except Exception as exc:
+                self._beats.remove(task.id)
+                self._report_failure(task, sub, exc)
+                return
+            self._beats.remove(task.id)
+            if result is not None and not isinstance(result, Mapping):
+                self._report_failure(task, sub, TypeError(
+                    f"handler returned {type(result).__name__}; return a dict or None"))
+                return
+            if self._report(task.id, "complete", {
+                "workerId": self.worker_id, "variables": typed_variables(result),
+            }):
+                self.completed += 1
+        finally:
+            if self._beats is not None:
+                self._beats.remove(task.id)
+            self._slots.release()
+
+    def _report_failure(self, task: Task, sub: Subscription, exc: BaseException) -> None:
+        details = "".join(traceback.format_exception(exc))
+        body: dict[str, Any] = {
+            "workerId": self.worker_id, "errorMessage": f"{type(exc).__name__}: {exc}"[:4000],
+            "errorDetails": details,
+        }
+        if sub.retries is not None:
+            left = task.retries if task.retries is not None else sub.retries
+            body["retries"] = max(0, left - 1)
+            body["retryTimeout"] = sub.retry_timeout
+        self.failed += 1
+        self._report(task.id, "failure", body)
+
+    def _report(self, task_id: str, action: str, body: dict[str, Any]) -> bool:
+        """POST a result, retrying network errors and 5xx (the engine makes it idempotent)."""
+        deadline = time.monotonic() + self.report_deadline
+        delay = 0.1
+        while True:
+            try:
+                resp = self._http.post(f"/external-task/{task_id}/{action}", json=body)
+                if resp.status_code == 204:
+                    return True
+                if resp.status_code < 500 and resp.status_code != 429:
+                    log.warning("%s of task %s refused: %s", action, task_id, _describe(resp))
+                    return False
+                problem = _describe(resp)
+            except httpx.HTTPError as exc:
+                problem = _describe(exc)
+            if time.monotonic() + delay > deadline:
+                log.error("%s of task %s not delivered (%s); giving up, the lock will expire",
+                          action, task_id, problem)
+                return False
+            log.info("%s of task %s failed (%s); retrying in %.1fs", action, task_id, problem,
+                     delay)
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 5.0)
+
+    def _extend_lock(self, task_id: str, lease_ms: int) -> bool | None:
+        """True extended, False refused (lock lost), None network trouble."""
+        try:
+            resp = self._http.post(f"/external-task/{task_id}/extendLock",
+                                   json={"workerId": self.worker_id, "newDuration": lease_ms})
+        except httpx.HTTPError as exc:
+            log.warning("extendLock of %s failed: %s", task_id, _describe(exc))
+            return None
+        if resp.status_code == 204:
+            return True
+        if resp.status_code >= 500:
+            return None
+        log.warning("extendLock of %s refused: %s; another worker may take the task",
+                    task_id, _describe(resp))
+        return False
+
+    def _unlock(self, task_id: str) -> None:
+        with contextlib.suppress(httpx.HTTPError):  # else the lock simply expires
+            self._http.post(f"/external-task/{task_id}/unlock")
+
+
+class _HttpRefused(Exception):
+    def __init__(self, resp: httpx.Response) -> None:
+        super().__init__(_describe(resp))
+
+
+def _describe(thing: httpx.Response | BaseException) -> str:
+    if isinstance(thing, httpx.Response):
+        try:
+            message = thing.json().get("message")
+        except Exception:
+            message = thing.text[:200]
+        return f"HTTP {thing.status_code}: {message}"
+    return f"{type(thing).__name__}: {thing}"

@@ -1,0 +1,159 @@
+"""A REAL API server process (``bpm api``) on a free port against a fresh PostgreSQL DB."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bpm import Engine
+from tests.support import eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+BPM = [sys.executable, "-c", "from bpm.cli import main; main()"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ApiServer:
+    """One ``bpm api`` process; restartable on the same port."""
+
+    db_url: str
+    port: int = field(default_factory=free_port)
+    keys: str | None = None
+    log: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/engine-rest"
+
+    def start(self) -> ApiServer:
+        env = {**os.environ, "BPM_DATABASE_URL": self.db_url, "PYTHONPATH": str(ROOT)}
+        env.pop("BPM_API_KEYS", None)
+        args = [*BPM, "api", "--port", str(self.port)]
+        if self.keys is None:
+            args.append("--insecure-no-auth")
+        else:
+            env["BPM_API_KEYS"] = self.keys
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=out, stderr=out)
+
+        def up() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"bpm api exited with {self.proc.returncode}")
+            try:
+                return httpx.get(f"{self.base}/version", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        eventually(up, timeout=20, what="the API server to answer")
+        return self
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+@dataclass
+class Api:
+    server: ApiServer
+    engine: Engine
+    http: httpx.Client
+
+    @property
+    def base(self) -> str:
+        return self.server.base
+
+    def deploy(self, bpmn: str, name: str = "process.bpmn") -> dict[str, Any]:
+        r = self.http.post("/deployment/create", data={"deployment-name": name},
+                           files={"file": (name, bpmn.encode(), "application/xml")})
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    def start(self, key: str, variables: dict[str, Any] | None = None,
+              business_key: str | None = None) -> str:
+        body: dict[str, Any] = {"variables": {k: {"value": v} for k, v in
+                                              (variables or {}).items()}}
+        if business_key:
+            body["businessKey"] = business_key
+        r = self.http.post(f"/process-definition/key/{key}/start", json=body)
+        assert r.status_code == 200, r.text
+        return str(r.json()["id"])
+
+    def fetch(self, worker: str, topic: str, *, max_tasks: int = 10, lock: int = 30_000,
+              timeout: int | None = None, **extra: Any) -> list[dict[str, Any]]:
+        body: dict[str, Any] = {"workerId": worker, "maxTasks": max_tasks,
+                                "topics": [{"topicName": topic, "lockDuration": lock}], **extra}
+        if timeout is not None:
+            body["asyncResponseTimeout"] = timeout
+        r = self.http.post("/external-task/fetchAndLock", json=body,
+                           timeout=(timeout or 0) / 1000 + 10)
+        assert r.status_code == 200, r.text
+        return list(r.json())
+
+    def post(self, task_id: str, action: str, body: dict[str, Any] | None = None
+             ) -> httpx.Response:
+        return self.http.post(f"/external-task/{task_id}/{action}", json=body)
+
+
+@pytest.fixture
+def api_server(pg_database_url: str, tmp_path: Path) -> Iterator[ApiServer]:
+    server = ApiServer(pg_database_url, log=tmp_path / "api.log").start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def api(api_server: ApiServer, pg_database_url: str) -> Iterator[Api]:
+    engine = Engine(pg_database_url)
+    with httpx.Client(base_url=api_server.base, timeout=30) as http:
+        yield Api(api_server, engine, http)
+    engine.close()
+
+
+def bpmn(key: str, body: str) -> str:
+    """A BPMN document with one process ``key`` whose elements are ``body``."""
+    return textwrap.dedent(f"""\
+        <?xml version="1.0" encoding="UTF-8"?>
+        <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+            xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="defs_{key}"
+            targetNamespace="http://example.com/bpmn">
+          <bpmn:process id="{key}" isExecutable="true">
+        {body}
+          </bpmn:process>
+        </bpmn:definitions>
+        """)
+
+
+def one_task(key: str, topic: str, extra: str = "", task_attrs: str = "") -> str:
+    """start -> external task(topic) -> end, plus ``extra`` elements."""
+    return bpmn(key, f"""
+        <bpmn:startEvent id="start"/>
+        <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/>
+        <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="{topic}" {task_attrs}/>
+        <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end"/>
+        <bpmn:endEvent id="end"/>
+        {extra}""")

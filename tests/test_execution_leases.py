@@ -1,0 +1,238 @@
+"""Leases decide who may finish a step (DESIGN section 5), on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select, text
+
+from bpm import Engine, IllegalTransition, TaskContext
+from bpm.engine.core import utcnow
+from bpm.engine.execution import Claimed, Outcome, claim, finish, run_handler
+from bpm.handlers import HandlerRegistry
+from bpm.model import nodes as n
+from bpm.model.process import ProcessModel
+from bpm.runtime.advance import Flow
+from bpm.runtime.states import TRANSITIONS, TokenState, check_transition
+from bpm.store import tables as t
+
+LEASE = timedelta(seconds=30)
+Handler = Callable[[TaskContext], Any]
+
+
+def two_step_model() -> ProcessModel:
+    """start -> work (inline) -> review (user task) -> end."""
+    nodes: list[n.Node] = [
+        n.StartEvent("start"),
+        n.ServiceTask("work", handler="work", lease_seconds=30),
+        n.UserTask("review"),
+        n.EndEvent("end"),
+    ]
+    flows = (
+        n.Flow("f1", "start", "work"),
+        n.Flow("f2", "work", "review"),
+        n.Flow("f3", "review", "end"),
+    )
+    return ProcessModel("leases", {x.id: x for x in nodes}, flows)
+
+
+class Handlers:
+    """A private registry whose ``work`` handler the test can swap per test."""
+
+    def __init__(self) -> None:
+        self.registry = HandlerRegistry()
+        self.fn: Handler = lambda ctx: {"worked": ctx.attempt}
+        self.registry.register("work", lambda ctx: self.fn(ctx))
+
+
+@pytest.fixture
+def handlers() -> Handlers:
+    return Handlers()
+
+
+@pytest.fixture
+def eng(pg_database_url: str, handlers: Handlers) -> Iterator[Engine]:
+    engine = Engine(pg_database_url, registry=handlers.registry)
+    engine.deploy(two_step_model())
+    yield engine
+    engine.close()
+
+
+def work_token(engine: Engine, instance_id: str) -> Any:
+    (tok,) = [x for x in engine.get_instance(instance_id).tokens if x.node_id == "work"]
+    return tok
+
+
+def dump(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, in primary-key order."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    with engine.db.connect() as conn:
+        for table in t.metadata.sorted_tables:
+            q = select(table).order_by(*table.primary_key.columns)
+            out[table.name] = [tuple(r) for r in conn.execute(q)]
+    return out
+
+
+def test_a_finish_whose_lease_was_lost_is_dropped(eng: Engine) -> None:
+    inst = eng.start("leases")
+    tok = work_token(eng, inst.id)
+    now = utcnow()
+    first = claim(eng.core, tok.id, "worker-a", now)
+    assert first is not None and first.token.lease_expires_at == now + LEASE
+
+    # worker-a's lease runs out; the reclaimer counts a failed attempt, worker-b takes over.
+    later = now + LEASE + timedelta(seconds=1)
+    assert eng.reclaim_expired_leases(now=later) == 1
+    second = claim(eng.core, tok.id, "worker-b", later)
+    assert second is not None and second.token.attempt == 2
+
+    # worker-a comes back: dropped, counted, and not a single row changes.
+    before = dump(eng)
+    assert finish(eng.core, first, Outcome(variables={"by": "a"}), "worker-a", later) is None
+    assert eng.stats.finishes_dropped == 1
+    assert dump(eng) == before
+
+    # worker-b still holds the lease: its finish applies, once.
+    finish(eng.core, second, Outcome(variables={"by": "b"}), "worker-b", later)
+    assert eng.stats.finishes_dropped == 1
+    assert eng.get_instance(inst.id).variables == {"by": "b"}
+    history = eng.history(inst.id)
+    assert [e.type for e in history if e.token_id == tok.id].count("token_completed") == 1
+    assert [e.payload["attempt"] for e in history if e.type == "attempt_failed"] == [1]
+
+    # Finishing again after completion (a duplicate) is dropped as well.
+    before = dump(eng)
+    assert finish(eng.core, second, Outcome(variables={"by": "b2"}), "worker-b", later) is None
+    assert eng.stats.finishes_dropped == 2
+    assert dump(eng) == before
+
+
+def test_a_finish_after_the_token_went_back_to_ready_is_dropped(eng: Engine) -> None:
+    inst = eng.start("leases")
+    tok = work_token(eng, inst.id)
+    now = utcnow()
+    step = claim(eng.core, tok.id, "worker-a", now)
+    assert step is not None
+    assert eng.reclaim_expired_leases(now=now + LEASE + timedelta(seconds=1)) == 1
+    before = dump(eng)
+    assert finish(eng.core, step, Outcome(variables={"x": 1}), "worker-a", now) is None
+    assert dump(eng) == before
+    assert work_token(eng, inst.id).state is TokenState.READY
+
+
+def test_extend_lease_keeps_a_long_handler_alive(eng: Engine, handlers: Handlers) -> None:
+    inst = eng.start("leases")
+    tok = work_token(eng, inst.id)
+    seen: dict[str, Any] = {}
+
+    def long_handler(ctx: TaskContext) -> dict[str, Any]:
+        claimed = work_token(eng, ctx.instance_id).lease_expires_at
+        assert ctx.extend_lease(timedelta(minutes=10)) is True
+        extended = work_token(eng, ctx.instance_id).lease_expires_at
+        seen.update(claimed=claimed, extended=extended)
+        # Past the original lease, the reclaimer leaves the step alone.
+        seen["reclaimed"] = eng.reclaim_expired_leases(now=claimed + timedelta(seconds=1))
+        return {"long": True}
+
+    handlers.fn = long_handler
+    assert eng.run_token(tok.id) == 1
+    assert seen["extended"] - seen["claimed"] >= timedelta(minutes=9)
+    assert seen["reclaimed"] == 0
+    assert eng.get_instance(inst.id).variables == {"long": True}
+    assert eng.stats.finishes_dropped == 0
+
+
+def test_extend_lease_reports_a_lost_lease(eng: Engine, handlers: Handlers) -> None:
+    inst = eng.start("leases")
+    tok = work_token(eng, inst.id)
+    now = utcnow()
+    step = claim(eng.core, tok.id, "worker-a", now)
+    assert step is not None
+    results: list[bool] = []
+
+    def handler(ctx: TaskContext) -> dict[str, Any]:
+        results.append(ctx.extend_lease())  # still ours
+        eng.reclaim_expired_leases(now=utcnow() + timedelta(hours=1))
+        results.append(ctx.extend_lease())  # reclaimed meanwhile: lost
+        return {"late": True}
+
+    handlers.fn = handler
+    outcome = run_handler(eng.core, step, "worker-a")
+    assert results == [True, False]
+    assert finish(eng.core, step, outcome, "worker-a", utcnow()) is None
+    assert eng.stats.finishes_dropped == 1
+    assert "late" not in eng.get_instance(inst.id).variables
+
+
+def _claim_race(eng: Engine, claimers: int) -> None:
+    inst = eng.start("leases")
+    tok = work_token(eng, inst.id)
+    barrier = threading.Barrier(claimers)
+    won: list[Claimed | None] = []
+    now = utcnow()
+
+    def race(worker: str) -> None:
+        barrier.wait(timeout=30)
+        won.append(claim(eng.core, tok.id, worker, now))
+
+    threads = [threading.Thread(target=race, args=(f"w{i}",)) for i in range(claimers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    winners = [c for c in won if c is not None]
+    assert len(won) == claimers and len(winners) == 1, won
+    row = work_token(eng, inst.id)
+    assert row.state is TokenState.EXECUTING and row.attempt == 1
+    assert row.lease_owner == winners[0].token.lease_owner
+    executing = [e for e in eng.history(inst.id) if e.type == "token_executing"]
+    assert len(executing) == 1 and executing[0].payload["worker"] == row.lease_owner
+
+
+def test_two_claimers_of_one_token_exactly_one_wins(eng: Engine) -> None:
+    for _ in range(20):
+        _claim_race(eng, claimers=8)
+
+
+def test_the_transition_table_rejects_everything_else() -> None:
+    illegal = [(a, b) for a in TokenState for b in TokenState if b not in TRANSITIONS[a]]
+    assert (TokenState.COMPLETED, TokenState.READY) in illegal
+    assert (TokenState.WAITING, TokenState.EXECUTING) in illegal
+    for current, target in illegal:
+        with pytest.raises(IllegalTransition):
+            check_transition("t", current, target)
+    for current, targets in TRANSITIONS.items():
+        for target in targets:
+            check_transition("t", current, target)
+
+
+def test_an_illegal_transition_leaves_every_row_as_it_was(eng: Engine) -> None:
+    inst = eng.start("leases")
+    assert eng.run_token(work_token(eng, inst.id).id) == 1
+    (review,) = [x for x in eng.get_instance(inst.id).tokens if x.node_id == "review"]
+    assert review.state is TokenState.WAITING
+    before = dump(eng)
+
+    core = eng.core
+    with pytest.raises(IllegalTransition), core.tx() as conn:
+        now = utcnow()
+        work = core.load(conn, inst.id, now)
+        model = core.model(conn, work.instance.definition_id)
+        # Legal changes first, written to the database inside the transaction ...
+        work.merge_variables({"half": "applied"})
+        Flow(work, model).leave(work.token(review.id))
+        core.flush(conn, work)
+        assert conn.execute(text("select count(*) from token")).scalar_one() > len(before["token"])
+        # ... then a transition the table forbids: the review token just completed.
+        assert work.token(review.id).state is TokenState.COMPLETED
+        work.transition(review.id, TokenState.READY)
+
+    assert dump(eng) == before
+    with pytest.raises(IllegalTransition), core.tx() as conn:  # Waiting -> Executing
+        work = core.load(conn, inst.id, utcnow())
+        work.transition(review.id, TokenState.EXECUTING)
+    assert dump(eng) == before
