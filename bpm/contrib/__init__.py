@@ -1,0 +1,1 @@
+"""Thin adapters for web frameworks: each one only builds and hands out an Engine."""
