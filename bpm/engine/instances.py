@@ -52,9 +52,7 @@ def start(
                 business_key=business_key,
                 idempotency_key=idempotency_key,
             )
-            work_store.insert_instance(conn, inst)
             work = work_store.new_work(inst, at, max_variable_bytes=core.config.max_variable_bytes)
-            work.instance_dirty = False
             work.record(
                 "instance_started",
                 payload={

@@ -94,6 +94,8 @@ class InstanceWork:
     rows: list[NewRow] = field(default_factory=list)
     updates: list[RowUpdate] = field(default_factory=list)
     instance_dirty: bool = False
+    # The instance row itself is new: the flush inserts it (start).
+    instance_new: bool = False
     # Ready tokens at inline service tasks, to publish after commit.
     to_dispatch: list[str] = field(default_factory=list)
     # Ids of other rows this transaction created that async listeners care about.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Row
@@ -11,7 +12,10 @@ from bpm.runtime.states import BlockKind, InstanceState, TokenState
 
 
 def token_from_row(r: Row[Any] | Any) -> Token:
-    m = r._mapping
+    return token_from_mapping(r._mapping)
+
+
+def token_from_mapping(m: Mapping[Any, Any]) -> Token:
     return Token(
         id=m["id"],
         instance_id=m["instance_id"],
@@ -50,7 +54,10 @@ def token_values(t: Token) -> dict[str, Any]:
 
 
 def instance_from_row(r: Row[Any] | Any, tokens: tuple[Token, ...] = ()) -> Instance:
-    m = r._mapping
+    return instance_from_mapping(r._mapping, tokens)
+
+
+def instance_from_mapping(m: Mapping[Any, Any], tokens: tuple[Token, ...] = ()) -> Instance:
     return Instance(
         id=m["id"],
         definition_id=m["definition_id"],

@@ -50,10 +50,18 @@ def claim(
     a concurrent claimer commits, so exactly one claimer wins. Returns the token, the
     instance variables, the definition id and business key, or None when the claim lost.
     """
+    if conn.dialect.name == "postgresql":
+        from bpm.store.pipeline import claim_pipelined
+
+        return claim_pipelined(conn, token_id, owner, lease_expires_at, now)
     row = conn.execute(
         _CLAIM,
-        {"claim_token": token_id, "claim_owner": owner, "claim_until": lease_expires_at,
-         "claim_now": now},
+        {
+            "claim_token": token_id,
+            "claim_owner": owner,
+            "claim_until": lease_expires_at,
+            "claim_now": now,
+        },
     ).first()
     if row is None:
         return None

@@ -49,10 +49,16 @@ def load_work(
     Two statements on purpose: under READ COMMITTED the token query takes its snapshot after
     the lock is granted, so it sees every token the previous lock holder committed.
     """
-    inst = lock_instance(conn, instance_id)
-    toks = conn.execute(
-        select(t.token).where(t.token.c.instance_id == instance_id, t.token.c.state.in_(_LIVE))
-    ).all()
+    if conn.dialect.name == "postgresql":
+        from bpm.store.pipeline import lock_and_load
+
+        inst, tokens = lock_and_load(conn, instance_id)
+    else:
+        inst = lock_instance(conn, instance_id)
+        rows = conn.execute(
+            select(t.token).where(t.token.c.instance_id == instance_id, t.token.c.state.in_(_LIVE))
+        ).all()
+        tokens = [token_from_row(r) for r in rows]
 
     def load_scope(scope_id: str) -> ForkScope | None:
         row = conn.execute(
@@ -64,7 +70,7 @@ def load_work(
 
     return InstanceWork(
         instance=inst,
-        tokens={r.id: token_from_row(r) for r in toks},
+        tokens={tok.id: tok for tok in tokens},
         scopes={},
         now=now,
         max_variable_bytes=max_variable_bytes,
@@ -74,34 +80,46 @@ def load_work(
 
 def new_work(instance: Instance, now: datetime, *, max_variable_bytes: int) -> InstanceWork:
     """Work on an instance this transaction creates (it is inserted by :func:`flush_work`)."""
-    work = InstanceWork(
-        instance=instance, tokens={}, scopes={}, now=now, max_variable_bytes=max_variable_bytes
+    return InstanceWork(
+        instance=instance,
+        tokens={},
+        scopes={},
+        now=now,
+        max_variable_bytes=max_variable_bytes,
+        instance_new=True,
     )
-    work.instance_dirty = True
-    return work
 
 
-def insert_instance(conn: Connection, inst: Instance) -> None:
-    conn.execute(
-        insert(t.process_instance).values(
-            id=inst.id,
-            definition_id=inst.definition_id,
-            definition_key=inst.definition_key,
-            business_key=inst.business_key,
-            state=inst.state.value,
-            variables=inst.variables,
-            idempotency_key=inst.idempotency_key,
-            created_at=inst.created_at,
-            updated_at=inst.updated_at,
-            ended_at=inst.ended_at,
-        )
-    )
+def instance_values(inst: Instance) -> dict[str, Any]:
+    return {
+        "id": inst.id,
+        "definition_id": inst.definition_id,
+        "definition_key": inst.definition_key,
+        "business_key": inst.business_key,
+        "state": inst.state.value,
+        "variables": inst.variables,
+        "idempotency_key": inst.idempotency_key,
+        "created_at": inst.created_at,
+        "updated_at": inst.updated_at,
+        "ended_at": inst.ended_at,
+    }
 
 
 def flush_work(conn: Connection, work: InstanceWork) -> None:
-    """Write every change of ``work``; the caller commits."""
+    """Write every change of ``work``; the caller commits.
+
+    On PostgreSQL every statement goes out in one pipeline (one round trip); see
+    :mod:`bpm.store.pipeline`. This generic path serves SQLite.
+    """
+    if conn.dialect.name == "postgresql":
+        from bpm.store.pipeline import flush_work_pipelined
+
+        flush_work_pipelined(conn, work)
+        return
     inst = work.instance
-    if work.instance_dirty:
+    if work.instance_new:
+        conn.execute(insert(t.process_instance).values(**instance_values(inst)))
+    elif work.instance_dirty:
         conn.execute(
             update(t.process_instance)
             .where(t.process_instance.c.id == inst.id)

@@ -134,26 +134,49 @@ def api(api_server: ApiServer, pg_database_url: str) -> Iterator[Api]:
     engine.close()
 
 
-def bpmn(key: str, body: str) -> str:
+def bpmn(key: str, body: str, defs: str = "") -> str:
     """A BPMN document with one process ``key`` whose elements are ``body``."""
-    return textwrap.dedent(f"""\
-        <?xml version="1.0" encoding="UTF-8"?>
-        <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
-            xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="defs_{key}"
-            targetNamespace="http://example.com/bpmn">
-          <bpmn:process id="{key}" isExecutable="true">
-        {body}
-          </bpmn:process>
-        </bpmn:definitions>
-        """)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"\n'
+        '    xmlns:camunda="http://camunda.org/schema/1.0/bpmn"\n'
+        f'    id="defs_{key}" targetNamespace="http://example.com/bpmn">\n'
+        f"{defs}\n"
+        f'<bpmn:process id="{key}" isExecutable="true">\n{body}\n</bpmn:process>\n'
+        "</bpmn:definitions>\n"
+    )
 
 
-def one_task(key: str, topic: str, extra: str = "", task_attrs: str = "") -> str:
+def one_task(key: str, topic: str, extra: str = "", task_attrs: str = "",
+             defs: str = "", task_body: str = "") -> str:
     """start -> external task(topic) -> end, plus ``extra`` elements."""
+    close = f">{task_body}</bpmn:serviceTask>" if task_body else "/>"
     return bpmn(key, f"""
         <bpmn:startEvent id="start"/>
         <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/>
-        <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="{topic}" {task_attrs}/>
+        <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="{topic}" {task_attrs}{close}
         <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end"/>
         <bpmn:endEvent id="end"/>
-        {extra}""")
+        {extra}""", defs)
+
+
+def history_types(engine: Engine, instance_id: str) -> list[str]:
+    return [e.type for e in engine.history(instance_id)]
+
+
+def instance_state(engine: Engine, instance_id: str) -> str:
+    return engine.get_instance(instance_id).state.value
+
+
+def write_worker(path: Path, name: str, body: str) -> Path:
+    """A worker module ``name`` in ``path`` for ``bpm external-worker``."""
+    file = path / f"{name}.py"
+    file.write_text(textwrap.dedent(body))
+    return file
+
+
+def start_worker(module_dir: Path, module: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{module_dir}"}
+    out = open(log, "ab")  # noqa: SIM115
+    return subprocess.Popen([*BPM, "external-worker", module], env=env, cwd=module_dir,
+                            stdout=out, stderr=out)
