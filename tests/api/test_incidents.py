@@ -314,11 +314,11 @@ def test_retries_exhausted_open_an_incident_resolved_by_put_retries(api: Api) ->
     # the model's policy running out opens the incident the same way
     api.deploy(one_task("exhaust2", "exhaust2", task_body="""
         <bpmn:extensionElements>
-          <camunda:failedJobRetryTimeCycle>R2/PT0S</camunda:failedJobRetryTimeCycle>
+          <camunda:failedJobRetryTimeCycle>R2/PT1S</camunda:failedJobRetryTimeCycle>
         </bpmn:extensionElements>"""))
     iid2 = api.start("exhaust2", {"n": 2})
     for _ in range(2):
-        [task] = api.fetch("w1", "exhaust2")
+        [task] = api.fetch("w1", "exhaust2", timeout=10_000)
         assert api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "no"}
                         ).status_code == 204
     assert api.fetch("w1", "exhaust2") == []
