@@ -19,6 +19,7 @@ Each run creates and drops its own databases (``BENCH_PG_ADMIN_DSN``, default
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -127,7 +128,8 @@ def api_server(url: str, server_workers: int) -> Iterator[str]:
         ],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=open(os.environ.get("BENCH_API_LOG", os.devnull), "ab"),  # noqa: SIM115
+        start_new_session=True,  # its own process group: the supervisor and its workers
     )
     base = f"http://127.0.0.1:{port}/engine-rest"
     try:
@@ -143,11 +145,12 @@ def api_server(url: str, server_workers: int) -> Iterator[str]:
             time.sleep(0.1)
         yield base
     finally:
-        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # the supervisor and its workers
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def bench_external(

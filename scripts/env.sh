@@ -16,9 +16,16 @@ BIN="$(dirname "$PY")"
 install_project() {  # $1: extras, e.g. "" or "[dev]"
   local stamp=".venv-installed$1"
   if [ ! -f "$BIN/$stamp" ] || [ pyproject.toml -nt "$BIN/$stamp" ]; then
-    echo "installing bpm-celery$1 (first run takes a minute)" >&2
-    "$PY" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-    "$PY" -m pip install --quiet --disable-pip-version-check -e ".$1" >&2
+    echo "installing bpm-celery$1 into $(dirname "$BIN") (first run takes a minute)" >&2
+    local log
+    log="$(mktemp)"
+    if ! { "$PY" -m pip install --disable-pip-version-check --upgrade pip &&
+           "$PY" -m pip install --disable-pip-version-check -e ".$1"; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "installing failed (the pip output is above)" >&2
+      exit 1
+    fi
+    rm -f "$log"
     touch "$BIN/$stamp"
   fi
 }

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -129,11 +130,13 @@ def install(app: FastAPI) -> None:
     async def _too_deep(request: Request, exc: RecursionError) -> JSONResponse:
         return error_response(400, INVALID_REQUEST, "the request body is nested too deeply")
 
-    @app.exception_handler(DataError)
-    async def _bad_data(request: Request, exc: DataError) -> JSONResponse:
+    async def _bad_data(request: Request, exc: Exception) -> JSONResponse:
         # the database refused a value (NUL character, too long, out of range): bad input
-        first = str(exc.orig or exc).splitlines()[0]
+        first = (str(getattr(exc, "orig", None) or exc).splitlines() or ["?"])[0]
         return error_response(400, INVALID_REQUEST, f"invalid value: {first}")
+
+    app.add_exception_handler(DataError, _bad_data)
+    app.add_exception_handler(psycopg.DataError, _bad_data)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

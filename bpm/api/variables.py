@@ -118,17 +118,34 @@ def _one(name: str, entry: Any) -> Any:
     raise bad_request(f"variable '{name}': unsupported value type '{type_}'")
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, Mapping):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def from_camunda(variables: Any, where: str = "variables") -> dict[str, Any] | None:
     """Plain JSON values of a Camunda variables map (None stays None)."""
     if variables is None:
         return None
     if not isinstance(variables, Mapping):
         raise bad_request(f"{where} must be a JSON object of name -> typed value")
-    return {str(k): _one(str(k), v) for k, v in variables.items()}
+    out = {str(k): _one(str(k), v) for k, v in variables.items()}
+    if _has_nul(out):
+        raise bad_request(f"{where} contain a NUL character (\\u0000), which cannot be stored")
+    return out
 
 
 def typed(value: Any, deserialize: bool = True) -> dict[str, Any]:
-    """One plain value as a Camunda typed value."""
+    """One plain value as a Camunda typed value.
+
+    Objects and arrays are ``Object`` with the native value when the caller asked for
+    deserialized values, else ``Json`` with the value as a JSON string.
+    """
     if value is None:
         return {"type": "Null", "value": None, "valueInfo": {}}
     if isinstance(value, bool):
@@ -140,10 +157,13 @@ def typed(value: Any, deserialize: bool = True) -> dict[str, Any]:
         return {"type": "Double", "value": value, "valueInfo": {}}
     if isinstance(value, str):
         return {"type": "String", "value": value, "valueInfo": {}}
+    if not deserialize:  # a JSON string, typed Json: the JS client parses those itself
+        return {"type": "Json", "value": json.dumps(value, separators=(",", ":")),
+                "valueInfo": {}}
     java = "java.util.ArrayList" if isinstance(value, list) else "java.util.LinkedHashMap"
     return {
         "type": "Object",
-        "value": value if deserialize else json.dumps(value, separators=(",", ":")),
+        "value": value,
         "valueInfo": {"objectTypeName": java, "serializationDataFormat": JSON_FORMAT},
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import socket
 import sys
 import threading
 from typing import Annotated, Any
@@ -51,9 +52,20 @@ def api(
         from bpm.api.app import create_app
 
         create_app()  # fail fast on bad configuration, before binding
-    uvicorn.run("bpm.api.app:app_factory", factory=True, host=host, port=port,
-                workers=workers, log_level=log_level, access_log=False,
-                timeout_graceful_shutdown=5)
+    config = uvicorn.Config("bpm.api.app:app_factory", factory=True, host=host, port=port,
+                            workers=workers, log_level=log_level, access_log=False,
+                            timeout_graceful_shutdown=5)
+    if workers <= 1:
+        uvicorn.Server(config).run()
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    sock = config.bind_socket()
+    # uvicorn's shared socket is made with proto 0, so asyncio does not set TCP_NODELAY on
+    # the connections: every response written in two parts then waits ~40 ms for the
+    # client's delayed ACK (Nagle). Set it on the listener; accepted sockets inherit it.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    Multiprocess(config, sockets=[sock]).run()
 
 
 def _find_worker(module: Any) -> Any:

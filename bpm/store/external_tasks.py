@@ -113,6 +113,15 @@ def _free(now: datetime) -> ColumnElement[bool]:
     )
 
 
+def _order(req: FetchRequest, priority: Any, created: Any, id_: Any) -> list[Any]:
+    order: list[Any] = [priority.desc()] if req.use_priority else []
+    for field_name, ascending in req.sorting or (("createTime", True),):
+        if field_name == "createTime":
+            order.append(created.asc() if ascending else created.desc())
+    order.append(id_)
+    return order
+
+
 def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[ExternalTask]:
     """Lock up to ``req.max_tasks`` free tasks for ``req.worker_id``; returns them in order.
 
@@ -120,25 +129,36 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
     """
     if not req.topics or req.max_tasks <= 0:
         return []
-    order: list[Any] = []
-    if req.use_priority:
-        order.append(et.c.priority.desc())
-    for field_name, ascending in req.sorting or (("createTime", True),):
-        if field_name == "createTime":
-            order.append(et.c.created_at.asc() if ascending else et.c.created_at.desc())
-    order.append(et.c.id)
-    candidates = (
-        select(et.c.id)
-        .join(pi, pi.c.id == et.c.instance_id)
-        .where(
-            _free(now),
-            pi.c.state == InstanceState.ACTIVE.value,
-            or_(*(_topic_condition(conn, tp) for tp in req.topics)),
-        )
-        .order_by(*order)
-        .limit(req.max_tasks)
-        .correlate(None)
+    topics = or_(*(_topic_condition(conn, tp) for tp in req.topics))
+    retries_left = and_(
+        or_(et.c.retries.is_(None), et.c.retries > 0),
+        or_(et.c.retry_at.is_(None), et.c.retry_at <= now),
     )
+
+    def branch(state: ColumnElement[bool]) -> Any:
+        """Free tasks of one kind, in fetch order, locked with SKIP LOCKED."""
+        q = (
+            select(et.c.id, et.c.priority, et.c.created_at)
+            .join(pi, pi.c.id == et.c.instance_id)
+            .where(state, retries_left, pi.c.state == InstanceState.ACTIVE.value, topics)
+            .order_by(*_order(req, et.c.priority, et.c.created_at, et.c.id))
+            .limit(req.max_tasks)
+        )
+        return q.with_for_update(of=et, skip_locked=True) if _is_pg(conn) else q
+
+    # Two index-friendly branches instead of one OR (which forces a scan of the table):
+    # ready tasks (partial index on state = 'ready') and expired locks (state = 'locked').
+    ready = branch(et.c.state == TaskState.READY.value)
+    expired = branch(and_(et.c.state == TaskState.LOCKED.value, et.c.lock_expires_at < now))
+    if _is_pg(conn):
+        ready_cte, expired_cte = ready.cte("ready_free"), expired.cte("expired_free")
+        both = ready_cte.select().union_all(expired_cte.select()).subquery("free")
+        candidates: Any = (
+            select(both.c.id)
+            .order_by(*_order(req, both.c.priority, both.c.created_at, both.c.id))
+            .limit(req.max_tasks)
+            .correlate(None)
+        )
     durations: dict[str, int] = {}
     for tp in req.topics:
         durations.setdefault(tp.topic, tp.lock_duration_ms)
@@ -155,9 +175,9 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
         "updated_at": now,
     }
     if _is_pg(conn):
-        ids_sub: Any = candidates.with_for_update(of=et, skip_locked=True)
+        ids_sub: Any = candidates
     else:  # SQLite serializes writers (BEGIN IMMEDIATE): select, then update
-        ids_sub = [r.id for r in conn.execute(candidates)]
+        ids_sub = [r.id for r in conn.execute(ready)] + [r.id for r in conn.execute(expired)]
         if not ids_sub:
             return []
     rows = conn.execute(

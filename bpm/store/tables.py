@@ -188,10 +188,9 @@ external_task = Table(
     Column("properties", JSONDoc, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    Index(
+    Index(  # fetch-and-lock in creation order
         "ix_external_task_ready",
         "topic",
-        "priority",
         "created_at",
         postgresql_where=text("state = 'ready'"),
         sqlite_where=text("state = 'ready'"),
@@ -203,6 +202,15 @@ external_task = Table(
         sqlite_where=text("state = 'locked'"),
     ),
     Index("ix_external_task_instance", "instance_id"),
+)
+
+Index(  # fetch-and-lock with usePriority: priority desc, then creation order
+    "ix_external_task_ready_priority",
+    external_task.c.topic,
+    external_task.c.priority.desc(),
+    external_task.c.created_at,
+    postgresql_where=text("state = 'ready'"),
+    sqlite_where=text("state = 'ready'"),
 )
 
 user_task = Table(

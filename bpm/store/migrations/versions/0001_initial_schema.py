@@ -153,7 +153,14 @@ def upgrade() -> None:
         )
         batch_op.create_index(
             "ix_external_task_ready",
-            ["topic", "priority", "created_at"],
+            ["topic", "created_at"],
+            unique=False,
+            postgresql_where=sa.text("state = 'ready'"),
+            sqlite_where=sa.text("state = 'ready'"),
+        )
+        batch_op.create_index(
+            "ix_external_task_ready_priority",
+            ["topic", sa.text("priority DESC"), "created_at"],
             unique=False,
             postgresql_where=sa.text("state = 'ready'"),
             sqlite_where=sa.text("state = 'ready'"),
@@ -334,6 +341,11 @@ def downgrade() -> None:
 
     op.drop_table("fork_scope")
     with op.batch_alter_table("external_task", schema=None) as batch_op:
+        batch_op.drop_index(
+            "ix_external_task_ready_priority",
+            postgresql_where=sa.text("state = 'ready'"),
+            sqlite_where=sa.text("state = 'ready'"),
+        )
         batch_op.drop_index(
             "ix_external_task_ready",
             postgresql_where=sa.text("state = 'ready'"),
