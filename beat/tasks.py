@@ -50,10 +50,16 @@ def redispatch_stale_ready() -> int:
 def reclaim_expired_locks() -> dict[str, int]:
     """Expired leases become failed attempts ("worker lost"); counts by kind of lock."""
     engine = get_engine()
-    reclaimed: dict[str, int] = {"token_leases": 0}
+    reclaimed: dict[str, int] = {"token_leases": 0, "external_task_locks": 0}
     for _ in range(MAX_BATCHES):
         count = engine.reclaim_expired_leases(limit=RECLAIM_BATCH)
         reclaimed["token_leases"] += count
+        if count < RECLAIM_BATCH:
+            break
+    # expired external-task locks go back to ready (not a failed attempt) and wake pollers
+    for _ in range(MAX_BATCHES):
+        count = engine.reclaim_expired_external_locks(limit=RECLAIM_BATCH)
+        reclaimed["external_task_locks"] += count
         if count < RECLAIM_BATCH:
             break
     return reclaimed

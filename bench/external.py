@@ -44,7 +44,7 @@ TOPIC = "bench"
 
 def _admin(sql: str) -> None:
     with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]
+        conn.execute(sql)
 
 
 def _dsn(name: str) -> str:

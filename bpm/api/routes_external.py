@@ -4,7 +4,6 @@ locks, retries and queries, as served by Camunda 7."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -111,18 +110,21 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     except TooManyPolls as exc:
         raise ApiError(429, "RestException", f"{exc}; poll again later",
                        headers={"Retry-After": "1"}) from None
+    # the client going away ends the poll at once (the body is read: receive() now only
+    # returns when the connection closes)
+    gone = asyncio.ensure_future(request.receive())
     try:
         while True:
             waiter.event.clear()  # a NOTIFY during the fetch makes the next wait return
             tasks = await run_in_threadpool(engine.fetch_and_lock, req)
             if tasks:
-                if await request.is_disconnected():  # nobody to hand them to: give back
+                if gone.done():  # nobody to hand them to: give them back
                     for t in tasks:
                         await run_in_threadpool(engine.unlock_external_task, t.id)
                     return Response(status_code=NO_CONTENT)
                 return render(tasks)
             remaining = deadline - loop.time()
-            if remaining <= 0 or await request.is_disconnected():
+            if remaining <= 0 or gone.done():
                 return render([])
             wait = min(remaining, hub.max_wait())
             nxt = await run_in_threadpool(
@@ -132,10 +134,13 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
                 due = (nxt - datetime.now(UTC)).total_seconds() + 0.002
                 wait = max(0.0, min(wait, due))
             if wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.event.wait(), wait)
+                woken = asyncio.ensure_future(waiter.event.wait())
+                await asyncio.wait({woken, gone}, timeout=wait,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
     finally:
         hub.unregister(waiter)
+        gone.cancel()
 
 
 async def _check_task_topic(request: Request, who: Principal, task_id: str) -> None:

@@ -174,14 +174,25 @@ def complete(
     updates = {**check_variables(local_variables, core.config.max_variable_bytes),
                **check_variables(variables, core.config.max_variable_bytes)}
     with core.tx() as conn:
-        work, task = _load(core, conn, task_id, at)
-        if _repeated(task, worker_id, FinishKind.COMPLETE):
-            return
-        _check_owner(task, worker_id, "completed")
+        instance_id = store.instance_of(conn, task_id)
+        if instance_id is None:
+            raise not_found(task_id)
+        work = core.load(conn, instance_id, at)  # the instance lock, first
+        # check the lock owner and mark the task completed in one statement
+        task = store.finish_locked(conn, task_id, worker_id, at,
+                                   state=TaskState.COMPLETED.value,
+                                   finish_kind=FinishKind.COMPLETE.value)
+        if task is None:
+            current = store.get(conn, task_id)
+            if current is None:
+                raise not_found(task_id)
+            if _repeated(current, worker_id, FinishKind.COMPLETE):
+                return
+            _check_owner(current, worker_id, "completed")
+            raise not_found(task_id)
         tok = _waiting_token(work, task)
         model = core.model(conn, work.instance.definition_id)
         work.merge_variables(updates, source=task.node_id)
-        _finish_row(work, task, worker_id, FinishKind.COMPLETE, TaskState.COMPLETED)
         work.record("external_task_completed", token_id=tok.id, node_id=tok.node_id,
                     payload={"task": task.id, "worker": worker_id})
         flow = Flow(work, model)

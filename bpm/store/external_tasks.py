@@ -236,6 +236,30 @@ def get(conn: Connection, task_id: str, *, for_update: bool = False) -> External
     return task_from_row(row) if row else None
 
 
+def instance_of(conn: Connection, task_id: str) -> str | None:
+    """The instance id of a task (to take the instance lock first)."""
+    value = conn.execute(select(et.c.instance_id).where(et.c.id == task_id)).scalar_one_or_none()
+    return str(value) if value is not None else None
+
+
+def finish_locked(
+    conn: Connection, task_id: str, worker_id: str, now: datetime, **values: Any
+) -> ExternalTask | None:
+    """Check and finish in one statement: only a task locked by ``worker_id`` changes."""
+    row = conn.execute(
+        update(et)
+        .where(
+            et.c.id == task_id,
+            et.c.state == TaskState.LOCKED.value,
+            et.c.lock_owner == worker_id,
+        )
+        .values(lock_owner=None, lock_expires_at=None, finished_by=worker_id,
+                updated_at=now, **values)
+        .returning(*et.c)
+    ).first()
+    return task_from_row(row) if row else None
+
+
 def extend_lock(
     conn: Connection, task_id: str, worker_id: str, until: datetime, now: datetime
 ) -> bool:

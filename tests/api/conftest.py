@@ -154,7 +154,8 @@ def one_task(key: str, topic: str, extra: str = "", task_attrs: str = "",
     return bpmn(key, f"""
         <bpmn:startEvent id="start"/>
         <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/>
-        <bpmn:serviceTask id="work" camunda:type="external" camunda:topic="{topic}" {task_attrs}{close}
+        <bpmn:serviceTask id="work" camunda:type="external"
+            camunda:topic="{topic}" {task_attrs}{close}
         <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end"/>
         <bpmn:endEvent id="end"/>
         {extra}""", defs)

@@ -3,6 +3,7 @@ npm camunda-external-task-client-js, and our own SDK ``bpm.worker``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -11,12 +12,25 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api, ApiServer, bpmn, instance_state, one_task, start_worker
-from tests.api.conftest import write_worker
+from tests.api.conftest import (
+    Api,
+    ApiServer,
+    bpmn,
+    instance_state,
+    one_task,
+    start_worker,
+    write_worker,
+)
 from tests.support import eventually
+
+
+def _completed(api: Api, iid: str) -> bool:
+    return instance_state(api.engine, iid) == "completed"
+
 
 ERRORS = '<bpmn:error id="err_declined" errorCode="CARD_DECLINED"/>'
 DECLINED_PATH = """
@@ -54,8 +68,8 @@ def test_real_python_camunda_client_completes_tasks(api: Api, tmp_path: Path) ->
     proc = subprocess.Popen([sys.executable, str(script), api.base], stdout=log, stderr=log)
     try:
         for iid in [*ok, declined]:
-            eventually(lambda iid=iid: instance_state(api.engine, iid) == "completed",
-                       timeout=30, what=f"instance {iid} to complete")
+            eventually(functools.partial(_completed, api, iid), timeout=30,
+                       what=f"instance {iid} to complete")
     finally:
         proc.kill()
         proc.wait()
@@ -168,11 +182,14 @@ def test_sdk_worker_completes_fails_throws_and_heartbeats(api: Api, tmp_path: Pa
     proc = start_worker(tmp_path, "sdk_worker", tmp_path / "sdk.log")
     try:
         for iid in (ok, declined, slow):
-            eventually(lambda iid=iid: instance_state(api.engine, iid) == "completed",
-                       timeout=30, what=f"instance {iid} to complete")
-        incidents = eventually(
-            lambda: api.http.get("/incident", params={"processInstanceId": broken}).json(),
-            timeout=30, what="the failure to open an incident")
+            eventually(functools.partial(_completed, api, iid), timeout=30,
+                       what=f"instance {iid} to complete")
+
+        def incidents_of_broken() -> list[dict[str, Any]]:
+            return list(api.http.get("/incident", params={"processInstanceId": broken}).json())
+
+        incidents = eventually(incidents_of_broken, timeout=30,
+                               what="the failure to open an incident")
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
@@ -215,7 +232,7 @@ def test_sdk_worker_finishes_in_flight_work_on_sigterm(api: Api, tmp_path: Path)
     assert instance_state(api.engine, iid) == "completed"
     # it stopped fetching: a new task stays untouched
     later = api.start("graceful", {"n": 2})
-    [task] = api.fetch("other", "graceful")
+    [task] = api.fetch("other", "graceful", timeout=5000)
     assert task["processInstanceId"] == later
 
 

@@ -55,8 +55,9 @@ def test_fetch_and_lock_shape_filters_and_order(api: Api) -> None:
             "processVariables": {"amount": 42, "nope": "x"}}]})
     [task] = r.json()
     assert task["workerId"] == "7"
-    assert task["variables"] == {"doc": {"type": "Object", "value": {"a": [1]}, "valueInfo": {
-        "objectTypeName": "java.util.LinkedHashMap", "serializationDataFormat": "application/json"}}}
+    info = {"objectTypeName": "java.util.LinkedHashMap",
+            "serializationDataFormat": "application/json"}
+    assert task["variables"] == {"doc": {"type": "Object", "value": {"a": [1]}, "valueInfo": info}}
     assert task["extensionProperties"] == {"region": "eu"}
     # workerId as a JSON number in complete (the Python client does that)
     r = api.post(task["id"], "complete", {"workerId": 7, "variables": {
@@ -258,3 +259,21 @@ def test_pending_long_polls_are_bounded(pg_database_url: str, tmp_path: Path) ->
         assert codes == [200, 200]
     finally:
         server.kill()
+
+
+def test_reclaimer_returns_expired_locks_with_a_history_event(api: Api) -> None:
+    api.deploy(one_task("reclaim", "reclaim"))
+    iid = api.start("reclaim", {"n": 1})
+    [task] = api.fetch("w1", "reclaim", lock=300)
+    assert api.engine.reclaim_expired_external_locks() == 0  # not expired yet
+    from tests.support import eventually
+
+    eventually(lambda: api.engine.reclaim_expired_external_locks() == 1, timeout=10,
+               what="the lock to expire and be reclaimed")
+    info = api.http.get(f"/external-task/{task['id']}").json()
+    assert info["workerId"] is None and info["lockExpirationTime"] is None
+    events = [e for e in api.engine.history(iid) if e.type == "external_task_lock_expired"]
+    assert len(events) == 1 and events[0].payload["worker"] == "w1"
+    # the worker that lost it cannot complete it any more; a new fetch gets it at once
+    assert api.post(task["id"], "complete", {"workerId": "w1"}).status_code == 400
+    assert [t["id"] for t in api.fetch("w2", "reclaim")] == [task["id"]]
