@@ -15,8 +15,13 @@ PG_ADMIN_DSN = os.environ.get("BPM_TEST_PG_DSN", "postgresql://root@127.0.0.1:54
 R = TypeVar("R")
 
 
-def eventually(check: Callable[[], R], *, timeout: float = 30.0, interval: float = 0.05,
-               what: str = "condition") -> R:
+def eventually(
+    check: Callable[[], R],
+    *,
+    timeout: float = 30.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> R:
     """Poll ``check`` until it returns a truthy value or raise after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     last: R | None = None

@@ -132,3 +132,85 @@ def test_every_command_has_help(command: str) -> None:
     res = bpm(command, "--help")
     assert res.returncode == 0
     assert "Usage" in res.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_dev_serves_the_loop_and_an_open_local_api(tmp_path: Path) -> None:
+    import signal
+
+    import httpx
+
+    from bpm import Engine
+    from tests.support import eventually
+
+    db = f"sqlite:///{tmp_path / 'dev.db'}"
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "BPM_DATABASE_URL"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bpm",
+            "dev",
+            "--handlers",
+            "examples.order_handlers",
+            "--db",
+            db,
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}/engine-rest"
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"{base}/process-definition", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        eventually(up, timeout=30, what="the dev API")
+        with open(ROOT / "examples/order.bpmn", "rb") as f:
+            res = httpx.post(
+                f"{base}/deployment/create",
+                files={"order.bpmn": f},
+                data={"deployment-name": "dev"},
+                timeout=10,
+            )
+        assert res.status_code == 200, res.text
+        started = httpx.post(
+            f"{base}/process-definition/key/order/start",
+            json={"variables": {"amount": {"value": 150}}},
+            timeout=10,
+        )
+        assert started.status_code == 200, started.text
+        inst_id = started.json()["id"]
+        engine = Engine(db)
+        try:
+            done = eventually(
+                lambda: engine.get_instance(inst_id).state.value == "completed",
+                timeout=30,
+                what="the instance to complete in bpm dev",
+            )
+            assert done
+            assert engine.get_instance(inst_id).variables["shipped"] is True
+        finally:
+            engine.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "WITHOUT authentication" in err and "127.0.0.1" in err
+    assert "Traceback" not in err

@@ -34,8 +34,12 @@ def flaky_setup(url: str, fail_until: dict[str, int]) -> tuple[Engine, Any, list
     reg.register("h", handler, retry=RetryPolicy.fixed(2, 0))
     engine, q = make_engine(url, reg)
     engine.deploy(
-        Process("inc").start("s").service_task("work", handler="h").end("e")
-        .sequence("s", "work", "e").build()
+        Process("inc")
+        .start("s")
+        .service_task("work", handler="h")
+        .end("e")
+        .sequence("s", "work", "e")
+        .build()
     )
     return engine, q, attempts
 
@@ -120,9 +124,15 @@ def test_terminating_the_instance_deletes_its_open_incident(database_url: str) -
 
 def test_a_gateway_incident_is_retried_by_entering_the_gateway_again(engine: Engine) -> None:
     engine.deploy(
-        Process("gw").start("s").exclusive("x").end("big").end("small")
-        .sequence("s", "x").flow("x", "big", condition="amount > 100")
-        .flow("x", "small", condition="amount <= 100").build()
+        Process("gw")
+        .start("s")
+        .exclusive("x")
+        .end("big")
+        .end("small")
+        .sequence("s", "x")
+        .flow("x", "big", condition="amount > 100")
+        .flow("x", "small", condition="amount <= 100")
+        .build()
     )
     inst = engine.start("gw", {"amount": "oops"}, now=T0)
     (inc,) = engine.incidents(inst.id)
@@ -140,8 +150,14 @@ def test_a_gateway_incident_is_retried_by_entering_the_gateway_again(engine: Eng
 
 def bpm(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BPM_DATABASE_URL": db, "COLUMNS": "250"}
-    return subprocess.run([sys.executable, "-m", "bpm", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bpm", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_cli_incidents_retry_and_timers_once(pg_database_url: str) -> None:
@@ -162,12 +178,17 @@ def test_cli_incidents_retry_and_timers_once(pg_database_url: str) -> None:
     assert ok.returncode == 0, ok.stderr
     assert engine.incidents() == []
     assert [t.state for t in engine.get_instance(inst.id).tokens if t.node_id == "work"] == [
-        TokenState.READY]
+        TokenState.READY
+    ]
     assert "no open incidents" in bpm("incidents", db=pg_database_url).stdout
 
     engine.deploy(
-        Process("nap").start("s").timer("w", duration="PT0.5S").end("e")
-        .sequence("s", "w", "e").build()
+        Process("nap")
+        .start("s")
+        .timer("w", duration="PT0.5S")
+        .end("e")
+        .sequence("s", "w", "e")
+        .build()
     )
     napping = engine.start("nap", now=datetime.now(UTC) - timedelta(seconds=5))
     once = bpm("timers", "--once", db=pg_database_url)
@@ -184,17 +205,29 @@ def test_cli_timers_loop_stops_cleanly_on_sigterm(pg_database_url: str) -> None:
 
     engine = Engine(pg_database_url)
     engine.deploy(
-        Process("soon").start("s").timer("w", duration="PT1S").end("e")
-        .sequence("s", "w", "e").build()
+        Process("soon")
+        .start("s")
+        .timer("w", duration="PT1S")
+        .end("e")
+        .sequence("s", "w", "e")
+        .build()
     )
     inst = engine.start("soon")
     env = {**os.environ, "BPM_DATABASE_URL": pg_database_url}
-    proc = subprocess.Popen([sys.executable, "-m", "bpm", "timers", "--max-sleep", "0.2"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bpm", "timers", "--max-sleep", "0.2"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        eventually(lambda: engine.get_instance(inst.id).state is InstanceState.COMPLETED,
-                   timeout=20, what="the loop to fire the timer")
+        eventually(
+            lambda: engine.get_instance(inst.id).state is InstanceState.COMPLETED,
+            timeout=20,
+            what="the loop to fire the timer",
+        )
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=10)
     finally:

@@ -24,8 +24,9 @@ class Boom(Exception):
         self.error_code = error_code
 
 
-def failing(times: int, attempts: list[int] | None = None,
-            code: str | None = None) -> Callable[[TaskContext], dict[str, Any]]:
+def failing(
+    times: int, attempts: list[int] | None = None, code: str | None = None
+) -> Callable[[TaskContext], dict[str, Any]]:
     """A handler that fails its first ``times`` attempts."""
 
     def handler(ctx: TaskContext) -> dict[str, Any]:
@@ -38,10 +39,14 @@ def failing(times: int, attempts: list[int] | None = None,
     return handler
 
 
-def one_task(key: str, retry: RetryPolicy | str | None = None, *,
-             error_boundary: bool = False) -> Any:
+def one_task(
+    key: str, retry: RetryPolicy | str | None = None, *, error_boundary: bool = False
+) -> Any:
     p = (
-        Process(key).start("s").service_task("work", handler="h", retry=retry).end("e")
+        Process(key)
+        .start("s")
+        .service_task("work", handler="h", retry=retry)
+        .end("e")
         .sequence("s", "work", "e")
     )
     if error_boundary:
@@ -214,11 +219,21 @@ def test_retried_branch_in_a_fork_keeps_its_token_and_the_join_fires_once(
     reg.register("after", lambda ctx: {"after": True})
     engine, q = make_engine(database_url, reg)
     engine.deploy(
-        Process("forked").start("s").parallel("fork").service_task("l", handler="left")
-        .service_task("r", handler="right").parallel("join")
-        .service_task("after", handler="after").end("e")
-        .sequence("s", "fork").flow("fork", "l").flow("fork", "r")
-        .flow("l", "join").flow("r", "join").sequence("join", "after", "e").build()
+        Process("forked")
+        .start("s")
+        .parallel("fork")
+        .service_task("l", handler="left")
+        .service_task("r", handler="right")
+        .parallel("join")
+        .service_task("after", handler="after")
+        .end("e")
+        .sequence("s", "fork")
+        .flow("fork", "l")
+        .flow("fork", "r")
+        .flow("l", "join")
+        .flow("r", "join")
+        .sequence("join", "after", "e")
+        .build()
     )
     inst = engine.start("forked", now=T0)
     left_token = token_at(engine, inst.id, "l").id
@@ -242,8 +257,9 @@ def test_error_boundary_catches_the_last_failure_with_message_and_code(
     database_url: str,
 ) -> None:
     reg = HandlerRegistry()
-    reg.register("h", failing(99, code="PAYMENT_DOWN"),
-                 retry=RetryPolicy.fixed(2, 0).continue_on_failure())
+    reg.register(
+        "h", failing(99, code="PAYMENT_DOWN"), retry=RetryPolicy.fixed(2, 0).continue_on_failure()
+    )
     reg.register("recover", lambda ctx: {"seen": ctx.variables["error_code"]})
     engine, q = make_engine(database_url, reg)
     engine.deploy(one_task("caught", error_boundary=True))
@@ -279,11 +295,22 @@ def test_fail_instance_policy_ends_the_instance_failed(database_url: str) -> Non
     reg.register("h", failing(99), retry=RetryPolicy.fixed(2, 0).fail_instance())
     engine, q = make_engine(database_url, reg)
     engine.deploy(
-        Process("failing").start("s").parallel("fork").service_task("work", handler="h")
-        .user_task("other").end("e").end("e2")
-        .boundary_timer("late", "work", duration="PT1H").end("late_end")
-        .sequence("s", "fork").flow("fork", "work").flow("fork", "other")
-        .sequence("work", "e").sequence("other", "e2").sequence("late", "late_end").build()
+        Process("failing")
+        .start("s")
+        .parallel("fork")
+        .service_task("work", handler="h")
+        .user_task("other")
+        .end("e")
+        .end("e2")
+        .boundary_timer("late", "work", duration="PT1H")
+        .end("late_end")
+        .sequence("s", "fork")
+        .flow("fork", "work")
+        .flow("fork", "other")
+        .sequence("work", "e")
+        .sequence("other", "e2")
+        .sequence("late", "late_end")
+        .build()
     )
     inst = engine.start("failing", now=T0)
     drain(engine, q)
@@ -300,9 +327,15 @@ def test_a_retry_backoff_is_cancelled_by_a_timeout(database_url: str) -> None:
     reg.register("h", failing(99), retry=RetryPolicy.fixed(5, timedelta(minutes=10)))
     engine, q = make_engine(database_url, reg)
     engine.deploy(
-        Process("race").start("s").service_task("work", handler="h").end("e")
-        .boundary_timer("late", "work", duration="PT15M").end("late_end")
-        .sequence("s", "work", "e").sequence("late", "late_end").build()
+        Process("race")
+        .start("s")
+        .service_task("work", handler="h")
+        .end("e")
+        .boundary_timer("late", "work", duration="PT15M")
+        .end("late_end")
+        .sequence("s", "work", "e")
+        .sequence("late", "late_end")
+        .build()
     )
     inst = engine.start("race", now=T0)
     drain(engine, q)

@@ -49,8 +49,12 @@ def events(engine: Engine, instance_id: str, type_: str) -> list[Any]:
 
 def delay_process(key: str = "delay", duration: str = "PT5M") -> Any:
     return (
-        Process(key).start("start").timer("wait", duration=duration).end("end")
-        .sequence("start", "wait", "end").build()
+        Process(key)
+        .start("start")
+        .timer("wait", duration=duration)
+        .end("end")
+        .sequence("start", "wait", "end")
+        .build()
     )
 
 
@@ -74,15 +78,23 @@ def test_duration_timer_waits_then_fires_once(engine: Engine) -> None:
     assert engine.next_wakeup() is None
     trail = [(e.type, e.to_state) for e in engine.history(inst.id) if e.node_id == "wait"]
     assert trail == [
-        ("token_created", "created"), ("token_ready", "ready"), ("token_waiting", "waiting"),
-        ("timer_fired", None), ("token_ready", "ready"), ("token_completed", "completed"),
+        ("token_created", "created"),
+        ("token_ready", "ready"),
+        ("token_waiting", "waiting"),
+        ("timer_fired", None),
+        ("token_ready", "ready"),
+        ("token_completed", "completed"),
     ]
 
 
 def test_wait_until_reads_the_deadline_variable(engine: Engine) -> None:
     engine.deploy(
-        Process("pay").start("s").wait_until("payment-window", "payment_deadline").end("e")
-        .sequence("s", "payment-window", "e").build()
+        Process("pay")
+        .start("s")
+        .wait_until("payment-window", "payment_deadline")
+        .end("e")
+        .sequence("s", "payment-window", "e")
+        .build()
     )
     deadline = T0 + timedelta(hours=24)
     inst = engine.start("pay", {"payment_deadline": deadline.isoformat()}, now=T0)
@@ -155,14 +167,19 @@ def test_invalid_or_negative_timer_is_a_deploy_error_naming_the_element(
 def test_builder_rejects_a_negative_duration(engine: Engine) -> None:
     with pytest.raises(DeploymentError) as info:
         Process("neg").start("s").timer("w", duration="-PT1M").end("e").sequence(
-            "s", "w", "e").build()
+            "s", "w", "e"
+        ).build()
     assert "'w'" in str(info.value)
 
 
 def test_a_missing_deadline_variable_opens_an_incident(engine: Engine) -> None:
     engine.deploy(
-        Process("dl").start("s").wait_until("w", "deadline").end("e")
-        .sequence("s", "w", "e").build()
+        Process("dl")
+        .start("s")
+        .wait_until("w", "deadline")
+        .end("e")
+        .sequence("s", "w", "e")
+        .build()
     )
     inst = engine.start("dl", now=T0)
     (tok,) = tokens_at(engine, inst.id, "w")
@@ -183,10 +200,14 @@ def test_a_negative_duration_variable_opens_an_incident(engine: Engine) -> None:
 # -- boundary timers -----------------------------------------------------------------------
 
 
-def approval(key: str, *, interrupting: bool = True, terminate: bool = False,
-             cycle: str | None = None) -> Any:
+def approval(
+    key: str, *, interrupting: bool = True, terminate: bool = False, cycle: str | None = None
+) -> Any:
     p = (
-        Process(key).start("start").user_task("approve").end("done")
+        Process(key)
+        .start("start")
+        .user_task("approve")
+        .end("done")
         .sequence("start", "approve", "done")
     )
     if cycle:
@@ -214,7 +235,9 @@ def test_interrupting_timeout_cancels_the_user_task_and_takes_the_boundary(
     assert done.state is InstanceState.COMPLETED
     assert {t.node_id: t.state for t in done.tokens}["approve"] is TokenState.TERMINATED
     assert {t.node_id for t in done.tokens if t.state is TokenState.COMPLETED} >= {
-        "timeout", "timed_out"}
+        "timeout",
+        "timed_out",
+    }
     assert engine.user_tasks(inst.id, state="cancelled")[0].id == task.id
     before = table_dump(engine)
     with pytest.raises(NotFound):  # a late complete: the REST API answers 404
@@ -235,11 +258,21 @@ def test_completing_in_time_cancels_the_timeout(engine: Engine) -> None:
 
 def test_timeout_to_a_terminate_end_event_ends_the_whole_instance(engine: Engine) -> None:
     model = (
-        Process("term").start("s").parallel("fork").user_task("approve").user_task("other")
-        .end("done").end("done2").end("killed", terminate=True)
+        Process("term")
+        .start("s")
+        .parallel("fork")
+        .user_task("approve")
+        .user_task("other")
+        .end("done")
+        .end("done2")
+        .end("killed", terminate=True)
         .boundary_timer("timeout", "approve", duration="PT1H")
-        .sequence("s", "fork").flow("fork", "approve").flow("fork", "other")
-        .sequence("approve", "done").sequence("other", "done2").sequence("timeout", "killed")
+        .sequence("s", "fork")
+        .flow("fork", "approve")
+        .flow("fork", "other")
+        .sequence("approve", "done")
+        .sequence("other", "done2")
+        .sequence("timeout", "killed")
         .build()
     )
     engine.deploy(model)
@@ -312,9 +345,15 @@ def test_timeout_drops_the_late_finish_of_an_inline_attempt_in_flight(
     engine, q = make_engine(database_url, reg)
     box["engine"] = engine
     engine.deploy(
-        Process("pay").start("s").service_task("charge", handler="charge").end("ok")
-        .boundary_timer("too_slow", "charge", duration="PT30S").end("gave_up")
-        .sequence("s", "charge", "ok").sequence("too_slow", "gave_up").build()
+        Process("pay")
+        .start("s")
+        .service_task("charge", handler="charge")
+        .end("ok")
+        .boundary_timer("too_slow", "charge", duration="PT30S")
+        .end("gave_up")
+        .sequence("s", "charge", "ok")
+        .sequence("too_slow", "gave_up")
+        .build()
     )
     inst = engine.start("pay", now=T0)
     token_id = q.queue.popleft()
@@ -335,9 +374,15 @@ def test_timeout_of_a_ready_inline_step_stops_it_being_claimed(database_url: str
     reg.register("charge", lambda ctx: ran.append("x") or None)
     engine, q = make_engine(database_url, reg)
     engine.deploy(
-        Process("pay2").start("s").service_task("charge", handler="charge").end("ok")
-        .boundary_timer("too_slow", "charge", duration="PT30S").end("gave_up")
-        .sequence("s", "charge", "ok").sequence("too_slow", "gave_up").build()
+        Process("pay2")
+        .start("s")
+        .service_task("charge", handler="charge")
+        .end("ok")
+        .boundary_timer("too_slow", "charge", duration="PT30S")
+        .end("gave_up")
+        .sequence("s", "charge", "ok")
+        .sequence("too_slow", "gave_up")
+        .build()
     )
     inst = engine.start("pay2", now=T0)
     assert engine.fire_due_timers(now=T0 + 30 * S) == 1
@@ -352,15 +397,22 @@ def test_timeout_cancels_an_external_task(engine: Engine) -> None:
     from bpm.store.tables import external_task
 
     engine.deploy(
-        Process("ext").start("s").service_task("ship", topic="shipping").end("ok")
-        .boundary_timer("late", "ship", duration="PT1H").end("late_end")
-        .sequence("s", "ship", "ok").sequence("late", "late_end").build()
+        Process("ext")
+        .start("s")
+        .service_task("ship", topic="shipping")
+        .end("ok")
+        .boundary_timer("late", "ship", duration="PT1H")
+        .end("late_end")
+        .sequence("s", "ship", "ok")
+        .sequence("late", "late_end")
+        .build()
     )
     inst = engine.start("ext", now=T0)
     assert engine.fire_due_timers(now=T0 + timedelta(hours=1)) == 1
     with engine.db.connect() as conn:
-        (row,) = conn.execute(select(external_task).where(
-            external_task.c.instance_id == inst.id)).all()
+        (row,) = conn.execute(
+            select(external_task).where(external_task.c.instance_id == inst.id)
+        ).all()
     assert row.state == "cancelled"
     assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
 
@@ -369,9 +421,15 @@ def test_boundary_timer_with_a_missing_variable_fails_the_task_before_it_starts(
     engine: Engine,
 ) -> None:
     engine.deploy(
-        Process("bv").start("s").user_task("approve").end("e")
-        .boundary_timer("to", "approve", date="${sla}").end("late")
-        .sequence("s", "approve", "e").sequence("to", "late").build()
+        Process("bv")
+        .start("s")
+        .user_task("approve")
+        .end("e")
+        .boundary_timer("to", "approve", date="${sla}")
+        .end("late")
+        .sequence("s", "approve", "e")
+        .sequence("to", "late")
+        .build()
     )
     inst = engine.start("bv", now=T0)
     assert engine.user_tasks(inst.id) == []
@@ -479,8 +537,9 @@ def test_dispatches_are_published_only_after_commit(database_url: str) -> None:
 
                     from bpm.store.tables import token
 
-                    seen.append(conn.execute(select(token.c.state).where(
-                        token.c.id == tid)).scalar_one())
+                    seen.append(
+                        conn.execute(select(token.c.state).where(token.c.id == tid)).scalar_one()
+                    )
             super().dispatch(token_ids)
 
     from bpm import RetryPolicy
@@ -491,8 +550,12 @@ def test_dispatches_are_published_only_after_commit(database_url: str) -> None:
 
     reg.register("flaky", flaky, retry=RetryPolicy.fixed(2, 10))
     engine.deploy(
-        Process("fl").start("s").service_task("w", handler="flaky").end("e")
-        .sequence("s", "w", "e").build()
+        Process("fl")
+        .start("s")
+        .service_task("w", handler="flaky")
+        .end("e")
+        .sequence("s", "w", "e")
+        .build()
     )
     inst = engine.start("fl", now=T0)
     engine.run_token(q.queue.popleft(), now=T0)

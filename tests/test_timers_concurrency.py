@@ -27,8 +27,12 @@ T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 
 def delay_model(key: str) -> object:
     return (
-        Process(key).start("s").timer("wait", duration="PT1M").end("e")
-        .sequence("s", "wait", "e").build()
+        Process(key)
+        .start("s")
+        .timer("wait", duration="PT1M")
+        .end("e")
+        .sequence("s", "wait", "e")
+        .build()
     )
 
 
@@ -84,9 +88,15 @@ def test_pollers_and_completions_racing_on_the_same_instances(pg_database_url: s
     way, and no transaction dies of a deadlock."""
     engine = Engine(pg_database_url)
     engine.deploy(
-        Process("approval").start("s").user_task("approve").end("approved")
-        .boundary_timer("timeout", "approve", duration="PT1H").end("timed_out")
-        .sequence("s", "approve", "approved").sequence("timeout", "timed_out").build()
+        Process("approval")
+        .start("s")
+        .user_task("approve")
+        .end("approved")
+        .boundary_timer("timeout", "approve", duration="PT1H")
+        .end("timed_out")
+        .sequence("s", "approve", "approved")
+        .sequence("timeout", "timed_out")
+        .build()
     )
     ids = [engine.start("approval", now=T0).id for _ in range(120)]
     tasks = {t.instance_id: t.id for t in engine.user_tasks()}
@@ -200,8 +210,11 @@ def test_killing_the_poller_between_fired_and_resumed_leaves_the_timer_pending(
     due = T0 + timedelta(minutes=1)
     res = subprocess.run(
         [sys.executable, "-c", KILLER, pg_database_url, point, due.isoformat()],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-        text=True, timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert res.returncode == -9, (res.stdout, res.stderr)
     assert "killing myself" in res.stdout

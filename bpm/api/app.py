@@ -78,8 +78,9 @@ class BodyLimit:
             await self._too_large(scope, receive, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        resp = error_response(413, "InvalidRequestException",
-                              f"request body over the limit of {self.limit} bytes")
+        resp = error_response(
+            413, "InvalidRequestException", f"request body over the limit of {self.limit} bytes"
+        )
         await resp(scope, receive, send)
 
 
@@ -115,7 +116,8 @@ def create_app(
         engine = Engine(url)
     eng = engine
     hub = LongPollHub(
-        _dsn(eng), channel=NOTIFY_CHANNEL,
+        _dsn(eng),
+        channel=NOTIFY_CHANNEL,
         max_pending=max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000),
     )
 

@@ -126,8 +126,12 @@ class Authenticator:
 
 
 def _unauthorized(message: str) -> ApiError:
-    return ApiError(401, "AuthenticationException", message,
-                    headers={"WWW-Authenticate": 'Basic realm="default"'})
+    return ApiError(
+        401,
+        "AuthenticationException",
+        message,
+        headers={"WWW-Authenticate": 'Basic realm="default"'},
+    )
 
 
 async def principal(request: Request) -> Principal:

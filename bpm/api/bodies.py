@@ -23,9 +23,7 @@ def _worker_id(value: Any) -> Any:
     return value
 
 
-WorkerId = Annotated[
-    str, BeforeValidator(_worker_id), Field(min_length=1, max_length=MAX_ID)
-]
+WorkerId = Annotated[str, BeforeValidator(_worker_id), Field(min_length=1, max_length=MAX_ID)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 Duration = Annotated[int, Field(gt=0, le=MAX_DURATION_MS)]
 Variables = dict[str, Any] | None

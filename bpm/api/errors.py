@@ -36,9 +36,15 @@ INVALID_REQUEST = "InvalidRequestException"
 class ApiError(Exception):
     """An error answer: HTTP ``status``, Camunda exception ``type`` and a ``message``."""
 
-    def __init__(self, status: int, type_: str, message: str, *,
-                 headers: Mapping[str, str] | None = None,
-                 extra: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        type_: str,
+        message: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.type = type_
@@ -51,9 +57,14 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, INVALID_REQUEST, message)
 
 
-def error_response(status: int, type_: str, message: str, *,
-                   headers: Mapping[str, str] | None = None,
-                   extra: Mapping[str, Any] | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    type_: str,
+    message: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> JSONResponse:
     body: dict[str, Any] = {"type": type_, "message": message, "code": None}
     body.update(extra or {})
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
@@ -83,12 +94,21 @@ def _bpm_error(exc: BpmError) -> JSONResponse:
         return error_response(404, "RestException", str(exc))
     if isinstance(exc, DeploymentError):
         resource = exc.resource or "resource"
-        details = {resource: {"errors": [
-            {"message": p.message, "line": p.line, "column": p.column,
-             "mainBpmnElementId": p.element_id, "bpmnElementIds": [p.element_id]
-             if p.element_id else []}
-            for p in exc.problems
-        ], "warnings": []}}
+        details = {
+            resource: {
+                "errors": [
+                    {
+                        "message": p.message,
+                        "line": p.line,
+                        "column": p.column,
+                        "mainBpmnElementId": p.element_id,
+                        "bpmnElementIds": [p.element_id] if p.element_id else [],
+                    }
+                    for p in exc.problems
+                ],
+                "warnings": [],
+            }
+        }
         return error_response(400, "ParseException", str(exc), extra={"details": details})
     if isinstance(exc, VariableError):
         return error_response(400, INVALID_REQUEST, str(exc))
@@ -104,8 +124,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.type, exc.message, headers=exc.headers,
-                              extra=exc.extra)
+        return error_response(
+            exc.status, exc.type, exc.message, headers=exc.headers, extra=exc.extra
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -119,8 +140,9 @@ def install(app: FastAPI) -> None:
             message = f"method {request.method} is not allowed on {request.url.path}"
         else:
             message = str(exc.detail)
-        return error_response(exc.status_code, "RestException", message,
-                              headers=getattr(exc, "headers", None))
+        return error_response(
+            exc.status_code, "RestException", message, headers=getattr(exc, "headers", None)
+        )
 
     @app.exception_handler(BpmError)
     async def _bpm(request: Request, exc: BpmError) -> JSONResponse:
@@ -141,5 +163,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(500, "ProcessEngineException",
-                              f"internal error ({type(exc).__name__}); see the server log")
+        return error_response(
+            500,
+            "ProcessEngineException",
+            f"internal error ({type(exc).__name__}); see the server log",
+        )

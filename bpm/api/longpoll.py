@@ -32,8 +32,9 @@ class TooManyPolls(Exception):
 class LongPollHub:
     """Wakes pending polls on NOTIFY; ``dsn`` None (SQLite) means polling only."""
 
-    def __init__(self, dsn: str | None, *, channel: str, max_pending: int = 1000,
-                 fallback: float = 5.0) -> None:
+    def __init__(
+        self, dsn: str | None, *, channel: str, max_pending: int = 1000, fallback: float = 5.0
+    ) -> None:
         self.dsn = dsn
         self.channel = channel
         self.max_pending = max_pending

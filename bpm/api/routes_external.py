@@ -83,8 +83,13 @@ def _fetch_request(body: b.FetchBody) -> FetchRequest:
         )
         for tp in body.topics or ()
     )
-    return FetchRequest(worker_id=body.workerId, max_tasks=body.maxTasks, topics=topics,
-                        use_priority=bool(body.usePriority), sorting=tuple(sorting))
+    return FetchRequest(
+        worker_id=body.workerId,
+        max_tasks=body.maxTasks,
+        topics=topics,
+        use_priority=bool(body.usePriority),
+        sorting=tuple(sorting),
+    )
 
 
 @router.post("/external-task/fetchAndLock")
@@ -108,8 +113,9 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     try:
         waiter = hub.register(frozenset(tp.topic for tp in req.topics))
     except TooManyPolls as exc:
-        raise ApiError(429, "RestException", f"{exc}; poll again later",
-                       headers={"Retry-After": "1"}) from None
+        raise ApiError(
+            429, "RestException", f"{exc}; poll again later", headers={"Retry-After": "1"}
+        ) from None
     # the client going away ends the poll at once (the body is read: receive() now only
     # returns when the connection closes)
     gone = asyncio.ensure_future(request.receive())
@@ -135,8 +141,7 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
                 wait = max(0.0, min(wait, due))
             if wait > 0:
                 woken = asyncio.ensure_future(waiter.event.wait())
-                await asyncio.wait({woken, gone}, timeout=wait,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({woken, gone}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
     finally:
         hub.unregister(waiter)
@@ -156,8 +161,9 @@ async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Wh
     variables = from_camunda(body.variables)
     local = from_camunda(body.localVariables, "localVariables")
     await _check_task_topic(request, who, task_id)
-    await run_in_threadpool(_engine(request).complete_external_task, task_id, body.workerId,
-                            variables, local)
+    await run_in_threadpool(
+        _engine(request).complete_external_task, task_id, body.workerId, variables, local
+    )
     return Response(status_code=NO_CONTENT)
 
 
@@ -167,8 +173,12 @@ async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who)
 
     def call() -> None:
         _engine(request).fail_external_task(
-            task_id, body.workerId, body.errorMessage, body.errorDetails,
-            retries=body.retries, retry_timeout_ms=body.retryTimeout,
+            task_id,
+            body.workerId,
+            body.errorMessage,
+            body.errorDetails,
+            retries=body.retries,
+            retry_timeout_ms=body.retryTimeout,
         )
 
     await run_in_threadpool(call)
@@ -176,29 +186,35 @@ async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who)
 
 
 @router.post("/external-task/{task_id}/bpmnError", status_code=NO_CONTENT)
-async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request,
-                     who: Who) -> Response:
+async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who: Who) -> Response:
     variables = from_camunda(body.variables)
     await _check_task_topic(request, who, task_id)
-    await run_in_threadpool(_engine(request).external_task_bpmn_error, task_id, body.workerId,
-                            body.errorCode, body.errorMessage, variables)
+    await run_in_threadpool(
+        _engine(request).external_task_bpmn_error,
+        task_id,
+        body.workerId,
+        body.errorCode,
+        body.errorMessage,
+        variables,
+    )
     return Response(status_code=NO_CONTENT)
 
 
 @router.post("/external-task/{task_id}/extendLock", status_code=NO_CONTENT)
-async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request,
-                      who: Who) -> Response:
+async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, who: Who) -> Response:
     await _check_task_topic(request, who, task_id)
-    await run_in_threadpool(_engine(request).extend_external_task_lock, task_id,
-                            body.workerId, body.newDuration)
+    await run_in_threadpool(
+        _engine(request).extend_external_task_lock, task_id, body.workerId, body.newDuration
+    )
     return Response(status_code=NO_CONTENT)
 
 
 @router.post("/external-task/{task_id}/lock", status_code=NO_CONTENT)
 async def lock(task_id: str, body: b.LockBody, request: Request, who: Who) -> Response:
     await _check_task_topic(request, who, task_id)
-    await run_in_threadpool(_engine(request).lock_external_task, task_id, body.workerId,
-                            body.lockDuration)
+    await run_in_threadpool(
+        _engine(request).lock_external_task, task_id, body.workerId, body.lockDuration
+    )
     return Response(status_code=NO_CONTENT)
 
 
@@ -210,40 +226,65 @@ async def unlock(task_id: str, request: Request, who: Who) -> Response:
 
 
 @router.put("/external-task/{task_id}/retries", status_code=NO_CONTENT)
-async def set_retries(task_id: str, body: b.RetriesBody, request: Request,
-                      who: Who) -> Response:
+async def set_retries(task_id: str, body: b.RetriesBody, request: Request, who: Who) -> Response:
     await _check_task_topic(request, who, task_id)
     await run_in_threadpool(_engine(request).set_external_task_retries, task_id, body.retries)
     return Response(status_code=NO_CONTENT)
 
 
-def _filters(who: Principal, topic: str | None, worker: str | None, instance: str | None,
-             locked: bool | None, not_locked: bool | None, with_retries: bool | None,
-             no_retries: bool | None) -> dict[str, Any]:
+def _filters(
+    who: Principal,
+    topic: str | None,
+    worker: str | None,
+    instance: str | None,
+    locked: bool | None,
+    not_locked: bool | None,
+    with_retries: bool | None,
+    no_retries: bool | None,
+) -> dict[str, Any]:
     if topic is not None:
         who.check_topics([topic])
     else:
         who.check_unrestricted("list tasks of every topic (pass topicName)")
     lock_state = True if locked else (False if not_locked else None)
     retries = True if with_retries else (False if no_retries else None)
-    return {"topic": topic, "worker_id": worker, "instance_id": instance, "locked": lock_state,
-            "retries_left": retries}
+    return {
+        "topic": topic,
+        "worker_id": worker,
+        "instance_id": instance,
+        "locked": lock_state,
+        "retries_left": retries,
+    }
 
 
 Id = Annotated[str | None, Query(max_length=300)]
 
 
 @router.get("/external-task")
-async def list_tasks(request: Request, who: Who, topicName: Id = None,
-                     workerId: Id = None, processInstanceId: Id = None,
-                     locked: bool | None = None, notLocked: bool | None = None,
-                     withRetriesLeft: bool | None = None, noRetriesLeft: bool | None = None,
-                     firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
-                     maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None
-                     ) -> Response:
+async def list_tasks(
+    request: Request,
+    who: Who,
+    topicName: Id = None,
+    workerId: Id = None,
+    processInstanceId: Id = None,
+    locked: bool | None = None,
+    notLocked: bool | None = None,
+    withRetriesLeft: bool | None = None,
+    noRetriesLeft: bool | None = None,
+    firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
+    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None,
+) -> Response:
     """Open external tasks (ready, locked, or out of retries)."""
-    f = _filters(who, topicName, workerId, processInstanceId, locked, notLocked,
-                 withRetriesLeft, noRetriesLeft)
+    f = _filters(
+        who,
+        topicName,
+        workerId,
+        processInstanceId,
+        locked,
+        notLocked,
+        withRetriesLeft,
+        noRetriesLeft,
+    )
     tasks = await run_in_threadpool(
         lambda: _engine(request).external_tasks(**f, offset=firstResult, limit=maxResults)
     )
@@ -251,13 +292,27 @@ async def list_tasks(request: Request, who: Who, topicName: Id = None,
 
 
 @router.get("/external-task/count")
-async def count_tasks(request: Request, who: Who, topicName: Id = None,
-                      workerId: Id = None, processInstanceId: Id = None,
-                      locked: bool | None = None, notLocked: bool | None = None,
-                      withRetriesLeft: bool | None = None,
-                      noRetriesLeft: bool | None = None) -> Response:
-    f = _filters(who, topicName, workerId, processInstanceId, locked, notLocked,
-                 withRetriesLeft, noRetriesLeft)
+async def count_tasks(
+    request: Request,
+    who: Who,
+    topicName: Id = None,
+    workerId: Id = None,
+    processInstanceId: Id = None,
+    locked: bool | None = None,
+    notLocked: bool | None = None,
+    withRetriesLeft: bool | None = None,
+    noRetriesLeft: bool | None = None,
+) -> Response:
+    f = _filters(
+        who,
+        topicName,
+        workerId,
+        processInstanceId,
+        locked,
+        notLocked,
+        withRetriesLeft,
+        noRetriesLeft,
+    )
     n = await run_in_threadpool(lambda: _engine(request).count_external_tasks(**f))
     return JSONResponse({"count": n})
 

@@ -36,19 +36,34 @@ def _admin(who: Principal, what: str) -> None:
 
 def definition_json(d: ProcessDefinition) -> dict[str, Any]:
     return {
-        "id": d.id, "key": d.key, "category": None, "description": None, "name": d.name,
-        "version": d.version, "resource": d.resource, "deploymentId": d.deployment_id,
-        "diagram": None, "suspended": False, "tenantId": None, "versionTag": d.version_tag,
-        "historyTimeToLive": None, "startableInTasklist": True,
+        "id": d.id,
+        "key": d.key,
+        "category": None,
+        "description": None,
+        "name": d.name,
+        "version": d.version,
+        "resource": d.resource,
+        "deploymentId": d.deployment_id,
+        "diagram": None,
+        "suspended": False,
+        "tenantId": None,
+        "versionTag": d.version_tag,
+        "historyTimeToLive": None,
+        "startableInTasklist": True,
     }
 
 
 def instance_json(request: Request, inst: Instance) -> dict[str, Any]:
     href = str(request.base_url).rstrip("/") + f"/engine-rest/process-instance/{inst.id}"
     return {
-        "id": inst.id, "definitionId": inst.definition_id, "definitionKey": inst.definition_key,
-        "businessKey": inst.business_key, "caseInstanceId": None, "ended": inst.ended,
-        "suspended": inst.state is InstanceState.SUSPENDED, "tenantId": None,
+        "id": inst.id,
+        "definitionId": inst.definition_id,
+        "definitionKey": inst.definition_key,
+        "businessKey": inst.business_key,
+        "caseInstanceId": None,
+        "ended": inst.ended,
+        "suspended": inst.state is InstanceState.SUSPENDED,
+        "tenantId": None,
         "links": [{"method": "GET", "href": href, "rel": "self"}],
     }
 
@@ -71,8 +86,9 @@ async def deployment_create(request: Request, who: Who) -> Response:
         if isinstance(value, UploadFile):
             data = await value.read(MAX_BPMN_BYTES + 1)
             if len(data) > MAX_BPMN_BYTES:
-                raise ApiError(413, "InvalidRequestException",
-                               f"resource {value.filename or key} is over 5 MB")
+                raise ApiError(
+                    413, "InvalidRequestException", f"resource {value.filename or key} is over 5 MB"
+                )
             files.append((value.filename or key, data))
     if not files:
         raise bad_request("no resource: attach at least one .bpmn file part")
@@ -82,14 +98,20 @@ async def deployment_create(request: Request, who: Who) -> Response:
     for filename, data in files:
         deployed.append(await run_in_threadpool(_deploy, engine, data, label, filename))
     first = deployed[0]
-    return JSONResponse({
-        "id": first.deployment_id, "name": name if isinstance(name, str) else None,
-        "source": source if isinstance(source, str) else None,
-        "deploymentTime": format_date(first.created_at), "tenantId": None,
-        "deployedProcessDefinitions": {d.id: definition_json(d) for d in deployed},
-        "deployedCaseDefinitions": None, "deployedDecisionDefinitions": None,
-        "deployedDecisionRequirementsDefinitions": None, "links": [],
-    })
+    return JSONResponse(
+        {
+            "id": first.deployment_id,
+            "name": name if isinstance(name, str) else None,
+            "source": source if isinstance(source, str) else None,
+            "deploymentTime": format_date(first.created_at),
+            "tenantId": None,
+            "deployedProcessDefinitions": {d.id: definition_json(d) for d in deployed},
+            "deployedCaseDefinitions": None,
+            "deployedDecisionDefinitions": None,
+            "deployedDecisionRequirementsDefinitions": None,
+            "links": [],
+        }
+    )
 
 
 def _deploy(engine: Engine, data: bytes, name: str | None, resource: str) -> ProcessDefinition:
@@ -97,8 +119,9 @@ def _deploy(engine: Engine, data: bytes, name: str | None, resource: str) -> Pro
 
 
 @router.get("/process-definition")
-async def definitions(request: Request, who: Who, key: Id = None,
-                      latestVersion: bool | None = None) -> Response:
+async def definitions(
+    request: Request, who: Who, key: Id = None, latestVersion: bool | None = None
+) -> Response:
     _admin(who, "read process definitions")
     found = await run_in_threadpool(_engine(request).definitions, key)
     if latestVersion:
@@ -116,9 +139,9 @@ async def definition_by_key(key: str, request: Request, who: Who) -> Response:
     try:
         d = await run_in_threadpool(_engine(request).definition, key)
     except NotFound:
-        raise ApiError(404, "RestException",
-                       f"No matching process definition with key: {key} and no tenant-id"
-                       ) from None
+        raise ApiError(
+            404, "RestException", f"No matching process definition with key: {key} and no tenant-id"
+        ) from None
     return JSONResponse(definition_json(d))
 
 
@@ -132,9 +155,9 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
             lambda: engine.start(key, variables, business_key=body.businessKey)
         )
     except NotFound:
-        raise ApiError(404, "RestException",
-                       f"No matching process definition with key: {key} and no tenant-id"
-                       ) from None
+        raise ApiError(
+            404, "RestException", f"No matching process definition with key: {key} and no tenant-id"
+        ) from None
     out = instance_json(request, inst)
     if body.withVariablesInReturn:
         out["variables"] = to_camunda(inst.variables)
@@ -142,11 +165,14 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
 
 
 @router.get("/process-instance")
-async def instances(request: Request, who: Who, processDefinitionKey: Id = None,
-                    businessKey: Id = None,
-                    firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
-                    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None
-                    ) -> Response:
+async def instances(
+    request: Request,
+    who: Who,
+    processDefinitionKey: Id = None,
+    businessKey: Id = None,
+    firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
+    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None,
+) -> Response:
     """Running (active or suspended) instances, as in Camunda."""
     _admin(who, "read instances")
     engine = _engine(request)
@@ -154,8 +180,9 @@ async def instances(request: Request, who: Who, processDefinitionKey: Id = None,
     def query() -> list[Instance]:
         out: list[Instance] = []
         for state in (InstanceState.ACTIVE, InstanceState.SUSPENDED):
-            out += engine.instances(state.value, definition_key=processDefinitionKey,
-                                    business_key=businessKey)
+            out += engine.instances(
+                state.value, definition_key=processDefinitionKey, business_key=businessKey
+            )
         out.sort(key=lambda i: (i.created_at, i.id))
         end = None if maxResults is None else firstResult + maxResults
         return out[firstResult:end]
@@ -170,8 +197,9 @@ async def _running(request: Request, instance_id: str) -> Instance:
     except NotFound:
         inst = None
     if inst is None or inst.ended:
-        raise ApiError(404, "InvalidRequestException",
-                       f"Process instance with id {instance_id} does not exist")
+        raise ApiError(
+            404, "InvalidRequestException", f"Process instance with id {instance_id} does not exist"
+        )
     return inst
 
 
@@ -192,8 +220,9 @@ async def delete_instance(instance_id: str, request: Request, who: Who) -> Respo
 
 
 @router.get("/process-instance/{instance_id}/variables")
-async def instance_variables(instance_id: str, request: Request, who: Who,
-                             deserializeValues: bool = True) -> Response:
+async def instance_variables(
+    instance_id: str, request: Request, who: Who, deserializeValues: bool = True
+) -> Response:
     _admin(who, "read variables")
     inst = await _running(request, instance_id)
     return JSONResponse(to_camunda(inst.variables, deserializeValues))
@@ -201,18 +230,28 @@ async def instance_variables(instance_id: str, request: Request, who: Who,
 
 def incident_json(i: Incident, definition_id: str | None) -> dict[str, Any]:
     return {
-        "id": i.id, "processDefinitionId": definition_id, "processInstanceId": i.instance_id,
-        "executionId": i.token_id, "incidentTimestamp": format_date(i.created_at),
-        "incidentType": i.type, "activityId": i.node_id, "failedActivityId": i.node_id,
-        "causeIncidentId": i.id, "rootCauseIncidentId": i.id,
-        "configuration": i.external_task_id, "incidentMessage": i.message, "tenantId": None,
-        "jobDefinitionId": None, "annotation": None,
+        "id": i.id,
+        "processDefinitionId": definition_id,
+        "processInstanceId": i.instance_id,
+        "executionId": i.token_id,
+        "incidentTimestamp": format_date(i.created_at),
+        "incidentType": i.type,
+        "activityId": i.node_id,
+        "failedActivityId": i.node_id,
+        "causeIncidentId": i.id,
+        "rootCauseIncidentId": i.id,
+        "configuration": i.external_task_id,
+        "incidentMessage": i.message,
+        "tenantId": None,
+        "jobDefinitionId": None,
+        "annotation": None,
     }
 
 
 @router.get("/incident")
-async def incidents(request: Request, who: Who, processInstanceId: Id = None,
-                    incidentType: Id = None) -> Response:
+async def incidents(
+    request: Request, who: Who, processInstanceId: Id = None, incidentType: Id = None
+) -> Response:
     _admin(who, "read incidents")
     engine = _engine(request)
 

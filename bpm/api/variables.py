@@ -47,9 +47,7 @@ def _cannot(name: str, value: Any, type_name: str) -> ApiError:
     shown = repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."
-    return bad_request(
-        f"Cannot convert value {shown} of variable '{name}' to type {type_name}"
-    )
+    return bad_request(f"Cannot convert value {shown} of variable '{name}' to type {type_name}")
 
 
 def _json_text(name: str, value: Any, type_name: str) -> Any:
@@ -64,7 +62,7 @@ def _json_text(name: str, value: Any, type_name: str) -> Any:
 def _one(name: str, entry: Any) -> Any:
     if not isinstance(entry, Mapping):
         raise bad_request(
-            f"variable '{name}' must be an object like {{\"value\": ..., \"type\": ...}}"
+            f'variable \'{name}\' must be an object like {{"value": ..., "type": ...}}'
         )
     value = entry.get("value")
     type_ = entry.get("type")
@@ -93,8 +91,10 @@ def _one(name: str, entry: Any) -> Any:
                 value = float(value)
             except ValueError:
                 raise _cannot(name, value, type_) from None
-        if not isinstance(value, (int, float)) or value != value or value in (
-            float("inf"), float("-inf")
+        if (
+            not isinstance(value, (int, float))
+            or value != value
+            or value in (float("inf"), float("-inf"))
         ):
             raise _cannot(name, value, type_)
         return value
@@ -158,8 +158,7 @@ def typed(value: Any, deserialize: bool = True) -> dict[str, Any]:
     if isinstance(value, str):
         return {"type": "String", "value": value, "valueInfo": {}}
     if not deserialize:  # a JSON string, typed Json: the JS client parses those itself
-        return {"type": "Json", "value": json.dumps(value, separators=(",", ":")),
-                "valueInfo": {}}
+        return {"type": "Json", "value": json.dumps(value, separators=(",", ":")), "valueInfo": {}}
     java = "java.util.ArrayList" if isinstance(value, list) else "java.util.LinkedHashMap"
     return {
         "type": "Object",

@@ -43,8 +43,10 @@ def api(
         url = database_url(db)
         keys = keys_from_env()
         if not keys and not insecure_no_auth:
-            fail("no API keys configured: set BPM_API_KEYS=id:secret[:topicA|topicB],... "
-                 "or pass --insecure-no-auth to serve without authentication")
+            fail(
+                "no API keys configured: set BPM_API_KEYS=id:secret[:topicA|topicB],... "
+                "or pass --insecure-no-auth to serve without authentication"
+            )
         os.environ["BPM_DATABASE_URL"] = url
         if insecure_no_auth and not keys:
             os.environ["BPM_API_INSECURE_NO_AUTH"] = "1"
@@ -52,9 +54,16 @@ def api(
         from bpm.api.app import create_app
 
         create_app()  # fail fast on bad configuration, before binding
-    config = uvicorn.Config("bpm.api.app:app_factory", factory=True, host=host, port=port,
-                            workers=workers, log_level=log_level, access_log=False,
-                            timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        "bpm.api.app:app_factory",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
     if workers <= 1:
         uvicorn.Server(config).run()
         return
@@ -105,12 +114,19 @@ def start_dev_api(engine: Any, *, port: int = 8080) -> threading.Thread:
 
     from bpm.api.app import create_app
 
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(engine, api_keys=[], open_access=True), host="127.0.0.1", port=port,
-        log_level="warning", access_log=False,
-    ))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(engine, api_keys=[], open_access=True),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            access_log=False,
+        )
+    )
     thread = threading.Thread(target=server.run, name="bpm-dev-api", daemon=True)
     thread.start()
-    err_console.print(f"REST API open WITHOUT authentication on http://127.0.0.1:{port}"
-                      "/engine-rest (localhost only)")
+    err_console.print(
+        f"REST API open WITHOUT authentication on http://127.0.0.1:{port}"
+        "/engine-rest (localhost only)"
+    )
     return thread

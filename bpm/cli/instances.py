@@ -224,9 +224,17 @@ def dev(
     handlers: Annotated[
         str | None, typer.Option("--handlers", help="Comma-separated handler modules.")
     ] = None,
+    api: Annotated[
+        bool, typer.Option("--api/--no-api", help="Also serve the REST API on localhost.")
+    ] = True,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8080,
     db: DbOpt = None,
 ) -> None:
-    """Serve the embedded loop until Ctrl-C: runs steps, fires timers, sweeps."""
+    """Serve the embedded loop until Ctrl-C: runs steps, fires timers, sweeps.
+
+    With ``--api`` (the default) the REST API is served too, WITHOUT authentication, on
+    127.0.0.1 only; it says so when it starts.
+    """
     from bpm.local import LocalLoop
 
     with user_errors():
@@ -234,6 +242,10 @@ def dev(
         engine = _engine(db, embedded=True, upgrade=True)
         loop = LocalLoop(engine)
         signal.signal(signal.SIGTERM, lambda *_: loop.stop())
+        if api:
+            from bpm.cli.api import start_dev_api
+
+            start_dev_api(engine, port=port)
         console.print(f"bpm dev: serving {engine.url} (Ctrl-C to stop)")
         try:
             loop.serve()

@@ -20,8 +20,9 @@ DbOpt = Annotated[
 ]
 
 
-def sleep_for(wakeup: datetime | None, now: datetime, *, longest: float,
-              shortest: float = 0.05) -> float:
+def sleep_for(
+    wakeup: datetime | None, now: datetime, *, longest: float, shortest: float = 0.05
+) -> float:
     """Seconds the loop may sleep: until ``wakeup``, within ``[shortest, longest]``.
 
     ``longest`` bounds the sleep because another process may create a timer due sooner
@@ -59,22 +60,24 @@ def timers_loop(
         total = 0
         try:
             if not quiet and not once:
-                console.print(f"firing timers (polling at most every {max_sleep:g}s); "
-                              "Ctrl-C to stop")
+                console.print(
+                    f"firing timers (polling at most every {max_sleep:g}s); Ctrl-C to stop"
+                )
             while not stop.is_set():
                 started = time.monotonic()
                 fired = engine.fire_due_timers(limit=limit)
                 total += fired
                 if fired and not quiet:
-                    console.print(f"{datetime.now(UTC).isoformat(timespec='milliseconds')} "
-                                  f"fired {fired} (total {total}) in "
-                                  f"{(time.monotonic() - started) * 1000:.0f} ms")
+                    console.print(
+                        f"{datetime.now(UTC).isoformat(timespec='milliseconds')} "
+                        f"fired {fired} (total {total}) in "
+                        f"{(time.monotonic() - started) * 1000:.0f} ms"
+                    )
                 if once:
                     break
                 if fired >= limit:
                     continue  # more may be due right now
-                stop.wait(sleep_for(engine.next_wakeup(), datetime.now(UTC),
-                                    longest=max_sleep))
+                stop.wait(sleep_for(engine.next_wakeup(), datetime.now(UTC), longest=max_sleep))
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -95,11 +98,18 @@ def list_incidents(
         if not found:
             console.print("no open incidents")
             return
-        table = Table("incident", "instance", "node", "type", "since", "message",
-                      header_style="bold")
+        table = Table(
+            "incident", "instance", "node", "type", "since", "message", header_style="bold"
+        )
         for inc in found:
-            table.add_row(inc.id, inc.instance_id, inc.node_id, inc.type,
-                          inc.created_at.isoformat(timespec="seconds"), inc.message or "")
+            table.add_row(
+                inc.id,
+                inc.instance_id,
+                inc.node_id,
+                inc.type,
+                inc.created_at.isoformat(timespec="seconds"),
+                inc.message or "",
+            )
         console.print(table)
 
 
@@ -114,7 +124,11 @@ def retry(
         if not incident_id.strip():
             fail("give the id of an open incident (see `bpm incidents`)")
         inc = engine.retry_incident(incident_id)
-        console.print(f"retrying {inc.node_id} of instance {inc.instance_id} "
-                      f"(incident {inc.id} {inc.state})")
-        err_console.print("the step is ready again: a Celery worker runs it once beat's "
-                          "sweeper publishes it (within seconds)", highlight=False)
+        console.print(
+            f"retrying {inc.node_id} of instance {inc.instance_id} (incident {inc.id} {inc.state})"
+        )
+        err_console.print(
+            "the step is ready again: a Celery worker runs it once beat's "
+            "sweeper publishes it (within seconds)",
+            highlight=False,
+        )

@@ -29,7 +29,12 @@ from bpm.store import db as _db
 from bpm.store import migrate as _migrate
 
 __all__ = [
-    "Engine", "EngineConfig", "ExternalTask", "FetchRequest", "Incident", "Timer",
+    "Engine",
+    "EngineConfig",
+    "ExternalTask",
+    "FetchRequest",
+    "Incident",
+    "Timer",
     "TopicRequest",
 ]
 
@@ -213,14 +218,24 @@ class Engine:
         """The earliest due time of a pending timer (of an active instance), or None."""
         return _timers.next_wakeup(self.core)
 
-    def timers(self, instance_id: str | None = None, *, state: str | None = "pending",
-               limit: int | None = None) -> list[Timer]:
+    def timers(
+        self,
+        instance_id: str | None = None,
+        *,
+        state: str | None = "pending",
+        limit: int | None = None,
+    ) -> list[Timer]:
         """Timers, earliest first: pending ones unless ``state`` is fired/cancelled/None."""
         return _timers.timers(self.core, instance_id, state=state, limit=limit)
 
     # -- incidents ------------------------------------------------------------------------
-    def incidents(self, instance_id: str | None = None, *, state: str | None = "open",
-                  limit: int | None = None) -> list[Incident]:
+    def incidents(
+        self,
+        instance_id: str | None = None,
+        *,
+        state: str | None = "open",
+        limit: int | None = None,
+    ) -> list[Incident]:
         """Open incidents (of one instance, or all), oldest first."""
         return _incidents.incidents(self.core, instance_id, state=state, limit=limit)
 
@@ -239,41 +254,71 @@ class Engine:
         return _retention.purge_history(self.core, older_than, now=now)
 
     # -- external tasks -------------------------------------------------------------------
-    def fetch_and_lock(self, request: FetchRequest, *,
-                       now: datetime | None = None) -> list[ExternalTask]:
+    def fetch_and_lock(
+        self, request: FetchRequest, *, now: datetime | None = None
+    ) -> list[ExternalTask]:
         """Lock up to ``request.max_tasks`` free external tasks of its topics (one statement)."""
         return _ext.fetch_and_lock(self.core, request, now=now)
 
-    def complete_external_task(self, task_id: str, worker_id: str,
-                               variables: dict[str, Any] | None = None,
-                               local_variables: dict[str, Any] | None = None, *,
-                               now: datetime | None = None) -> None:
+    def complete_external_task(
+        self,
+        task_id: str,
+        worker_id: str,
+        variables: dict[str, Any] | None = None,
+        local_variables: dict[str, Any] | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> None:
         """Complete a task ``worker_id`` holds; repeating one's own complete is a no-op."""
         _ext.complete(self.core, task_id, worker_id, variables, local_variables, now=now)
 
-    def fail_external_task(self, task_id: str, worker_id: str, error_message: str | None,
-                           error_details: str | None = None, *, retries: int | None = None,
-                           retry_timeout_ms: int | None = None,
-                           now: datetime | None = None) -> None:
+    def fail_external_task(
+        self,
+        task_id: str,
+        worker_id: str,
+        error_message: str | None,
+        error_details: str | None = None,
+        *,
+        retries: int | None = None,
+        retry_timeout_ms: int | None = None,
+        now: datetime | None = None,
+    ) -> None:
         """Report a failed attempt (Camunda retries semantics, or the model's RetryPolicy)."""
-        _ext.handle_failure(self.core, task_id, worker_id, error_message, error_details,
-                            retries, retry_timeout_ms, now=now)
+        _ext.handle_failure(
+            self.core,
+            task_id,
+            worker_id,
+            error_message,
+            error_details,
+            retries,
+            retry_timeout_ms,
+            now=now,
+        )
 
-    def external_task_bpmn_error(self, task_id: str, worker_id: str, error_code: str,
-                                 error_message: str | None = None,
-                                 variables: dict[str, Any] | None = None, *,
-                                 now: datetime | None = None) -> None:
+    def external_task_bpmn_error(
+        self,
+        task_id: str,
+        worker_id: str,
+        error_code: str,
+        error_message: str | None = None,
+        variables: dict[str, Any] | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> None:
         """Throw a BPMN error to the task's matching error boundary (else the activity ends)."""
-        _ext.handle_bpmn_error(self.core, task_id, worker_id, error_code, error_message,
-                               variables, now=now)
+        _ext.handle_bpmn_error(
+            self.core, task_id, worker_id, error_code, error_message, variables, now=now
+        )
 
-    def extend_external_task_lock(self, task_id: str, worker_id: str, new_duration_ms: int,
-                                  *, now: datetime | None = None) -> None:
+    def extend_external_task_lock(
+        self, task_id: str, worker_id: str, new_duration_ms: int, *, now: datetime | None = None
+    ) -> None:
         """Heartbeat: the live lock of ``worker_id`` now expires ``new_duration_ms`` from now."""
         _ext.extend_lock(self.core, task_id, worker_id, new_duration_ms, now=now)
 
-    def lock_external_task(self, task_id: str, worker_id: str, lock_duration_ms: int, *,
-                           now: datetime | None = None) -> None:
+    def lock_external_task(
+        self, task_id: str, worker_id: str, lock_duration_ms: int, *, now: datetime | None = None
+    ) -> None:
         """Lock one free task by id."""
         _ext.lock(self.core, task_id, worker_id, lock_duration_ms, now=now)
 
@@ -281,13 +326,15 @@ class Engine:
         """Give a locked task back at once."""
         _ext.unlock(self.core, task_id, now=now)
 
-    def set_external_task_retries(self, task_id: str, retries: int, *,
-                                  now: datetime | None = None) -> None:
+    def set_external_task_retries(
+        self, task_id: str, retries: int, *, now: datetime | None = None
+    ) -> None:
         """Set retries left; > 0 resolves the task's incident, 0 opens one."""
         _ext.set_retries(self.core, task_id, retries, now=now)
 
-    def reclaim_expired_external_locks(self, *, now: datetime | None = None,
-                                       limit: int = 100) -> int:
+    def reclaim_expired_external_locks(
+        self, *, now: datetime | None = None, limit: int = 100
+    ) -> int:
         """Return expired external-task locks to ready; returns how many."""
         return _ext.reclaim_expired_external_locks(self.core, now=now, limit=limit)
 
@@ -295,20 +342,46 @@ class Engine:
         """An open external task (ready, locked, or failed with an incident)."""
         return _ext.get(self.core, task_id)
 
-    def external_tasks(self, *, topic: str | None = None, worker_id: str | None = None,
-                       instance_id: str | None = None, locked: bool | None = None,
-                       retries_left: bool | None = None, offset: int = 0,
-                       limit: int | None = None) -> list[ExternalTask]:
+    def external_tasks(
+        self,
+        *,
+        topic: str | None = None,
+        worker_id: str | None = None,
+        instance_id: str | None = None,
+        locked: bool | None = None,
+        retries_left: bool | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[ExternalTask]:
         """Open external tasks matching every given filter, oldest first."""
-        return _ext.query(self.core, topic=topic, worker_id=worker_id,
-                          instance_id=instance_id, locked=locked, retries_left=retries_left,
-                          offset=offset, limit=limit)
+        return _ext.query(
+            self.core,
+            topic=topic,
+            worker_id=worker_id,
+            instance_id=instance_id,
+            locked=locked,
+            retries_left=retries_left,
+            offset=offset,
+            limit=limit,
+        )
 
-    def count_external_tasks(self, *, topic: str | None = None, worker_id: str | None = None,
-                             instance_id: str | None = None, locked: bool | None = None,
-                             retries_left: bool | None = None) -> int:
-        return _ext.count(self.core, topic=topic, worker_id=worker_id,
-                          instance_id=instance_id, locked=locked, retries_left=retries_left)
+    def count_external_tasks(
+        self,
+        *,
+        topic: str | None = None,
+        worker_id: str | None = None,
+        instance_id: str | None = None,
+        locked: bool | None = None,
+        retries_left: bool | None = None,
+    ) -> int:
+        return _ext.count(
+            self.core,
+            topic=topic,
+            worker_id=worker_id,
+            instance_id=instance_id,
+            locked=locked,
+            retries_left=retries_left,
+        )
 
     def next_external_task_free_at(self, topics: list[str]) -> datetime | None:
         """When a task of ``topics`` next becomes fetchable by time alone (lock, retry)."""

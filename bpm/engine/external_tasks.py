@@ -149,13 +149,23 @@ def _waiting_token(work: InstanceWork, task: ExternalTask) -> Token:
 
 
 def _finish_row(
-    work: InstanceWork, task: ExternalTask, worker_id: str, kind: FinishKind, state: TaskState,
+    work: InstanceWork,
+    task: ExternalTask,
+    worker_id: str,
+    kind: FinishKind,
+    state: TaskState,
     **values: Any,
 ) -> None:
     work.update_rows(
-        "external_task", {"id": task.id}, state=state.value, lock_owner=None,
-        lock_expires_at=None, finished_by=worker_id, finish_kind=kind.value,
-        updated_at=work.now, **values,
+        "external_task",
+        {"id": task.id},
+        state=state.value,
+        lock_owner=None,
+        lock_expires_at=None,
+        finished_by=worker_id,
+        finish_kind=kind.value,
+        updated_at=work.now,
+        **values,
     )
 
 
@@ -163,25 +173,37 @@ def _finish_row(
 
 
 def complete(
-    core: EngineCore, task_id: str, worker_id: str, variables: dict[str, Any] | None = None,
-    local_variables: dict[str, Any] | None = None, *, now: datetime | None = None,
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    variables: dict[str, Any] | None = None,
+    local_variables: dict[str, Any] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> None:
     """Complete a task locked by ``worker_id``: merge variables and move the token on.
 
     Local variables have no scope of their own here: they are merged like ``variables``.
     """
     at = core.now(now)
-    updates = {**check_variables(local_variables, core.config.max_variable_bytes),
-               **check_variables(variables, core.config.max_variable_bytes)}
+    updates = {
+        **check_variables(local_variables, core.config.max_variable_bytes),
+        **check_variables(variables, core.config.max_variable_bytes),
+    }
     with core.tx() as conn:
         instance_id = store.instance_of(conn, task_id)
         if instance_id is None:
             raise not_found(task_id)
         work = core.load(conn, instance_id, at)  # the instance lock, first
         # check the lock owner and mark the task completed in one statement
-        task = store.finish_locked(conn, task_id, worker_id, at,
-                                   state=TaskState.COMPLETED.value,
-                                   finish_kind=FinishKind.COMPLETE.value)
+        task = store.finish_locked(
+            conn,
+            task_id,
+            worker_id,
+            at,
+            state=TaskState.COMPLETED.value,
+            finish_kind=FinishKind.COMPLETE.value,
+        )
         if task is None:
             current = store.get(conn, task_id)
             if current is None:
@@ -193,8 +215,12 @@ def complete(
         tok = _waiting_token(work, task)
         model = core.model(conn, work.instance.definition_id)
         work.merge_variables(updates, source=task.node_id)
-        work.record("external_task_completed", token_id=tok.id, node_id=tok.node_id,
-                    payload={"task": task.id, "worker": worker_id})
+        work.record(
+            "external_task_completed",
+            token_id=tok.id,
+            node_id=tok.node_id,
+            payload={"task": task.id, "worker": worker_id},
+        )
         flow = Flow(work, model)
         flow.leave(tok)
         flow.run(())
@@ -202,8 +228,9 @@ def complete(
     core.dispatch(work.to_dispatch)
 
 
-def _policy(core: EngineCore, conn: Connection, work: InstanceWork,
-            task: ExternalTask) -> RetryPolicy | None:
+def _policy(
+    core: EngineCore, conn: Connection, work: InstanceWork, task: ExternalTask
+) -> RetryPolicy | None:
     node = core.model(conn, work.instance.definition_id).node(task.node_id)
     if isinstance(node, n.ServiceTask) and isinstance(node.retry, RetryPolicy):
         return node.retry
@@ -211,9 +238,15 @@ def _policy(core: EngineCore, conn: Connection, work: InstanceWork,
 
 
 def handle_failure(
-    core: EngineCore, task_id: str, worker_id: str, error_message: str | None,
-    error_details: str | None = None, retries: int | None = None,
-    retry_timeout_ms: int | None = None, *, now: datetime | None = None,
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    error_message: str | None,
+    error_details: str | None = None,
+    retries: int | None = None,
+    retry_timeout_ms: int | None = None,
+    *,
+    now: datetime | None = None,
 ) -> None:
     """A worker reports that its attempt failed.
 
@@ -238,24 +271,42 @@ def handle_failure(
         attempt = task.attempt + 1
         message = error_message or "external task failed"
         policy = _policy(core, conn, work, task) if retries is None else None
-        work.record("attempt_failed", token_id=tok.id, node_id=tok.node_id,
-                    payload={"task": task.id, "worker": worker_id, "attempt": attempt,
-                             "error": message, "details": error_details})
-        fields: dict[str, Any] = {"error_message": message, "error_details": error_details,
-                                  "attempt": attempt}
+        work.record(
+            "attempt_failed",
+            token_id=tok.id,
+            node_id=tok.node_id,
+            payload={
+                "task": task.id,
+                "worker": worker_id,
+                "attempt": attempt,
+                "error": message,
+                "details": error_details,
+            },
+        )
+        fields: dict[str, Any] = {
+            "error_message": message,
+            "error_details": error_details,
+            "attempt": attempt,
+        }
         if policy is not None:
             if policy.has_attempt_after(attempt):
                 delay = policy.delay(attempt, work.instance.id, task.node_id)
-                _retry_later(work, task, worker_id, policy.max_attempts - attempt,
-                             delay, fields)
+                _retry_later(work, task, worker_id, policy.max_attempts - attempt, delay, fields)
             else:
-                _policy_exhausted(flow, work, task, tok, policy, worker_id, message,
-                                  error_details, fields)
+                _policy_exhausted(
+                    flow, work, task, tok, policy, worker_id, message, error_details, fields
+                )
         else:
             left = retries if retries is not None else 0
             if left > 0:
-                _retry_later(work, task, worker_id, left,
-                             timedelta(milliseconds=retry_timeout_ms or 0), fields)
+                _retry_later(
+                    work,
+                    task,
+                    worker_id,
+                    left,
+                    timedelta(milliseconds=retry_timeout_ms or 0),
+                    fields,
+                )
             else:
                 _open_incident(work, task, tok, worker_id, message, error_details, fields)
         flow.run(())
@@ -263,56 +314,122 @@ def handle_failure(
     core.dispatch(work.to_dispatch)
 
 
-def _retry_later(work: InstanceWork, task: ExternalTask, worker_id: str, retries: int,
-                 delay: timedelta, fields: dict[str, Any]) -> None:
+def _retry_later(
+    work: InstanceWork,
+    task: ExternalTask,
+    worker_id: str,
+    retries: int,
+    delay: timedelta,
+    fields: dict[str, Any],
+) -> None:
     retry_at = work.now + delay if delay > timedelta(0) else None
-    _finish_row(work, task, worker_id, FinishKind.FAILURE, TaskState.READY, retries=retries,
-                retry_at=retry_at, **fields)
-    work.record("external_task_retry", token_id=task.token_id, node_id=task.node_id,
-                payload={"task": task.id, "retries": retries,
-                         "retry_at": retry_at.isoformat() if retry_at else None})
+    _finish_row(
+        work,
+        task,
+        worker_id,
+        FinishKind.FAILURE,
+        TaskState.READY,
+        retries=retries,
+        retry_at=retry_at,
+        **fields,
+    )
+    work.record(
+        "external_task_retry",
+        token_id=task.token_id,
+        node_id=task.node_id,
+        payload={
+            "task": task.id,
+            "retries": retries,
+            "retry_at": retry_at.isoformat() if retry_at else None,
+        },
+    )
     work.notify.add(task.topic)
 
 
-def _open_incident(work: InstanceWork, task: ExternalTask, tok: Token, worker_id: str,
-                   message: str, details: str | None, fields: dict[str, Any]) -> None:
+def _open_incident(
+    work: InstanceWork,
+    task: ExternalTask,
+    tok: Token,
+    worker_id: str,
+    message: str,
+    details: str | None,
+    fields: dict[str, Any],
+) -> None:
     """No retries left: the task stays (not fetchable), its token waits, an incident opens."""
-    _finish_row(work, task, worker_id, FinishKind.FAILURE, TaskState.FAILED, retries=0,
-                retry_at=None, **fields)
-    incident_id = work.add_row(
-        "incident", instance_id=work.instance.id, token_id=tok.id, node_id=tok.node_id,
-        type="failedExternalTask", state="open", message=message, details=details,
-        external_task_id=task.id, created_at=work.now,
+    _finish_row(
+        work,
+        task,
+        worker_id,
+        FinishKind.FAILURE,
+        TaskState.FAILED,
+        retries=0,
+        retry_at=None,
+        **fields,
     )
-    work.record("incident_opened", token_id=tok.id, node_id=tok.node_id,
-                payload={"incident": incident_id, "task": task.id, "message": message})
+    incident_id = work.add_row(
+        "incident",
+        instance_id=work.instance.id,
+        token_id=tok.id,
+        node_id=tok.node_id,
+        type="failedExternalTask",
+        state="open",
+        message=message,
+        details=details,
+        external_task_id=task.id,
+        created_at=work.now,
+    )
+    work.record(
+        "incident_opened",
+        token_id=tok.id,
+        node_id=tok.node_id,
+        payload={"incident": incident_id, "task": task.id, "message": message},
+    )
 
 
-def _policy_exhausted(flow: Flow, work: InstanceWork, task: ExternalTask, tok: Token,
-                      policy: RetryPolicy, worker_id: str, message: str,
-                      details: str | None, fields: dict[str, Any]) -> None:
+def _policy_exhausted(
+    flow: Flow,
+    work: InstanceWork,
+    task: ExternalTask,
+    tok: Token,
+    policy: RetryPolicy,
+    worker_id: str,
+    message: str,
+    details: str | None,
+    fields: dict[str, Any],
+) -> None:
     """The model's policy has no attempt left: error boundary, failed instance, or incident."""
-    work.record("step_failed", token_id=tok.id, node_id=tok.node_id,
-                payload={"error": message, "details": details, "attempts": fields["attempt"]})
+    work.record(
+        "step_failed",
+        token_id=tok.id,
+        node_id=tok.node_id,
+        payload={"error": message, "details": details, "attempts": fields["attempt"]},
+    )
     boundary = catching_boundary(flow, tok.node_id, None)
     if boundary is not None:
         take_error_boundary(flow, tok, boundary, message, None)
-        _finish_row(work, task, worker_id, FinishKind.FAILURE, TaskState.CANCELLED,
-                    retries=0, **fields)
+        _finish_row(
+            work, task, worker_id, FinishKind.FAILURE, TaskState.CANCELLED, retries=0, **fields
+        )
         return
     if policy.on_exhausted is FailureAction.FAIL:
         flow.terminate_all(f"external task {task.node_id} failed")
         work.set_state(InstanceState.FAILED, node=task.node_id, error=message)
-        _finish_row(work, task, worker_id, FinishKind.FAILURE, TaskState.FAILED,
-                    retries=0, **fields)
+        _finish_row(
+            work, task, worker_id, FinishKind.FAILURE, TaskState.FAILED, retries=0, **fields
+        )
         return
     _open_incident(work, task, tok, worker_id, message, details, fields)
 
 
 def handle_bpmn_error(
-    core: EngineCore, task_id: str, worker_id: str, error_code: str,
-    error_message: str | None = None, variables: dict[str, Any] | None = None,
-    *, now: datetime | None = None,
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    error_code: str,
+    error_message: str | None = None,
+    variables: dict[str, Any] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> None:
     """A business error: to the matching error boundary event, else the activity just ends.
 
@@ -333,18 +450,33 @@ def handle_bpmn_error(
         flow = Flow(work, model)
         work.merge_variables(updates, source=task.node_id)
         boundary = catching_boundary(flow, tok.node_id, error_code)
-        work.record("external_task_bpmn_error", token_id=tok.id, node_id=tok.node_id,
-                    payload={"task": task.id, "worker": worker_id, "error_code": error_code,
-                             "message": error_message,
-                             "caught_by": boundary.id if boundary else None})
+        work.record(
+            "external_task_bpmn_error",
+            token_id=tok.id,
+            node_id=tok.node_id,
+            payload={
+                "task": task.id,
+                "worker": worker_id,
+                "error_code": error_code,
+                "message": error_message,
+                "caught_by": boundary.id if boundary else None,
+            },
+        )
         if boundary is not None:
             take_error_boundary(flow, tok, boundary, error_message or error_code, error_code)
         else:
             flow.cancel_boundaries(tok)
-            work.transition(tok.id, TokenState.COMPLETED,
-                            payload={"bpmn_error": error_code, "uncaught": True})
-        _finish_row(work, task, worker_id, FinishKind.BPMN_ERROR, TaskState.COMPLETED,
-                    error_message=error_message)
+            work.transition(
+                tok.id, TokenState.COMPLETED, payload={"bpmn_error": error_code, "uncaught": True}
+            )
+        _finish_row(
+            work,
+            task,
+            worker_id,
+            FinishKind.BPMN_ERROR,
+            TaskState.COMPLETED,
+            error_message=error_message,
+        )
         flow.run(())
         core.flush(conn, work)
     core.dispatch(work.to_dispatch)
@@ -353,8 +485,9 @@ def handle_bpmn_error(
 # -- locks ----------------------------------------------------------------------------------
 
 
-def _explain_lock_refusal(task: ExternalTask | None, task_id: str, worker_id: str,
-                          verb: str, at: datetime) -> Exception:
+def _explain_lock_refusal(
+    task: ExternalTask | None, task_id: str, worker_id: str, verb: str, at: datetime
+) -> Exception:
     if task is None or task.state in (TaskState.COMPLETED, TaskState.CANCELLED):
         return not_found(task_id)
     if task.state is TaskState.LOCKED and task.lock_owner == worker_id:
@@ -368,35 +501,47 @@ def _explain_lock_refusal(task: ExternalTask | None, task_id: str, worker_id: st
     )
 
 
-def extend_lock(core: EngineCore, task_id: str, worker_id: str, new_duration_ms: int,
-                *, now: datetime | None = None) -> None:
+def extend_lock(
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    new_duration_ms: int,
+    *,
+    now: datetime | None = None,
+) -> None:
     """Set the lock expiry to now + ``new_duration_ms`` (the lock must be live and ours)."""
     _check_duration(new_duration_ms, "newDuration")
     if not worker_id:
         raise InvalidOperation("workerId is required")
     at = core.now(now)
     with core.tx() as conn:
-        if store.extend_lock(conn, task_id, worker_id,
-                             at + timedelta(milliseconds=new_duration_ms), at):
+        if store.extend_lock(
+            conn, task_id, worker_id, at + timedelta(milliseconds=new_duration_ms), at
+        ):
             return
-        raise _explain_lock_refusal(store.get(conn, task_id), task_id, worker_id,
-                                    "extended", at)
+        raise _explain_lock_refusal(store.get(conn, task_id), task_id, worker_id, "extended", at)
 
 
-def lock(core: EngineCore, task_id: str, worker_id: str, lock_duration_ms: int,
-         *, now: datetime | None = None) -> None:
+def lock(
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    lock_duration_ms: int,
+    *,
+    now: datetime | None = None,
+) -> None:
     """Lock one task by id for ``worker_id`` (free, or already held by the same worker)."""
     _check_duration(lock_duration_ms, "lockDuration")
     if not worker_id:
         raise InvalidOperation("workerId is required")
     at = core.now(now)
     with core.tx() as conn:
-        if store.lock(conn, task_id, worker_id, at + timedelta(milliseconds=lock_duration_ms),
-                      at):
+        if store.lock(conn, task_id, worker_id, at + timedelta(milliseconds=lock_duration_ms), at):
             task = store.get(conn, task_id)
             assert task is not None
-            store.record_events(conn, [_lock_event(task, "external_task_locked",
-                                                   {"worker": worker_id}, at)])
+            store.record_events(
+                conn, [_lock_event(task, "external_task_locked", {"worker": worker_id}, at)]
+            )
             return
         task = store.get(conn, task_id)
         if task is not None and task.suspended:
@@ -418,17 +563,24 @@ def unlock(core: EngineCore, task_id: str, *, now: datetime | None = None) -> No
         store.notify_topics(conn, [task.topic])
 
 
-def _lock_event(task: ExternalTask, type_: str, payload: dict[str, Any],
-                at: datetime) -> dict[str, Any]:
+def _lock_event(
+    task: ExternalTask, type_: str, payload: dict[str, Any], at: datetime
+) -> dict[str, Any]:
     return {
-        "instance_id": task.instance_id, "token_id": task.token_id, "node_id": task.node_id,
-        "type": type_, "from_state": None, "to_state": None,
-        "payload": {"task": task.id, **payload}, "at": at,
+        "instance_id": task.instance_id,
+        "token_id": task.token_id,
+        "node_id": task.node_id,
+        "type": type_,
+        "from_state": None,
+        "to_state": None,
+        "payload": {"task": task.id, **payload},
+        "at": at,
     }
 
 
-def set_retries(core: EngineCore, task_id: str, retries: int,
-                *, now: datetime | None = None) -> None:
+def set_retries(
+    core: EngineCore, task_id: str, retries: int, *, now: datetime | None = None
+) -> None:
     """Set the retries left; > 0 resolves a ``failedExternalTask`` incident, 0 opens one."""
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InvalidOperation("retries must be an integer >= 0")
@@ -443,32 +595,50 @@ def set_retries(core: EngineCore, task_id: str, retries: int,
             if task.state is TaskState.FAILED:
                 values.update(state=TaskState.READY.value, retry_at=None)
                 for incident_id in store.open_incident_ids(conn, task_id):
-                    work.update_rows("incident", {"id": incident_id}, state="resolved",
-                                     resolved_at=at)
-                    work.record("incident_resolved", token_id=task.token_id,
-                                node_id=task.node_id,
-                                payload={"incident": incident_id, "task": task.id})
+                    work.update_rows(
+                        "incident", {"id": incident_id}, state="resolved", resolved_at=at
+                    )
+                    work.record(
+                        "incident_resolved",
+                        token_id=task.token_id,
+                        node_id=task.node_id,
+                        payload={"incident": incident_id, "task": task.id},
+                    )
             work.update_rows("external_task", {"id": task.id}, **values)
             work.notify.add(task.topic)
         elif task.state is not TaskState.FAILED and tok is not None:
-            _open_incident(work, task, tok, task.finished_by or "operator",
-                           task.error_message or "retries set to 0", task.error_details,
-                           {"attempt": task.attempt})
-        work.record("external_task_retries_set", token_id=task.token_id, node_id=task.node_id,
-                    payload={"task": task.id, "retries": retries})
+            _open_incident(
+                work,
+                task,
+                tok,
+                task.finished_by or "operator",
+                task.error_message or "retries set to 0",
+                task.error_details,
+                {"attempt": task.attempt},
+            )
+        work.record(
+            "external_task_retries_set",
+            token_id=task.token_id,
+            node_id=task.node_id,
+            payload={"task": task.id, "retries": retries},
+        )
         core.flush(conn, work)
 
 
-def reclaim_expired_external_locks(core: EngineCore, *, now: datetime | None = None,
-                                   limit: int = 100) -> int:
+def reclaim_expired_external_locks(
+    core: EngineCore, *, now: datetime | None = None, limit: int = 100
+) -> int:
     """Return expired locks to ready (a history event each) and wake long pollers."""
     at = core.now(now)
     with core.tx() as conn:
         reclaimed = store.reclaim_expired(conn, at, limit)
-        store.record_events(conn, [
-            _lock_event(task, "external_task_lock_expired", {"worker": owner}, at)
-            for task, owner in reclaimed
-        ])
+        store.record_events(
+            conn,
+            [
+                _lock_event(task, "external_task_lock_expired", {"worker": owner}, at)
+                for task, owner in reclaimed
+            ],
+        )
         store.notify_topics(conn, [task.topic for task, _ in reclaimed])
     return len(reclaimed)
 
@@ -486,26 +656,53 @@ def get(core: EngineCore, task_id: str) -> ExternalTask:
 
 
 def query(
-    core: EngineCore, *, topic: str | None = None, worker_id: str | None = None,
-    instance_id: str | None = None, locked: bool | None = None,
-    retries_left: bool | None = None, task_ids: Sequence[str] | None = None,
-    offset: int = 0, limit: int | None = None, now: datetime | None = None,
+    core: EngineCore,
+    *,
+    topic: str | None = None,
+    worker_id: str | None = None,
+    instance_id: str | None = None,
+    locked: bool | None = None,
+    retries_left: bool | None = None,
+    task_ids: Sequence[str] | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+    now: datetime | None = None,
 ) -> list[ExternalTask]:
     """Open tasks matching every given filter, oldest first."""
     at = core.now(now)
     with core.db.connect() as conn:
-        return store.query(conn, now=at, topic=topic, worker_id=worker_id,
-                           instance_id=instance_id, locked=locked, retries_left=retries_left,
-                           task_ids=task_ids, offset=offset, limit=limit)
+        return store.query(
+            conn,
+            now=at,
+            topic=topic,
+            worker_id=worker_id,
+            instance_id=instance_id,
+            locked=locked,
+            retries_left=retries_left,
+            task_ids=task_ids,
+            offset=offset,
+            limit=limit,
+        )
 
 
 def count(
-    core: EngineCore, *, topic: str | None = None, worker_id: str | None = None,
-    instance_id: str | None = None, locked: bool | None = None,
-    retries_left: bool | None = None, now: datetime | None = None,
+    core: EngineCore,
+    *,
+    topic: str | None = None,
+    worker_id: str | None = None,
+    instance_id: str | None = None,
+    locked: bool | None = None,
+    retries_left: bool | None = None,
+    now: datetime | None = None,
 ) -> int:
     at = core.now(now)
     with core.db.connect() as conn:
-        return store.count(conn, now=at, topic=topic, worker_id=worker_id,
-                           instance_id=instance_id, locked=locked, retries_left=retries_left)
-
+        return store.count(
+            conn,
+            now=at,
+            topic=topic,
+            worker_id=worker_id,
+            instance_id=instance_id,
+            locked=locked,
+            retries_left=retries_left,
+        )

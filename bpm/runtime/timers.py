@@ -59,7 +59,6 @@ class Timer:
     interval_ms: int | None = None
 
 
-
 def _cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, timedelta]:
     """``(occurrences, interval)`` of a cycle spec; a ``${var}`` must hold the cycle text."""
     name = variable_name(spec.expression)

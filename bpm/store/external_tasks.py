@@ -253,8 +253,9 @@ def finish_locked(
             et.c.state == TaskState.LOCKED.value,
             et.c.lock_owner == worker_id,
         )
-        .values(lock_owner=None, lock_expires_at=None, finished_by=worker_id,
-                updated_at=now, **values)
+        .values(
+            lock_owner=None, lock_expires_at=None, finished_by=worker_id, updated_at=now, **values
+        )
         .returning(*et.c)
     ).first()
     return task_from_row(row) if row else None
@@ -464,4 +465,3 @@ def open_incident_ids(conn: Connection, task_id: str) -> list[str]:
         t.incident.c.external_task_id == task_id, t.incident.c.state == "open"
     )
     return [r.id for r in conn.execute(q)]
-

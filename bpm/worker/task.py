@@ -11,8 +11,9 @@ from typing import Any
 class BpmnError(Exception):
     """Raise in a handler to throw a BPMN error (caught by a matching error boundary)."""
 
-    def __init__(self, code: str, message: str | None = None,
-                 variables: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, code: str, message: str | None = None, variables: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(message or code)
         self.code = code
         self.message = message

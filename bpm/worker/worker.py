@@ -51,8 +51,12 @@ class Subscription:
     retry_timeout: int = 0
 
     def topic_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"topicName": self.topic, "lockDuration": self.lock_duration,
-                               "deserializeValues": True, "includeExtensionProperties": True}
+        out: dict[str, Any] = {
+            "topicName": self.topic,
+            "lockDuration": self.lock_duration,
+            "deserializeValues": True,
+            "includeExtensionProperties": True,
+        }
         if self.variables is not None:
             out["variables"] = list(self.variables)
         if self.business_key is not None:
@@ -142,10 +146,13 @@ class ExternalWorker:
             headers["Authorization"] = f"Bearer {api_key}"
         elif basic_auth:
             auth = httpx.BasicAuth(*basic_auth)
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, auth=auth,
-                                  timeout=http_timeout)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, auth=auth, timeout=http_timeout
+        )
         self._poll_http = httpx.Client(
-            base_url=self.base_url, headers=headers, auth=auth,
+            base_url=self.base_url,
+            headers=headers,
+            auth=auth,
             timeout=httpx.Timeout(long_poll_ms / 1000 + 10, connect=5.0),
         )
         self._stop = threading.Event()
@@ -157,9 +164,14 @@ class ExternalWorker:
 
     # -- registration ---------------------------------------------------------------------
     def subscribe(
-        self, topic: str, *, lock_duration: int = 30_000,
-        variables: list[str] | None = None, business_key: str | None = None,
-        process_definition_key: str | None = None, retries: int | None = None,
+        self,
+        topic: str,
+        *,
+        lock_duration: int = 30_000,
+        variables: list[str] | None = None,
+        business_key: str | None = None,
+        process_definition_key: str | None = None,
+        retries: int | None = None,
         retry_timeout: int = 0,
     ) -> Callable[[Handler], Handler]:
         """Decorator: run the function for every task of ``topic``."""
@@ -168,8 +180,14 @@ class ExternalWorker:
 
         def register(fn: Handler) -> Handler:
             self._subs[topic] = Subscription(
-                topic, fn, lock_duration, tuple(variables) if variables is not None else None,
-                business_key, process_definition_key, retries, retry_timeout,
+                topic,
+                fn,
+                lock_duration,
+                tuple(variables) if variables is not None else None,
+                business_key,
+                process_definition_key,
+                retries,
+                retry_timeout,
             )
             return fn
 
@@ -181,6 +199,7 @@ class ExternalWorker:
         if not self._subs:
             raise RuntimeError("no topic subscribed: use @worker.subscribe('topic')")
         if install_signals and threading.current_thread() is threading.main_thread():
+
             def on_signal(signum: int, _frame: FrameType | None) -> None:
                 log.info("signal %d: finishing the tasks in flight, then exiting", signum)
                 self.stop()
@@ -204,8 +223,9 @@ class ExternalWorker:
 
     def start_background(self) -> threading.Thread:
         """Run in a daemon thread (no signal handlers); stop with :meth:`stop`."""
-        thread = threading.Thread(target=self.run, kwargs={"install_signals": False},
-                                  name="bpm-worker", daemon=True)
+        thread = threading.Thread(
+            target=self.run, kwargs={"install_signals": False}, name="bpm-worker", daemon=True
+        )
         thread.start()
         return thread
 
@@ -216,7 +236,9 @@ class ExternalWorker:
     # -- internals ------------------------------------------------------------------------
     def _fetch_body(self, max_tasks: int) -> dict[str, Any]:
         return {
-            "workerId": self.worker_id, "maxTasks": max_tasks, "usePriority": self.use_priority,
+            "workerId": self.worker_id,
+            "maxTasks": max_tasks,
+            "usePriority": self.use_priority,
             "asyncResponseTimeout": self.long_poll_ms,
             "topics": [s.topic_json() for s in self._subs.values()],
         }
@@ -232,8 +254,9 @@ class ExternalWorker:
             if free == 0:
                 continue
             try:
-                resp = self._poll_http.post("/external-task/fetchAndLock",
-                                            json=self._fetch_body(free))
+                resp = self._poll_http.post(
+                    "/external-task/fetchAndLock", json=self._fetch_body(free)
+                )
                 if resp.status_code != 200:
                     raise _HttpRefused(resp)
                 tasks = resp.json()
@@ -241,8 +264,7 @@ class ExternalWorker:
             except (httpx.HTTPError, _HttpRefused, ValueError) as exc:
                 for _ in range(free):
                     self._slots.release()
-                log.warning("fetchAndLock failed (%s); retrying in %.1fs", _describe(exc),
-                            backoff)
+                log.warning("fetchAndLock failed (%s); retrying in %.1fs", _describe(exc), backoff)
                 self._stop.wait(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, 30.0)
                 continue
@@ -273,10 +295,16 @@ class ExternalWorker:
                 result = sub.handler(task)
             except BpmnError as err:
                 self._beats.remove(task.id)
-                self._report(task.id, "bpmnError", {
-                    "workerId": self.worker_id, "errorCode": err.code,
-                    "errorMessage": err.message, "variables": typed_variables(err.variables),
-                })
+                self._report(
+                    task.id,
+                    "bpmnError",
+                    {
+                        "workerId": self.worker_id,
+                        "errorCode": err.code,
+                        "errorMessage": err.message,
+                        "variables": typed_variables(err.variables),
+                    },
+                )
                 return
             except Exception as exc:
                 self._beats.remove(task.id)
@@ -284,12 +312,20 @@ class ExternalWorker:
                 return
             self._beats.remove(task.id)
             if result is not None and not isinstance(result, Mapping):
-                self._report_failure(task, sub, TypeError(
-                    f"handler returned {type(result).__name__}; return a dict or None"))
+                self._report_failure(
+                    task,
+                    sub,
+                    TypeError(f"handler returned {type(result).__name__}; return a dict or None"),
+                )
                 return
-            if self._report(task.id, "complete", {
-                "workerId": self.worker_id, "variables": typed_variables(result),
-            }):
+            if self._report(
+                task.id,
+                "complete",
+                {
+                    "workerId": self.worker_id,
+                    "variables": typed_variables(result),
+                },
+            ):
                 self.completed += 1
         finally:
             if self._beats is not None:
@@ -299,7 +335,8 @@ class ExternalWorker:
     def _report_failure(self, task: Task, sub: Subscription, exc: BaseException) -> None:
         details = "".join(traceback.format_exception(exc))
         body: dict[str, Any] = {
-            "workerId": self.worker_id, "errorMessage": f"{type(exc).__name__}: {exc}"[:4000],
+            "workerId": self.worker_id,
+            "errorMessage": f"{type(exc).__name__}: {exc}"[:4000],
             "errorDetails": details,
         }
         if sub.retries is not None:
@@ -325,19 +362,26 @@ class ExternalWorker:
             except httpx.HTTPError as exc:
                 problem = _describe(exc)
             if time.monotonic() + delay > deadline:
-                log.error("%s of task %s not delivered (%s); giving up, the lock will expire",
-                          action, task_id, problem)
+                log.error(
+                    "%s of task %s not delivered (%s); giving up, the lock will expire",
+                    action,
+                    task_id,
+                    problem,
+                )
                 return False
-            log.info("%s of task %s failed (%s); retrying in %.1fs", action, task_id, problem,
-                     delay)
+            log.info(
+                "%s of task %s failed (%s); retrying in %.1fs", action, task_id, problem, delay
+            )
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 5.0)
 
     def _extend_lock(self, task_id: str, lease_ms: int) -> bool | None:
         """True extended, False refused (lock lost), None network trouble."""
         try:
-            resp = self._http.post(f"/external-task/{task_id}/extendLock",
-                                   json={"workerId": self.worker_id, "newDuration": lease_ms})
+            resp = self._http.post(
+                f"/external-task/{task_id}/extendLock",
+                json={"workerId": self.worker_id, "newDuration": lease_ms},
+            )
         except httpx.HTTPError as exc:
             log.warning("extendLock of %s failed: %s", task_id, _describe(exc))
             return None
@@ -345,8 +389,11 @@ class ExternalWorker:
             return True
         if resp.status_code >= 500:
             return None
-        log.warning("extendLock of %s refused: %s; another worker may take the task",
-                    task_id, _describe(resp))
+        log.warning(
+            "extendLock of %s refused: %s; another worker may take the task",
+            task_id,
+            _describe(resp),
+        )
         return False
 
     def _unlock(self, task_id: str) -> None:

@@ -88,34 +88,51 @@ class Api:
         return self.server.base
 
     def deploy(self, bpmn: str, name: str = "process.bpmn") -> dict[str, Any]:
-        r = self.http.post("/deployment/create", data={"deployment-name": name},
-                           files={"file": (name, bpmn.encode(), "application/xml")})
+        r = self.http.post(
+            "/deployment/create",
+            data={"deployment-name": name},
+            files={"file": (name, bpmn.encode(), "application/xml")},
+        )
         assert r.status_code == 200, r.text
         return dict(r.json())
 
-    def start(self, key: str, variables: dict[str, Any] | None = None,
-              business_key: str | None = None) -> str:
-        body: dict[str, Any] = {"variables": {k: {"value": v} for k, v in
-                                              (variables or {}).items()}}
+    def start(
+        self, key: str, variables: dict[str, Any] | None = None, business_key: str | None = None
+    ) -> str:
+        body: dict[str, Any] = {
+            "variables": {k: {"value": v} for k, v in (variables or {}).items()}
+        }
         if business_key:
             body["businessKey"] = business_key
         r = self.http.post(f"/process-definition/key/{key}/start", json=body)
         assert r.status_code == 200, r.text
         return str(r.json()["id"])
 
-    def fetch(self, worker: str, topic: str, *, max_tasks: int = 10, lock: int = 30_000,
-              timeout: int | None = None, **extra: Any) -> list[dict[str, Any]]:
-        body: dict[str, Any] = {"workerId": worker, "maxTasks": max_tasks,
-                                "topics": [{"topicName": topic, "lockDuration": lock}], **extra}
+    def fetch(
+        self,
+        worker: str,
+        topic: str,
+        *,
+        max_tasks: int = 10,
+        lock: int = 30_000,
+        timeout: int | None = None,
+        **extra: Any,
+    ) -> list[dict[str, Any]]:
+        body: dict[str, Any] = {
+            "workerId": worker,
+            "maxTasks": max_tasks,
+            "topics": [{"topicName": topic, "lockDuration": lock}],
+            **extra,
+        }
         if timeout is not None:
             body["asyncResponseTimeout"] = timeout
-        r = self.http.post("/external-task/fetchAndLock", json=body,
-                           timeout=(timeout or 0) / 1000 + 10)
+        r = self.http.post(
+            "/external-task/fetchAndLock", json=body, timeout=(timeout or 0) / 1000 + 10
+        )
         assert r.status_code == 200, r.text
         return list(r.json())
 
-    def post(self, task_id: str, action: str, body: dict[str, Any] | None = None
-             ) -> httpx.Response:
+    def post(self, task_id: str, action: str, body: dict[str, Any] | None = None) -> httpx.Response:
         return self.http.post(f"/external-task/{task_id}/{action}", json=body)
 
 
@@ -147,18 +164,23 @@ def bpmn(key: str, body: str, defs: str = "") -> str:
     )
 
 
-def one_task(key: str, topic: str, extra: str = "", task_attrs: str = "",
-             defs: str = "", task_body: str = "") -> str:
+def one_task(
+    key: str, topic: str, extra: str = "", task_attrs: str = "", defs: str = "", task_body: str = ""
+) -> str:
     """start -> external task(topic) -> end, plus ``extra`` elements."""
     close = f">{task_body}</bpmn:serviceTask>" if task_body else "/>"
-    return bpmn(key, f"""
+    return bpmn(
+        key,
+        f"""
         <bpmn:startEvent id="start"/>
         <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="work"/>
         <bpmn:serviceTask id="work" camunda:type="external"
             camunda:topic="{topic}" {task_attrs}{close}
         <bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="end"/>
         <bpmn:endEvent id="end"/>
-        {extra}""", defs)
+        {extra}""",
+        defs,
+    )
 
 
 def history_types(engine: Engine, instance_id: str) -> list[str]:
@@ -179,5 +201,6 @@ def write_worker(path: Path, name: str, body: str) -> Path:
 def start_worker(module_dir: Path, module: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{module_dir}"}
     out = open(log, "ab")  # noqa: SIM115
-    return subprocess.Popen([*BPM, "external-worker", module], env=env, cwd=module_dir,
-                            stdout=out, stderr=out)
+    return subprocess.Popen(
+        [*BPM, "external-worker", module], env=env, cwd=module_dir, stdout=out, stderr=out
+    )

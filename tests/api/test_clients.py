@@ -68,8 +68,11 @@ def test_real_python_camunda_client_completes_tasks(api: Api, tmp_path: Path) ->
     proc = subprocess.Popen([sys.executable, str(script), api.base], stdout=log, stderr=log)
     try:
         for iid in [*ok, declined]:
-            eventually(functools.partial(_completed, api, iid), timeout=30,
-                       what=f"instance {iid} to complete")
+            eventually(
+                functools.partial(_completed, api, iid),
+                timeout=30,
+                what=f"instance {iid} to complete",
+            )
     finally:
         proc.kill()
         proc.wait()
@@ -113,16 +116,20 @@ def _js_client_dir() -> Path:
     node = shutil.which("node")
     if not npm or not node:
         pytest.skip("node/npm are not installed: the JS client test needs them")
-    cache = Path(os.environ.get("BPM_JS_CLIENT_DIR",
-                                Path.home() / ".cache" / "bpm-test-js-client"))
+    cache = Path(os.environ.get("BPM_JS_CLIENT_DIR", Path.home() / ".cache" / "bpm-test-js-client"))
     if not (cache / "node_modules" / "camunda-external-task-client-js").is_dir():
         cache.mkdir(parents=True, exist_ok=True)
-        (cache / "package.json").write_text(json.dumps({"name": "bpm-js", "private": True,
-                                                        "type": "module"}))
+        (cache / "package.json").write_text(
+            json.dumps({"name": "bpm-js", "private": True, "type": "module"})
+        )
         try:
-            subprocess.run([npm, "install", "--no-audit", "--no-fund",
-                            "camunda-external-task-client-js@3"], cwd=cache, check=True,
-                           timeout=120, capture_output=True)
+            subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "camunda-external-task-client-js@3"],
+                cwd=cache,
+                check=True,
+                timeout=120,
+                capture_output=True,
+            )
         except (subprocess.SubprocessError, OSError) as exc:
             pytest.skip(f"npm install camunda-external-task-client-js failed: {exc}")
     return cache
@@ -138,10 +145,16 @@ def test_real_js_camunda_client_completes_tasks(api: Api, tmp_path: Path) -> Non
     log = open(tmp_path / "js.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(["node", str(script), api.base], cwd=where, stdout=log, stderr=log)
     try:
-        eventually(lambda: instance_state(api.engine, ok) == "completed", timeout=30,
-                   what="the JS client to complete the task")
-        eventually(lambda: api.http.get("/incident", params={"processInstanceId": bad}).json(),
-                   timeout=30, what="the JS client's failure to open an incident")
+        eventually(
+            lambda: instance_state(api.engine, ok) == "completed",
+            timeout=30,
+            what="the JS client to complete the task",
+        )
+        eventually(
+            lambda: api.http.get("/incident", params={"processInstanceId": bad}).json(),
+            timeout=30,
+            what="the JS client's failure to open an incident",
+        )
     finally:
         proc.kill()
         proc.wait()
@@ -182,14 +195,18 @@ def test_sdk_worker_completes_fails_throws_and_heartbeats(api: Api, tmp_path: Pa
     proc = start_worker(tmp_path, "sdk_worker", tmp_path / "sdk.log")
     try:
         for iid in (ok, declined, slow):
-            eventually(functools.partial(_completed, api, iid), timeout=30,
-                       what=f"instance {iid} to complete")
+            eventually(
+                functools.partial(_completed, api, iid),
+                timeout=30,
+                what=f"instance {iid} to complete",
+            )
 
         def incidents_of_broken() -> list[dict[str, Any]]:
             return list(api.http.get("/incident", params={"processInstanceId": broken}).json())
 
-        incidents = eventually(incidents_of_broken, timeout=30,
-                               what="the failure to open an incident")
+        incidents = eventually(
+            incidents_of_broken, timeout=30, what="the failure to open an incident"
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
@@ -223,8 +240,7 @@ def test_sdk_worker_finishes_in_flight_work_on_sigterm(api: Api, tmp_path: Path)
     api.deploy(one_task("graceful", "graceful"))
     iid = api.start("graceful", {"n": 1})
     marker = tmp_path / "started"
-    write_worker(tmp_path, "graceful_worker",
-                 SIGTERM_WORKER.format(base=api.base, marker=marker))
+    write_worker(tmp_path, "graceful_worker", SIGTERM_WORKER.format(base=api.base, marker=marker))
     proc = start_worker(tmp_path, "graceful_worker", tmp_path / "graceful.log")
     eventually(marker.exists, timeout=20, what="the task to start")
     proc.send_signal(signal.SIGTERM)
@@ -239,8 +255,12 @@ def test_sdk_worker_finishes_in_flight_work_on_sigterm(api: Api, tmp_path: Path)
 def test_bpm_api_refuses_to_start_without_keys(pg_database_url: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "BPM_API_KEYS"}
     env["BPM_DATABASE_URL"] = pg_database_url
-    res = subprocess.run([sys.executable, "-c", "from bpm.cli import main; main()", "api",
-                          "--port", "1"], env=env, capture_output=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", "from bpm.cli import main; main()", "api", "--port", "1"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     assert res.returncode == 2
     assert b"--insecure-no-auth" in res.stderr
 
@@ -250,34 +270,46 @@ def test_auth_basic_bearer_and_topic_limits(pg_database_url: str, tmp_path: Path
 
     from bpm import Engine
 
-    server = ApiServer(pg_database_url, keys="w1:s3cret:auth-a|auth-b,admin:adm1n",
-                       log=tmp_path / "api.log").start()
+    server = ApiServer(
+        pg_database_url, keys="w1:s3cret:auth-a|auth-b,admin:adm1n", log=tmp_path / "api.log"
+    ).start()
     engine = Engine(pg_database_url)
     try:
         admin = httpx.Client(base_url=server.base, auth=("admin", "adm1n"))
         worker = httpx.Client(base_url=server.base, headers={"Authorization": "Bearer s3cret"})
-        body = bpmn("authp", """
+        body = bpmn(
+            "authp",
+            """
             <bpmn:startEvent id="s"/><bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
             <bpmn:serviceTask id="t" camunda:type="external" camunda:topic="auth-c"/>
-            <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/><bpmn:endEvent id="e"/>""")
+            <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/><bpmn:endEvent id="e"/>""",
+        )
         r = admin.post("/deployment/create", files={"f": ("a.bpmn", body.encode())})
         assert r.status_code == 200
         iid = admin.post("/process-definition/key/authp/start", json={}).json()["id"]
-        fetch = {"workerId": "w", "maxTasks": 1,
-                 "topics": [{"topicName": "auth-a", "lockDuration": 1000}]}
+        fetch = {
+            "workerId": "w",
+            "maxTasks": 1,
+            "topics": [{"topicName": "auth-a", "lockDuration": 1000}],
+        }
         none = httpx.post(f"{server.base}/external-task/fetchAndLock", json=fetch)
         assert none.status_code == 401
         assert none.json()["type"] == "AuthenticationException"
         assert none.headers["www-authenticate"] == 'Basic realm="default"'
-        wrong = httpx.post(f"{server.base}/external-task/fetchAndLock", json=fetch,
-                           headers={"Authorization": "Bearer nope"})
+        wrong = httpx.post(
+            f"{server.base}/external-task/fetchAndLock",
+            json=fetch,
+            headers={"Authorization": "Bearer nope"},
+        )
         assert wrong.status_code == 401
-        wrong = httpx.post(f"{server.base}/external-task/fetchAndLock", json=fetch,
-                           auth=("w1", "adm1n"))
+        wrong = httpx.post(
+            f"{server.base}/external-task/fetchAndLock", json=fetch, auth=("w1", "adm1n")
+        )
         assert wrong.status_code == 401
         assert worker.post("/external-task/fetchAndLock", json=fetch).status_code == 200
-        basic = httpx.post(f"{server.base}/external-task/fetchAndLock", json=fetch,
-                           auth=("w1", "s3cret"))
+        basic = httpx.post(
+            f"{server.base}/external-task/fetchAndLock", json=fetch, auth=("w1", "s3cret")
+        )
         assert basic.status_code == 200
         other = {**fetch, "topics": [{"topicName": "auth-c", "lockDuration": 1000}]}
         denied = worker.post("/external-task/fetchAndLock", json=other)
@@ -285,12 +317,16 @@ def test_auth_basic_bearer_and_topic_limits(pg_database_url: str, tmp_path: Path
         assert denied.json()["type"] == "AuthorizationException"
         [task] = admin.post("/external-task/fetchAndLock", json=other).json()
         # a topic-limited key may not touch a task of another topic, nor start instances
-        assert worker.post(f"/external-task/{task['id']}/complete",
-                           json={"workerId": "w"}).status_code == 403
+        assert (
+            worker.post(f"/external-task/{task['id']}/complete", json={"workerId": "w"}).status_code
+            == 403
+        )
         assert worker.post("/process-definition/key/authp/start", json={}).status_code == 403
         assert engine.get_instance(iid).state.value == "active"
-        assert admin.post(f"/external-task/{task['id']}/complete",
-                          json={"workerId": "w"}).status_code == 204
+        assert (
+            admin.post(f"/external-task/{task['id']}/complete", json={"workerId": "w"}).status_code
+            == 204
+        )
         assert engine.get_instance(iid).state.value == "completed"
     finally:
         server.kill()

@@ -63,8 +63,12 @@ def test_fuzz_every_operation_never_500_and_errors_in_camunda_shape(
 
     for op in operations:
 
-        @settings(max_examples=EXAMPLES, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=op.as_strategy(generation_mode=mode))
         def run(case: Any) -> None:
             _tame(case)
@@ -96,5 +100,6 @@ def test_fuzz_every_operation_never_500_and_errors_in_camunda_shape(
             continue
     assert not failures, "\n".join(failures[:20])
     # the seeded tasks are still there and still fetchable: the fuzz broke nothing
-    assert fuzz_api.http.get("/external-task/count", params={"topicName": "fuzz"}
-                             ).json()["count"] == 3
+    assert (
+        fuzz_api.http.get("/external-task/count", params={"topicName": "fuzz"}).json()["count"] == 3
+    )

@@ -40,8 +40,11 @@ def test_worker_killed_mid_task_is_fetched_again_after_lease(api: Api, tmp_path:
     api.deploy(one_task("kill9", "kill9"))
     iid = api.start("kill9", {"n": 1})
     marker = tmp_path / "started"
-    write_worker(tmp_path, "doomed_worker", SLOW_WORKER.format(
-        base=api.base, topic="kill9", lock=1500, marker=marker))
+    write_worker(
+        tmp_path,
+        "doomed_worker",
+        SLOW_WORKER.format(base=api.base, topic="kill9", lock=1500, marker=marker),
+    )
     proc = start_worker(tmp_path, "doomed_worker", tmp_path / "worker.log")
     try:
         eventually(marker.exists, timeout=20, what="the worker to start the task")
@@ -93,25 +96,33 @@ def test_failed_heartbeat_lets_another_worker_take_over_and_refuses_late_complet
     api.deploy(one_task("beat", "beat"))
     iid = api.start("beat", {"n": 1})
     [task] = api.fetch("w1", "beat", lock=800)
-    assert api.post(task["id"], "extendLock", {"workerId": "w1", "newDuration": 800}
-                    ).status_code == 204
+    assert (
+        api.post(task["id"], "extendLock", {"workerId": "w1", "newDuration": 800}).status_code
+        == 204
+    )
     # no more heartbeats: w2 long-polls and gets the task once the lease has run out
     got = api.fetch("w2", "beat", lock=30_000, timeout=10_000)
     assert [t["id"] for t in got] == [task["id"]]
     late = api.post(task["id"], "extendLock", {"workerId": "w1", "newDuration": 800})
     assert late.status_code == 400
     assert "locked by worker 'w2'" in late.json()["message"]
-    late = api.post(task["id"], "complete",
-                    {"workerId": "w1", "variables": {"by": {"value": "w1"}}})
+    late = api.post(
+        task["id"], "complete", {"workerId": "w1", "variables": {"by": {"value": "w1"}}}
+    )
     assert late.status_code == 400
     assert late.json() == {
-        "type": "BadUserRequestException", "code": None,
+        "type": "BadUserRequestException",
+        "code": None,
         "message": f"External Task {task['id']} cannot be completed by worker 'w1'. "
-                   "It is locked by worker 'w2'.",
+        "It is locked by worker 'w2'.",
     }
     assert instance_state(api.engine, iid) == "active"
-    assert api.post(task["id"], "complete",
-                    {"workerId": "w2", "variables": {"by": {"value": "w2"}}}).status_code == 204
+    assert (
+        api.post(
+            task["id"], "complete", {"workerId": "w2", "variables": {"by": {"value": "w2"}}}
+        ).status_code
+        == 204
+    )
     inst = api.engine.get_instance(iid)
     assert inst.state.value == "completed" and inst.variables["by"] == "w2"
 
@@ -143,8 +154,9 @@ def test_api_restart_during_long_polls_and_locks(api: Api) -> None:
     assert api.http.get(f"/external-task/{locked['id']}").json()["workerId"] == "w1"
     # a new long poll is woken by a task created after the restart
     got: list[dict[str, Any]] = []
-    poller = threading.Thread(target=lambda: got.extend(
-        api.fetch("w2", "restart-b", timeout=20_000)))
+    poller = threading.Thread(
+        target=lambda: got.extend(api.fetch("w2", "restart-b", timeout=20_000))
+    )
     poller.start()
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -166,13 +178,21 @@ def test_two_workers_racing_for_one_task_exactly_one_wins(api: Api) -> None:
         barrier = threading.Barrier(4)
         results: dict[str, list[dict[str, Any]]] = {}
 
-        def grab(worker: str, barrier: threading.Barrier = barrier,
-                 results: dict[str, list[dict[str, Any]]] = results) -> None:
+        def grab(
+            worker: str,
+            barrier: threading.Barrier = barrier,
+            results: dict[str, list[dict[str, Any]]] = results,
+        ) -> None:
             with httpx.Client(base_url=api.base, timeout=30) as http:
                 barrier.wait()
-                r = http.post("/external-task/fetchAndLock", json={
-                    "workerId": worker, "maxTasks": 5,
-                    "topics": [{"topicName": "race", "lockDuration": 60_000}]})
+                r = http.post(
+                    "/external-task/fetchAndLock",
+                    json={
+                        "workerId": worker,
+                        "maxTasks": 5,
+                        "topics": [{"topicName": "race", "lockDuration": 60_000}],
+                    },
+                )
                 results[worker] = r.json()
 
         threads = [threading.Thread(target=grab, args=(f"w{i}",)) for i in range(4)]
@@ -195,9 +215,14 @@ def test_two_workers_racing_for_one_task_exactly_one_wins(api: Api) -> None:
     def drain(worker: str) -> None:
         with httpx.Client(base_url=api.base, timeout=30) as http:
             while True:
-                r = http.post("/external-task/fetchAndLock", json={
-                    "workerId": worker, "maxTasks": 3,
-                    "topics": [{"topicName": "race", "lockDuration": 60_000}]})
+                r = http.post(
+                    "/external-task/fetchAndLock",
+                    json={
+                        "workerId": worker,
+                        "maxTasks": 3,
+                        "topics": [{"topicName": "race", "lockDuration": 60_000}],
+                    },
+                )
                 tasks = r.json()
                 if not tasks:
                     return
@@ -212,7 +237,9 @@ def test_two_workers_racing_for_one_task_exactly_one_wins(api: Api) -> None:
     assert sorted(seen) == sorted(ids)
 
 
-FORK_JOIN = bpmn("branches", """
+FORK_JOIN = bpmn(
+    "branches",
+    """
     <bpmn:startEvent id="start"/>
     <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="fork"/>
     <bpmn:parallelGateway id="fork"/>
@@ -225,7 +252,8 @@ FORK_JOIN = bpmn("branches", """
     <bpmn:parallelGateway id="join"/>
     <bpmn:sequenceFlow id="f3" sourceRef="join" targetRef="end"/>
     <bpmn:endEvent id="end"/>
-""")
+""",
+)
 
 
 def test_retried_branch_keeps_the_join_waiting_until_it_completes(api: Api) -> None:
@@ -234,8 +262,14 @@ def test_retried_branch_keeps_the_join_waiting_until_it_completes(api: Api) -> N
     iid = api.start("branches", {"n": 1})
     [a] = api.fetch("wa", "branch-a")
     [b] = api.fetch("wb", "branch-b")
-    assert api.post(a["id"], "failure", {"workerId": "wa", "errorMessage": "flaky",
-                                         "retries": 2, "retryTimeout": 300}).status_code == 204
+    assert (
+        api.post(
+            a["id"],
+            "failure",
+            {"workerId": "wa", "errorMessage": "flaky", "retries": 2, "retryTimeout": 300},
+        ).status_code
+        == 204
+    )
     assert api.post(b["id"], "complete", {"workerId": "wb"}).status_code == 204
     inst = api.engine.get_instance(iid)
     assert inst.state.value == "active"
@@ -256,9 +290,14 @@ def test_retry_after_is_honoured(api: Api) -> None:
     iid = api.start("later", {"n": 1})
     [task] = api.fetch("w1", "later")
     failed_at = time.monotonic()
-    assert api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "busy",
-                                            "retries": 3, "retryTimeout": 1200}
-                    ).status_code == 204
+    assert (
+        api.post(
+            task["id"],
+            "failure",
+            {"workerId": "w1", "errorMessage": "busy", "retries": 3, "retryTimeout": 1200},
+        ).status_code
+        == 204
+    )
     assert api.fetch("w1", "later") == []
     got = api.fetch("w2", "later", timeout=10_000)  # woken by the retry-time timer
     waited = time.monotonic() - failed_at
@@ -269,15 +308,22 @@ def test_retry_after_is_honoured(api: Api) -> None:
     assert instance_state(api.engine, iid) == "completed"
 
     # with a model RetryPolicy and no retries from the worker, the engine's policy decides
-    api.deploy(one_task("policy", "policy", task_body="""
+    api.deploy(
+        one_task(
+            "policy",
+            "policy",
+            task_body="""
         <bpmn:extensionElements>
           <camunda:failedJobRetryTimeCycle>R3/PT1S</camunda:failedJobRetryTimeCycle>
-        </bpmn:extensionElements>"""))
+        </bpmn:extensionElements>""",
+        )
+    )
     api.start("policy", {"n": 2})
     [task] = api.fetch("w1", "policy")
     failed_at = time.monotonic()
-    assert api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "x"}
-                    ).status_code == 204
+    assert (
+        api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "x"}).status_code == 204
+    )
     assert api.fetch("w1", "policy") == []
     [again] = api.fetch("w1", "policy", timeout=10_000)
     assert 0.9 <= time.monotonic() - failed_at < 3.0
@@ -289,8 +335,16 @@ def test_retries_exhausted_open_an_incident_resolved_by_put_retries(api: Api) ->
     api.deploy(one_task("exhaust", "exhaust"))
     iid = api.start("exhaust", {"n": 1})
     [task] = api.fetch("w1", "exhaust")
-    r = api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "card service down",
-                                         "errorDetails": "Traceback: boom", "retries": 0})
+    r = api.post(
+        task["id"],
+        "failure",
+        {
+            "workerId": "w1",
+            "errorMessage": "card service down",
+            "errorDetails": "Traceback: boom",
+            "retries": 0,
+        },
+    )
     assert r.status_code == 204
     assert api.fetch("w1", "exhaust") == []
     [incident] = api.http.get("/incident", params={"processInstanceId": iid}).json()
@@ -303,8 +357,9 @@ def test_retries_exhausted_open_an_incident_resolved_by_put_retries(api: Api) ->
     assert details.text == "Traceback: boom"
     assert details.headers["content-type"].startswith("text/plain")
     assert instance_state(api.engine, iid) == "active"
-    assert api.http.put(f"/external-task/{task['id']}/retries", json={"retries": 1}
-                        ).status_code == 204
+    assert (
+        api.http.put(f"/external-task/{task['id']}/retries", json={"retries": 1}).status_code == 204
+    )
     assert api.http.get("/incident", params={"processInstanceId": iid}).json() == []
     [again] = api.fetch("w1", "exhaust")
     assert again["retries"] == 1
@@ -312,15 +367,23 @@ def test_retries_exhausted_open_an_incident_resolved_by_put_retries(api: Api) ->
     assert instance_state(api.engine, iid) == "completed"
 
     # the model's policy running out opens the incident the same way
-    api.deploy(one_task("exhaust2", "exhaust2", task_body="""
+    api.deploy(
+        one_task(
+            "exhaust2",
+            "exhaust2",
+            task_body="""
         <bpmn:extensionElements>
           <camunda:failedJobRetryTimeCycle>R2/PT1S</camunda:failedJobRetryTimeCycle>
-        </bpmn:extensionElements>"""))
+        </bpmn:extensionElements>""",
+        )
+    )
     iid2 = api.start("exhaust2", {"n": 2})
     for _ in range(2):
         [task] = api.fetch("w1", "exhaust2", timeout=10_000)
-        assert api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "no"}
-                        ).status_code == 204
+        assert (
+            api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "no"}).status_code
+            == 204
+        )
     assert api.fetch("w1", "exhaust2") == []
     [incident] = api.http.get("/incident", params={"processInstanceId": iid2}).json()
     assert incident["incidentType"] == "failedExternalTask"

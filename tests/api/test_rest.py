@@ -22,14 +22,39 @@ PROPS = """
 def test_fetch_and_lock_shape_filters_and_order(api: Api) -> None:
     api.deploy(one_task("shape", "shape", task_body=PROPS))
     api.deploy(one_task("urgent", "shape", task_attrs='camunda:taskPriority="50"'))
-    low = api.start("shape", {"amount": 42, "big": 2**40, "ratio": 0.5, "ok": True,
-                              "none": None, "doc": {"a": [1]}, "tags": ["x"]}, "o-1")
+    low = api.start(
+        "shape",
+        {
+            "amount": 42,
+            "big": 2**40,
+            "ratio": 0.5,
+            "ok": True,
+            "none": None,
+            "doc": {"a": [1]},
+            "tags": ["x"],
+        },
+        "o-1",
+    )
     high = api.start("urgent", {"amount": 1})
-    r = api.http.post("/external-task/fetchAndLock", json={
-        "workerId": "w1", "maxTasks": 1, "usePriority": True, "sorting": None,
-        "topics": [{"topicName": "shape", "lockDuration": 10_000, "variables": None,
-                    "processVariables": {}, "localVariables": False}],
-        "unknownField": "ignored"})
+    r = api.http.post(
+        "/external-task/fetchAndLock",
+        json={
+            "workerId": "w1",
+            "maxTasks": 1,
+            "usePriority": True,
+            "sorting": None,
+            "topics": [
+                {
+                    "topicName": "shape",
+                    "lockDuration": 10_000,
+                    "variables": None,
+                    "processVariables": {},
+                    "localVariables": False,
+                }
+            ],
+            "unknownField": "ignored",
+        },
+    )
     assert r.status_code == 200
     assert r.headers["content-type"] == "application/json"
     [first] = r.json()
@@ -47,23 +72,48 @@ def test_fetch_and_lock_shape_filters_and_order(api: Api) -> None:
     assert task["lockExpirationTime"].endswith("+0000")
     # variables by name, deserialized objects, extension properties, filters
     api.post(task["id"], "unlock")
-    r = api.http.post("/external-task/fetchAndLock", json={
-        "workerId": 7, "maxTasks": 5, "topics": [{
-            "topicName": "shape", "lockDuration": 10_000, "variables": ["doc"],
-            "deserializeValues": True, "includeExtensionProperties": True,
-            "businessKey": "o-1", "processDefinitionKey": "shape",
-            "processVariables": {"amount": 42, "nope": "x"}}]})
+    r = api.http.post(
+        "/external-task/fetchAndLock",
+        json={
+            "workerId": 7,
+            "maxTasks": 5,
+            "topics": [
+                {
+                    "topicName": "shape",
+                    "lockDuration": 10_000,
+                    "variables": ["doc"],
+                    "deserializeValues": True,
+                    "includeExtensionProperties": True,
+                    "businessKey": "o-1",
+                    "processDefinitionKey": "shape",
+                    "processVariables": {"amount": 42, "nope": "x"},
+                }
+            ],
+        },
+    )
     [task] = r.json()
     assert task["workerId"] == "7"
-    info = {"objectTypeName": "java.util.LinkedHashMap",
-            "serializationDataFormat": "application/json"}
+    info = {
+        "objectTypeName": "java.util.LinkedHashMap",
+        "serializationDataFormat": "application/json",
+    }
     assert task["variables"] == {"doc": {"type": "Object", "value": {"a": [1]}, "valueInfo": info}}
     assert task["extensionProperties"] == {"region": "eu"}
     # workerId as a JSON number in complete (the Python client does that)
-    r = api.post(task["id"], "complete", {"workerId": 7, "variables": {
-        "s": {"value": "x", "type": "string"}, "n": {"value": "12", "type": "Integer"},
-        "j": {"value": '{"k": 1}', "type": "json"}, "d": {"value": True}},
-        "localVariables": {"loc": {"value": 1}}})
+    r = api.post(
+        task["id"],
+        "complete",
+        {
+            "workerId": 7,
+            "variables": {
+                "s": {"value": "x", "type": "string"},
+                "n": {"value": "12", "type": "Integer"},
+                "j": {"value": '{"k": 1}', "type": "json"},
+                "d": {"value": True},
+            },
+            "localVariables": {"loc": {"value": 1}},
+        },
+    )
     assert r.status_code == 204 and r.content == b""
     assert "content-type" not in r.headers
     got = api.engine.get_instance(low).variables
@@ -84,9 +134,15 @@ def test_long_poll_answers_empty_before_the_timeout_and_wakes_on_creation(api: A
     th.join()
     assert time.monotonic() - t0 < 0.5
     assert got[0]["processInstanceId"] == iid
-    r = api.http.post("/external-task/fetchAndLock", json={
-        "workerId": "w", "maxTasks": 1, "asyncResponseTimeout": 1_800_001,
-        "topics": [{"topicName": "poll", "lockDuration": 1000}]})
+    r = api.http.post(
+        "/external-task/fetchAndLock",
+        json={
+            "workerId": "w",
+            "maxTasks": 1,
+            "asyncResponseTimeout": 1_800_001,
+            "topics": [{"topicName": "poll", "lockDuration": 1000}],
+        },
+    )
     assert r.status_code == 400 and r.json()["type"] == "InvalidRequestException"
 
 
@@ -99,59 +155,129 @@ def _snapshot(api: Api, task_id: str, iid: str) -> tuple[Any, ...]:
 BIG = "x" * (17 * 1024 * 1024)
 
 
-@pytest.mark.parametrize("method,path,kwargs,status", [
-    ("post", "/external-task/{id}/complete", {"json": {}}, 400),
-    ("post", "/external-task/{id}/complete", {"content": b"{not json"}, 400),
-    ("post", "/external-task/{id}/complete", {"content": b"[1, 2]"}, 400),
-    ("post", "/external-task/{id}/complete", {"json": {"workerId": True}}, 400),
-    ("post", "/external-task/{id}/complete", {"json": {"workerId": "w" * 300}}, 400),
-    ("post", "/external-task/{id}/complete", {"json": {"workerId": "w1", "variables": [1]}},
-     400),
-    ("post", "/external-task/{id}/complete",
-     {"json": {"workerId": "w1", "variables": {"a": {"value": "x", "type": "Integer"}}}}, 400),
-    ("post", "/external-task/{id}/complete",
-     {"json": {"workerId": "w1", "variables": {"a": {"value": 1, "type": "Ghost"}}}}, 400),
-    ("post", "/external-task/{id}/complete",
-     {"json": {"workerId": "w1", "variables": {"a": {"value": "{", "type": "Json"}}}}, 400),
-    ("post", "/external-task/{id}/complete",
-     {"json": {"workerId": "w1", "variables": {"a": {"value": "x" * 300_000}}}}, 400),
-    ("post", "/external-task/{id}/complete",
-     {"json": {"workerId": "w1", "variables": {"a": {"value": "nul\u0000"}}}}, 400),
-    ("post", "/external-task/{id}/complete", {"content": BIG.encode()}, 413),
-    ("post", "/external-task/{id}/complete", {"json": {"workerId": "intruder"}}, 400),
-    ("post", "/external-task/{id}/failure", {"json": {"workerId": "w1", "retries": -1}}, 400),
-    ("post", "/external-task/{id}/failure", {"json": {"workerId": "w1", "retries": "many"}},
-     400),
-    ("post", "/external-task/{id}/bpmnError", {"json": {"workerId": "w1"}}, 400),
-    ("post", "/external-task/{id}/extendLock", {"json": {"workerId": "w1", "newDuration": 0}},
-     400),
-    ("post", "/external-task/{id}/extendLock", {"json": {"workerId": "w2",
-                                                          "newDuration": 100}}, 400),
-    ("post", "/external-task/{id}/lock", {"json": {"workerId": "w2", "lockDuration": 100}},
-     400),
-    ("put", "/external-task/{id}/retries", {"json": {"retries": -3}}, 400),
-    ("post", "/external-task/unknown-id/complete", {"json": {"workerId": "w1"}}, 404),
-    ("post", "/external-task/unknown-id/unlock", {}, 404),
-    ("get", "/external-task/unknown-id", {}, 404),
-    ("post", "/external-task/fetchAndLock", {"json": {"workerId": "w9", "maxTasks": "lots"}},
-     400),
-    ("post", "/external-task/fetchAndLock", {"json": {"workerId": "w9", "maxTasks": 1,
-                                                     "topics": [{"topicName": "bad"}]}}, 400),
-    ("post", "/external-task/fetchAndLock", {"json": {
-        "workerId": "w9", "maxTasks": 1, "sorting": [{"sortBy": "nope"}],
-        "topics": [{"topicName": "bad", "lockDuration": 5}]}}, 400),
-    ("post", "/external-task/fetchAndLock", {"content": b'{"workerId": "w", "maxTasks": 1,'
-                                             + b'"topics": ' + b"[" * 5000 + b"]" * 5000
-                                             + b"}"}, 400),
-    ("post", "/process-definition/key/nope/start", {"json": {}}, 404),
-    ("post", "/process-definition/key/bad/start", {"json": {"variables": "x"}}, 400),
-    ("get", "/process-instance/unknown", {}, 404),
-    ("delete", "/process-instance/unknown", {}, 404),
-    ("post", "/deployment/create", {"files": {"f": ("x.bpmn", b"<not-bpmn")}}, 400),
-    ("post", "/deployment/create", {"json": {}}, 400),
-    ("get", "/no/such/route", {}, 404),
-    ("patch", "/external-task/{id}/complete", {}, 405),
-])
+@pytest.mark.parametrize(
+    "method,path,kwargs,status",
+    [
+        ("post", "/external-task/{id}/complete", {"json": {}}, 400),
+        ("post", "/external-task/{id}/complete", {"content": b"{not json"}, 400),
+        ("post", "/external-task/{id}/complete", {"content": b"[1, 2]"}, 400),
+        ("post", "/external-task/{id}/complete", {"json": {"workerId": True}}, 400),
+        ("post", "/external-task/{id}/complete", {"json": {"workerId": "w" * 300}}, 400),
+        (
+            "post",
+            "/external-task/{id}/complete",
+            {"json": {"workerId": "w1", "variables": [1]}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/{id}/complete",
+            {"json": {"workerId": "w1", "variables": {"a": {"value": "x", "type": "Integer"}}}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/{id}/complete",
+            {"json": {"workerId": "w1", "variables": {"a": {"value": 1, "type": "Ghost"}}}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/{id}/complete",
+            {"json": {"workerId": "w1", "variables": {"a": {"value": "{", "type": "Json"}}}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/{id}/complete",
+            {"json": {"workerId": "w1", "variables": {"a": {"value": "x" * 300_000}}}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/{id}/complete",
+            {"json": {"workerId": "w1", "variables": {"a": {"value": "nul\u0000"}}}},
+            400,
+        ),
+        ("post", "/external-task/{id}/complete", {"content": BIG.encode()}, 413),
+        ("post", "/external-task/{id}/complete", {"json": {"workerId": "intruder"}}, 400),
+        ("post", "/external-task/{id}/failure", {"json": {"workerId": "w1", "retries": -1}}, 400),
+        (
+            "post",
+            "/external-task/{id}/failure",
+            {"json": {"workerId": "w1", "retries": "many"}},
+            400,
+        ),
+        ("post", "/external-task/{id}/bpmnError", {"json": {"workerId": "w1"}}, 400),
+        (
+            "post",
+            "/external-task/{id}/extendLock",
+            {"json": {"workerId": "w1", "newDuration": 0}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/{id}/extendLock",
+            {"json": {"workerId": "w2", "newDuration": 100}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/{id}/lock",
+            {"json": {"workerId": "w2", "lockDuration": 100}},
+            400,
+        ),
+        ("put", "/external-task/{id}/retries", {"json": {"retries": -3}}, 400),
+        ("post", "/external-task/unknown-id/complete", {"json": {"workerId": "w1"}}, 404),
+        ("post", "/external-task/unknown-id/unlock", {}, 404),
+        ("get", "/external-task/unknown-id", {}, 404),
+        (
+            "post",
+            "/external-task/fetchAndLock",
+            {"json": {"workerId": "w9", "maxTasks": "lots"}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/fetchAndLock",
+            {"json": {"workerId": "w9", "maxTasks": 1, "topics": [{"topicName": "bad"}]}},
+            400,
+        ),
+        (
+            "post",
+            "/external-task/fetchAndLock",
+            {
+                "json": {
+                    "workerId": "w9",
+                    "maxTasks": 1,
+                    "sorting": [{"sortBy": "nope"}],
+                    "topics": [{"topicName": "bad", "lockDuration": 5}],
+                }
+            },
+            400,
+        ),
+        (
+            "post",
+            "/external-task/fetchAndLock",
+            {
+                "content": b'{"workerId": "w", "maxTasks": 1,'
+                + b'"topics": '
+                + b"[" * 5000
+                + b"]" * 5000
+                + b"}"
+            },
+            400,
+        ),
+        ("post", "/process-definition/key/nope/start", {"json": {}}, 404),
+        ("post", "/process-definition/key/bad/start", {"json": {"variables": "x"}}, 400),
+        ("get", "/process-instance/unknown", {}, 404),
+        ("delete", "/process-instance/unknown", {}, 404),
+        ("post", "/deployment/create", {"files": {"f": ("x.bpmn", b"<not-bpmn")}}, 400),
+        ("post", "/deployment/create", {"json": {}}, 400),
+        ("get", "/no/such/route", {}, 404),
+        ("patch", "/external-task/{id}/complete", {}, 405),
+    ],
+)
 def test_bad_input_gets_a_camunda_error_and_changes_nothing(
     api: Api, method: str, path: str, kwargs: dict[str, Any], status: int
 ) -> None:
@@ -170,13 +296,21 @@ def test_bad_input_gets_a_camunda_error_and_changes_nothing(
 
 
 def test_parse_error_details_and_process_endpoints(api: Api) -> None:
-    r = api.http.post("/deployment/create", files={"f": ("broken.bpmn", b"""<?xml version="1.0"?>
+    r = api.http.post(
+        "/deployment/create",
+        files={
+            "f": (
+                "broken.bpmn",
+                b"""<?xml version="1.0"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d">
   <bpmn:process id="p" isExecutable="true">
     <bpmn:startEvent id="s"/>
     <bpmn:sequenceFlow id="f" sourceRef="s" targetRef="ghost"/>
   </bpmn:process>
-</bpmn:definitions>""")})
+</bpmn:definitions>""",
+            )
+        },
+    )
     assert r.status_code == 400
     body = r.json()
     assert body["type"] == "ParseException"
@@ -188,9 +322,14 @@ def test_parse_error_details_and_process_endpoints(api: Api) -> None:
     [(def_id, d)] = dep["deployedProcessDefinitions"].items()
     assert d["key"] == "proc" and d["version"] == 1 and d["resource"] == "proc.bpmn"
     assert api.http.get("/process-definition/key/proc").json()["id"] == def_id
-    r = api.http.post("/process-definition/key/proc/start", json={
-        "businessKey": "b-1", "withVariablesInReturn": True,
-        "variables": {"amount": {"value": 5, "type": "Long"}}})
+    r = api.http.post(
+        "/process-definition/key/proc/start",
+        json={
+            "businessKey": "b-1",
+            "withVariablesInReturn": True,
+            "variables": {"amount": {"value": 5, "type": "Long"}},
+        },
+    )
     inst = r.json()
     assert inst["definitionId"] == def_id and inst["businessKey"] == "b-1"
     assert inst["ended"] is False and inst["suspended"] is False and inst["tenantId"] is None
@@ -200,7 +339,8 @@ def test_parse_error_details_and_process_endpoints(api: Api) -> None:
     assert [i["id"] for i in listed] == [iid]
     assert api.http.get("/process-instance", params={"businessKey": "b-1"}).json()[0]["id"] == iid
     assert api.http.get(f"/process-instance/{iid}/variables").json() == {
-        "amount": {"type": "Integer", "value": 5, "valueInfo": {}}}
+        "amount": {"type": "Integer", "value": 5, "valueInfo": {}}
+    }
     [task] = api.fetch("w1", "proc")
     assert api.http.delete(f"/process-instance/{iid}").status_code == 204
     assert api.http.get(f"/process-instance/{iid}").status_code == 404
@@ -215,19 +355,25 @@ def test_lock_unlock_and_uncaught_bpmn_error(api: Api) -> None:
     [task] = api.fetch("w1", "locks")
     r = api.http.post(f"/external-task/{task['id']}/unlock")  # no body, no content type
     assert r.status_code == 204
-    assert api.post(task["id"], "lock", {"workerId": "w2", "lockDuration": 60_000}
-                    ).status_code == 204
+    assert (
+        api.post(task["id"], "lock", {"workerId": "w2", "lockDuration": 60_000}).status_code == 204
+    )
     assert api.fetch("w1", "locks") == []
     assert api.http.get("/external-task", params={"workerId": "w2"}).json()[0]["id"] == task["id"]
     assert api.http.get("/external-task/count", params={"locked": True}).json() == {"count": 1}
-    r = api.post(task["id"], "bpmnError", {"workerId": "w2", "errorCode": "NOPE",
-                                           "errorMessage": "no handler for this"})
+    r = api.post(
+        task["id"],
+        "bpmnError",
+        {"workerId": "w2", "errorCode": "NOPE", "errorMessage": "no handler for this"},
+    )
     assert r.status_code == 204
     # no boundary catches it: the activity just ends, its outgoing flow is not taken
     assert instance_state(api.engine, iid) == "completed"
     assert "end" not in {e.node_id for e in api.engine.history(iid)}
-    assert api.post(task["id"], "bpmnError", {"workerId": "w2", "errorCode": "NOPE"}
-                    ).status_code == 204  # idempotent for its worker
+    assert (
+        api.post(task["id"], "bpmnError", {"workerId": "w2", "errorCode": "NOPE"}).status_code
+        == 204
+    )  # idempotent for its worker
 
 
 def test_pending_long_polls_are_bounded(pg_database_url: str, tmp_path: Path) -> None:
@@ -239,13 +385,20 @@ def test_pending_long_polls_are_bounded(pg_database_url: str, tmp_path: Path) ->
     finally:
         del os.environ["BPM_API_MAX_PENDING_POLLS"]
     try:
-        body = {"workerId": "w", "maxTasks": 1, "asyncResponseTimeout": 3000,
-                "topics": [{"topicName": "none", "lockDuration": 1000}]}
+        body = {
+            "workerId": "w",
+            "maxTasks": 1,
+            "asyncResponseTimeout": 3000,
+            "topics": [{"topicName": "none", "lockDuration": 1000}],
+        }
         codes: list[int] = []
 
         def poll() -> None:
-            codes.append(httpx.post(f"{server.base}/external-task/fetchAndLock", json=body,
-                                    timeout=10).status_code)
+            codes.append(
+                httpx.post(
+                    f"{server.base}/external-task/fetchAndLock", json=body, timeout=10
+                ).status_code
+            )
 
         threads = [threading.Thread(target=poll) for _ in range(2)]
         for th in threads:
@@ -268,8 +421,11 @@ def test_reclaimer_returns_expired_locks_with_a_history_event(api: Api) -> None:
     assert api.engine.reclaim_expired_external_locks() == 0  # not expired yet
     from tests.support import eventually
 
-    eventually(lambda: api.engine.reclaim_expired_external_locks() == 1, timeout=10,
-               what="the lock to expire and be reclaimed")
+    eventually(
+        lambda: api.engine.reclaim_expired_external_locks() == 1,
+        timeout=10,
+        what="the lock to expire and be reclaimed",
+    )
     info = api.http.get(f"/external-task/{task['id']}").json()
     assert info["workerId"] is None and info["lockExpirationTime"] is None
     events = [e for e in api.engine.history(iid) if e.type == "external_task_lock_expired"]

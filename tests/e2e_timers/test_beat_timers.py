@@ -34,8 +34,12 @@ HANDLERS = {"BPM_HANDLERS": "tests.e2e_timers.handlers"}
 def nap_model(with_retry: bool = True) -> ProcessModel:
     p = Process("nap").start("s").timer("wait", duration="${wait_for}")
     if with_retry:
-        p = p.service_task("after", handler="after-timer").service_task(
-            "flaky", handler="fails-once").end("e").sequence("s", "wait", "after", "flaky", "e")
+        p = (
+            p.service_task("after", handler="after-timer")
+            .service_task("flaky", handler="fails-once")
+            .end("e")
+            .sequence("s", "wait", "after", "flaky", "e")
+        )
     else:
         p = p.end("e").sequence("s", "wait", "e")
     return p.build()
@@ -62,8 +66,11 @@ def all_completed(engine: Engine, ids: list[str]) -> bool:
 
 
 def test_timers_and_retry_backoffs_survive_killing_every_worker_and_beat(
-    celery_engine: Engine, start_workers: StartWorkers,
-    start_beat_process: Callable[..., CeleryProcess], rds: redis.Redis, tag: str,
+    celery_engine: Engine,
+    start_workers: StartWorkers,
+    start_beat_process: Callable[..., CeleryProcess],
+    rds: redis.Redis,
+    tag: str,
 ) -> None:
     env = {**HANDLERS, "BPM_BEAT_TIMER_SECONDS": "0.2"}
     procs = [*start_workers(1, **env), start_beat_process(**env)]
@@ -71,22 +78,34 @@ def test_timers_and_retry_backoffs_survive_killing_every_worker_and_beat(
     ids = [celery_engine.start("nap", {"wait_for": 3, "tag": tag}).id for _ in range(10)]
     kill_all(procs)  # long before the timers are due
 
-    eventually(lambda: (w := celery_engine.next_wakeup()) is not None and w <= utcnow(),
-               timeout=20, what="the timers to fall due while nothing runs")
+    eventually(
+        lambda: (w := celery_engine.next_wakeup()) is not None and w <= utcnow(),
+        timeout=20,
+        what="the timers to fall due while nothing runs",
+    )
     assert len(celery_engine.timers()) == 10 and not fired_per_instance(celery_engine)
 
     procs = [*start_workers(1, **env), start_beat_process(**env)]
     # Each instance: the timer fires, "after" runs, "flaky" fails once -> retry_backoff.
-    eventually(lambda: len([t for t in celery_engine.timers() if t.kind == "retry_backoff"])
-               == 10, timeout=60, what="every instance to wait on a retry backoff")
+    eventually(
+        lambda: len([t for t in celery_engine.timers() if t.kind == "retry_backoff"]) == 10,
+        timeout=60,
+        what="every instance to wait on a retry backoff",
+    )
     kill_all(procs)
-    eventually(lambda: (w := celery_engine.next_wakeup()) is not None and w <= utcnow(),
-               timeout=20, what="the backoffs to fall due while nothing runs")
+    eventually(
+        lambda: (w := celery_engine.next_wakeup()) is not None and w <= utcnow(),
+        timeout=20,
+        what="the backoffs to fall due while nothing runs",
+    )
 
     start_workers(1, **env)
     start_beat_process(**env)
-    eventually(lambda: all_completed(celery_engine, ids), timeout=60,
-               what="every instance to complete after the restart")
+    eventually(
+        lambda: all_completed(celery_engine, ids),
+        timeout=60,
+        what="every instance to complete after the restart",
+    )
     assert set(fired_per_instance(celery_engine).values()) == {2}  # the delay + the backoff
     for i in ids:
         assert rds.get(runs_key(tag, i, "after")) == "1"
@@ -96,8 +115,11 @@ def test_timers_and_retry_backoffs_survive_killing_every_worker_and_beat(
 
 
 def test_two_beats_fire_each_timer_once(
-    celery_engine: Engine, start_workers: StartWorkers,
-    start_beat_process: Callable[..., CeleryProcess], rds: redis.Redis, tag: str,
+    celery_engine: Engine,
+    start_workers: StartWorkers,
+    start_beat_process: Callable[..., CeleryProcess],
+    rds: redis.Redis,
+    tag: str,
 ) -> None:
     env = {**HANDLERS, "BPM_BEAT_TIMER_SECONDS": "0.1"}
     workers = start_workers(2, **env)
@@ -107,8 +129,7 @@ def test_two_beats_fire_each_timer_once(
         celery_engine.start("nap", {"wait_for": 1 + (i % 20) / 10, "tag": tag}).id
         for i in range(100)
     ]
-    eventually(lambda: all_completed(celery_engine, ids), timeout=60,
-               what="every timer to fire")
+    eventually(lambda: all_completed(celery_engine, ids), timeout=60, what="every timer to fire")
     counts = fired_per_instance(celery_engine)
     assert set(counts) == set(ids) and set(counts.values()) == {1}
     for beat in beats:  # both schedulers really were sending the task
@@ -122,9 +143,14 @@ def test_two_timer_loops_fire_each_timer_once(pg_database_url: str, tmp_path: Pa
     ids = [engine.start("nap", {"wait_for": (1 + i % 20) / 10}).id for i in range(100)]
     env = {**os.environ, "BPM_DATABASE_URL": pg_database_url, "PYTHONPATH": str(ROOT)}
     loops = [
-        subprocess.Popen([sys.executable, "-m", "bpm", "timers", "--max-sleep", "0.05"],
-                         cwd=ROOT, env=env, stdout=open(tmp_path / f"loop{i}.log", "w"),  # noqa: SIM115
-                         stderr=subprocess.STDOUT, start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-m", "bpm", "timers", "--max-sleep", "0.05"],
+            cwd=ROOT,
+            env=env,
+            stdout=open(tmp_path / f"loop{i}.log", "w"),  # noqa: SIM115
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         for i in range(2)
     ]
     try:
