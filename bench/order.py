@@ -28,13 +28,12 @@ from typing import Any
 
 import psycopg
 
+from bench.reference import STEPS, order_model
 from bpm import TaskContext, service_task
-from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "bench_order"
-STEPS = ("validate", "reserve-stock", "charge-payment", "ship")
 WARMUP = 10
 
 
@@ -47,33 +46,8 @@ for _step in STEPS:
 
 
 def reference_model() -> ProcessModel:
-    """start -> validate -> (amount > 100) -> fork[reserve-stock, charge-payment] -> join
-    -> ship -> end (small orders end at ``rejected``)."""
-    nodes: list[n.Node] = [
-        n.StartEvent("start"),
-        n.ServiceTask("validate", handler="validate"),
-        n.ExclusiveGateway("big_enough", default_flow="f_small"),
-        n.EndEvent("rejected"),
-        n.ParallelGateway("fork"),
-        n.ServiceTask("reserve-stock", handler="reserve-stock"),
-        n.ServiceTask("charge-payment", handler="charge-payment"),
-        n.ParallelGateway("join"),
-        n.ServiceTask("ship", handler="ship"),
-        n.EndEvent("end"),
-    ]
-    flows = (
-        n.Flow("f_start", "start", "validate"),
-        n.Flow("f_validated", "validate", "big_enough"),
-        n.Flow("f_big", "big_enough", "fork", condition="amount > 100"),
-        n.Flow("f_small", "big_enough", "rejected"),
-        n.Flow("f_reserve", "fork", "reserve-stock"),
-        n.Flow("f_charge", "fork", "charge-payment"),
-        n.Flow("f_reserved", "reserve-stock", "join"),
-        n.Flow("f_charged", "charge-payment", "join"),
-        n.Flow("f_joined", "join", "ship"),
-        n.Flow("f_shipped", "ship", "end"),
-    )
-    return ProcessModel(key=KEY, nodes={x.id: x for x in nodes}, flows=flows)
+    """The reference order process (:mod:`bench.reference`)."""
+    return order_model(KEY)
 
 
 # -- processes ------------------------------------------------------------------------------

@@ -92,12 +92,14 @@ class LongPollHub:
     async def _listen(self) -> None:
         import psycopg
 
+        from bpm.store.external_tasks import listen_sql
+
         delay = 0.2
         while not self._stopping:
             try:
                 conn = await psycopg.AsyncConnection.connect(self.dsn or "", autocommit=True)
                 async with conn:
-                    await conn.execute(f'LISTEN "{self.channel}"')
+                    await conn.execute(listen_sql(self.channel))
                     self.listening = True
                     delay = 0.2
                     self.wake_all()  # anything created while we were not listening

@@ -465,3 +465,8 @@ def open_incident_ids(conn: Connection, task_id: str) -> list[str]:
         t.incident.c.external_task_id == task_id, t.incident.c.state == "open"
     )
     return [r.id for r in conn.execute(q)]
+
+
+def listen_sql(channel: str) -> str:
+    """The LISTEN statement the API's long-poll hub runs on its own connection."""
+    return f'LISTEN "{channel}"'
