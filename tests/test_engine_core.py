@@ -10,6 +10,7 @@ import pytest
 
 from bpm import (
     DeploymentError,
+    Engine,
     IllegalTransition,
     InstanceState,
     InvalidOperation,
@@ -423,3 +424,35 @@ def test_deployment_error_stores_nothing(database_url: str) -> None:
     with pytest.raises(DeploymentError):
         engine.deploy("<definitions>not bpmn")
     assert table_dump(engine) == before
+
+
+def test_concurrent_starts_with_one_idempotency_key_make_one_instance(
+    pg_database_url: str,
+) -> None:
+    import threading
+
+    engines = [make_engine(pg_database_url, order_registry())[0] for _ in range(6)]
+    engines[0].deploy(order_process())
+    barrier = threading.Barrier(len(engines))
+    ids: list[str] = []
+    errors: list[BaseException] = []
+
+    def start(engine: Engine) -> None:
+        barrier.wait()
+        try:
+            ids.append(engine.start("order", {"amount": 7}, idempotency_key="same").id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    for _ in range(5):
+        ids.clear()
+        threads = [threading.Thread(target=start, args=(e,)) for e in engines]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert errors == []
+        assert len(ids) == len(engines) and len(set(ids)) == 1
+    assert len(engines[0].instances()) == 1
+    for e in engines:
+        e.close()

@@ -266,7 +266,10 @@ def reclaim_expired_leases(
     count = 0
     for instance_id, token_id in expired:
         with core.tx() as conn:
-            work = core.load(conn, instance_id, at)
+            try:
+                work = core.load(conn, instance_id, at)
+            except NotFound:  # purged since the scan
+                continue
             tok = work.tokens.get(token_id)
             if (
                 tok is None

@@ -14,7 +14,8 @@ granted, so it sees everything the previous lock holder committed.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -22,6 +23,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from sqlalchemy import JSON, Connection, Table
+from sqlalchemy.exc import DBAPIError
 
 from bpm.errors import NotFound
 from bpm.runtime.records import Instance, Token
@@ -88,6 +90,15 @@ def _columns(rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -
 _NOTIFY = "SELECT pg_notify(%s, %s)"
 
 
+@contextmanager
+def _translated(what: str) -> Iterator[None]:
+    """Raise driver errors as SQLAlchemy's (IntegrityError etc.), as the generic path does."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(what, None, exc, psycopg.Error) from exc
+
+
 def driver(conn: Connection) -> psycopg.Connection[Any]:
     """The psycopg connection under an SQLAlchemy connection (same transaction)."""
     raw: Any = conn.connection.driver_connection
@@ -117,7 +128,7 @@ def _adapt(table_name: str, row: Mapping[str, Any]) -> dict[str, Any]:
 def lock_and_load(conn: Connection, instance_id: str) -> tuple[Instance, list[Token]]:
     """``SELECT ... FOR UPDATE`` of the instance and its live tokens, in one round trip."""
     pg = driver(conn)
-    with pg.pipeline():
+    with _translated("lock and load an instance"), pg.pipeline():
         inst_cur = pg.cursor(row_factory=dict_row)
         inst_cur.execute(_LOCK_INSTANCE, (instance_id,))
         tok_cur = pg.cursor(row_factory=dict_row)
@@ -139,7 +150,7 @@ def flush_work_pipelined(conn: Connection, work: InstanceWork) -> None:
     """Every write of ``work`` in one pipeline. Errors surface here; the caller rolls back."""
     pg = driver(conn)
     inst = work.instance
-    with pg.pipeline(), pg.cursor() as cur:
+    with _translated("flush an instance's changes"), pg.pipeline(), pg.cursor() as cur:
         if work.instance_new:
             from bpm.store.work import instance_values
 
@@ -245,7 +256,7 @@ def claim_pipelined(
 ) -> tuple[Token, dict[str, Any], str, str | None] | None:
     """The PostgreSQL claim in one round trip (with the BEGIN); see ``store.tokens.claim``."""
     pg = driver(conn)
-    with pg.pipeline():
+    with _translated("claim a token"), pg.pipeline():
         pg.execute("SET LOCAL synchronous_commit TO OFF")
         cur = pg.cursor(row_factory=dict_row)
         cur.execute(
