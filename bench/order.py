@@ -12,15 +12,11 @@ module (``BPM_HANDLERS=bench.order``) this file registers those handlers.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +25,7 @@ from typing import Any
 import psycopg
 
 from bench.reference import STEPS, order_model
+from bench.support import clean_queue, processes, wait_for, worker_command
 from bpm import TaskContext, service_task
 from bpm.model.process import ProcessModel
 
@@ -56,78 +53,11 @@ def reference_model() -> ProcessModel:
 @contextmanager
 def celery_workers(
     app: str, count: int, queue: str, env: Mapping[str, str], pool: str
-) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """``count`` worker processes (``-c 1`` each) on ``queue``; killed on exit, whatever."""
-    logs = Path(tempfile.mkdtemp(prefix="bpm-bench-"))
-    full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT), "BPM_QUEUE": queue}
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for i in range(count):
-            with open(logs / f"{app}-{i}.log", "wb") as log:
-                procs.append(
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "celery",
-                            "-A",
-                            app,
-                            "worker",
-                            "--pool",
-                            pool,
-                            "-c",
-                            "1",
-                            "-Q",
-                            queue,
-                            "-n",
-                            f"bench{i}-{queue}@%h",
-                            "-l",
-                            "warning",
-                            "--without-gossip",
-                            "--without-mingle",
-                            "--without-heartbeat",
-                        ],
-                        cwd=ROOT,
-                        env=full_env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
-        yield procs
-    finally:
-        for p in procs:
-            _stop(p)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=wait)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            continue
-    with contextlib.suppress(ProcessLookupError):  # pool children left behind
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _wait(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.05)
-
-
-def _clean_queue(broker_url: str, queue: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(broker_url)
-    keys = list(client.scan_iter(f"*{queue}*"))
-    if keys:
-        client.delete(*keys)
+) -> Iterator[Path]:
+    """``count`` worker processes (``-c 1`` each) on ``queue``; stopped on exit, whatever."""
+    commands = [worker_command(app, queue, f"bench{i}-{queue}", pool) for i in range(count)]
+    with processes(commands, {**env, "BPM_QUEUE": queue}, prefix="bpm-bench-") as logs:
+        yield logs
 
 
 # -- the engine run -------------------------------------------------------------------------
@@ -207,13 +137,13 @@ def run_engine(
             # Warm up (worker start, connection pools, model caches), then measure.
             for _ in range(WARMUP):
                 engine.start(KEY, {"amount": 120})
-            _wait(lambda: completed() == WARMUP, 120, "the warm-up instances")
+            wait_for(lambda: completed() == WARMUP, 120, "the warm-up instances")
             engine.dispose()
             before = _commits(admin_dsn, dbname)
             started = time.perf_counter()
             for i in range(instances):
                 engine.start(KEY, {"amount": 120, "order": i})
-            _wait(lambda: completed() == WARMUP + instances, 600, "the engine instances")
+            wait_for(lambda: completed() == WARMUP + instances, 600, "the engine instances")
             elapsed = time.perf_counter() - started
             failed = int(
                 _pg(
@@ -228,7 +158,7 @@ def run_engine(
     finally:
         engine.close()
         _pg(admin_dsn, f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-        _clean_queue(broker_url, queue)
+        clean_queue(broker_url, queue)
     return Result("engine", instances, elapsed, instances * len(STEPS), commits)
 
 
@@ -260,7 +190,7 @@ def run_canvas(
             # Release the results (and their pub/sub subscriptions) now, not at interpreter
             # shutdown, when the Redis client can no longer unsubscribe cleanly.
     finally:
-        _clean_queue(broker_url, queue)
+        clean_queue(broker_url, queue)
     return Result("canvas", instances, elapsed, instances * len(STEPS))
 
 

@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+
+from bench.support import beat_command, clean_queue, processes, wait_for, worker_command
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "bench_timers"
@@ -47,83 +46,14 @@ def _pg(admin_dsn: str, sql: str) -> None:
         conn.execute(sql.encode())
 
 
-def _wait(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=wait)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            continue
-    with suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 @contextmanager
 def celery(env: Mapping[str, str], workers: int, queue: str) -> Iterator[Path]:
     """``workers`` prefork workers (``-c 1``) and one beat; all stopped on exit."""
     logs = Path(tempfile.mkdtemp(prefix="bpm-bench-timers-"))
-    full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT), "BPM_QUEUE": queue}
-    base = [sys.executable, "-m", "celery", "-A", "workers.app"]
-    commands = [
-        [
-            *base,
-            "worker",
-            "--pool",
-            "prefork",
-            "-c",
-            "1",
-            "-Q",
-            queue,
-            "-n",
-            f"timers{i}-{queue}@%h",
-            "-l",
-            "warning",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ]
-        for i in range(workers)
-    ]
-    commands.append(
-        [
-            *base,
-            "beat",
-            "-l",
-            "warning",
-            "-s",
-            str(logs / "beat-schedule"),
-            "--pidfile",
-            str(logs / "beat.pid"),
-        ]
-    )
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for i, cmd in enumerate(commands):
-            with open(logs / f"proc{i}.log", "wb") as log:
-                procs.append(
-                    subprocess.Popen(
-                        cmd,
-                        cwd=ROOT,
-                        env=full_env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
+    commands = [worker_command("workers.app", queue, f"timers{i}-{queue}") for i in range(workers)]
+    commands.append(beat_command("workers.app", logs))
+    with processes(commands, {**env, "BPM_QUEUE": queue}, prefix="bpm-bench-timers-"):
         yield logs
-    finally:
-        for p in procs:
-            _stop(p)
 
 
 @dataclass(frozen=True)
@@ -196,7 +126,7 @@ def measure_lateness(
                     ).scalar_one()
                 return int(n) >= timers
 
-            _wait(done, lead + spread + 120, "every timer to fire")
+            wait_for(done, lead + spread + 120, "every timer to fire")
         with engine.db.connect() as conn:
             rows = (
                 conn.execute(
@@ -221,12 +151,7 @@ def measure_lateness(
         )
     finally:
         engine.close()
-        import redis
-
-        client = redis.Redis.from_url(broker_url)
-        keys = list(client.scan_iter(f"*{queue}*"))
-        if keys:
-            client.delete(*keys)
+        clean_queue(broker_url, queue)
 
 
 @dataclass(frozen=True)

@@ -39,14 +39,18 @@ def timer_from_row(r: Row[Any] | Any) -> Timer:
 
 
 def _due(now: datetime) -> Any:
-    return (
-        select(t.timer)
-        .join(t.process_instance, t.process_instance.c.id == t.timer.c.instance_id)
-        .where(
-            t.timer.c.state == PENDING,
-            t.timer.c.fire_at <= now,
-            t.process_instance.c.state == InstanceState.ACTIVE.value,
-        )
+    # The instance state is read by a scalar subquery, not a join: the planner cannot turn
+    # it into a hash join that scans every instance, so each due timer costs one primary-key
+    # lookup however many instances (and far-future timers) there are.
+    instance_state = (
+        select(t.process_instance.c.state)
+        .where(t.process_instance.c.id == t.timer.c.instance_id)
+        .scalar_subquery()
+    )
+    return select(t.timer).where(
+        t.timer.c.state == PENDING,
+        t.timer.c.fire_at <= now,
+        instance_state == InstanceState.ACTIVE.value,
     )
 
 
