@@ -191,16 +191,13 @@ def complete(
         **check_variables(variables, core.config.max_variable_bytes),
     }
     with core.tx() as conn:
-        instance_id = store.instance_of(conn, task_id)
-        if instance_id is None:
-            raise not_found(task_id)
-        work = core.load(conn, instance_id, at)  # the instance lock, first
-        # check the lock owner and mark the task completed in one statement
-        task = store.finish_locked(
+        # the instance lock first, then check the lock owner and mark the task completed
+        work, task = store.lock_and_finish(
             conn,
             task_id,
             worker_id,
             at,
+            max_variable_bytes=core.config.max_variable_bytes,
             state=TaskState.COMPLETED.value,
             finish_kind=FinishKind.COMPLETE.value,
         )

@@ -27,6 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
+from bpm.errors import NotFound
 from bpm.runtime.external import (
     NOTIFY_CHANNEL,
     OPEN_STATES,
@@ -36,6 +37,7 @@ from bpm.runtime.external import (
     TopicRequest,
 )
 from bpm.runtime.states import InstanceState
+from bpm.runtime.work import InstanceWork
 from bpm.store import tables as t
 
 et = t.external_task
@@ -43,7 +45,10 @@ pi = t.process_instance
 
 
 def task_from_row(r: Any, variables: dict[str, Any] | None = None) -> ExternalTask:
-    m = r._mapping
+    return task_from_mapping(r._mapping, variables)
+
+
+def task_from_mapping(m: Any, variables: dict[str, Any] | None = None) -> ExternalTask:
     return ExternalTask(
         id=m["id"],
         instance_id=m["instance_id"],
@@ -470,3 +475,34 @@ def open_incident_ids(conn: Connection, task_id: str) -> list[str]:
 def listen_sql(channel: str) -> str:
     """The LISTEN statement the API's long-poll hub runs on its own connection."""
     return f'LISTEN "{channel}"'
+
+
+def lock_and_finish(
+    conn: Connection,
+    task_id: str,
+    worker_id: str,
+    now: datetime,
+    *,
+    max_variable_bytes: int,
+    **values: Any,
+) -> tuple[InstanceWork, ExternalTask | None]:
+    """Lock the task's instance (first, as every token change does), load its work, and
+    finish the task if ``worker_id`` holds it (else the task part is None).
+
+    Raises NotFound when the task does not exist. One round trip on PostgreSQL.
+    """
+    from bpm.store.work import load_work, work_from
+
+    if _is_pg(conn):
+        from bpm.store.pipeline import lock_load_and_finish_task
+
+        inst, tokens, row = lock_load_and_finish_task(conn, task_id, worker_id, now, values)
+        if inst is None:
+            raise NotFound(f"External task with id {task_id} does not exist")
+        work = work_from(conn, inst, tokens, now, max_variable_bytes=max_variable_bytes)
+        return work, (task_from_mapping(row) if row else None)
+    instance_id = instance_of(conn, task_id)
+    if instance_id is None:
+        raise NotFound(f"External task with id {task_id} does not exist")
+    work = load_work(conn, instance_id, now, max_variable_bytes=max_variable_bytes)
+    return work, finish_locked(conn, task_id, worker_id, now, **values)

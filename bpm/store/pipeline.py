@@ -271,3 +271,41 @@ def claim_pipelined(
         row["instance_definition"],
         row["instance_business_key"],
     )
+
+
+# Completing an external task: lock its instance (found through the task), load the live
+# tokens, and take the task from its lock owner, all in one round trip. The conditional
+# UPDATE runs after the lock is granted; when it changes nothing the caller classifies why.
+_LOCK_BY_TASK = (
+    "SELECT * FROM process_instance"
+    " WHERE id = (SELECT instance_id FROM external_task WHERE id = %s) FOR UPDATE"
+)
+_LIVE_TOKENS_BY_TASK = (
+    "SELECT * FROM token WHERE instance_id ="
+    " (SELECT instance_id FROM external_task WHERE id = %s) AND state = ANY(%s)"
+)
+
+
+def lock_load_and_finish_task(
+    conn: Connection, task_id: str, worker_id: str, now: Any, values: Mapping[str, Any]
+) -> tuple[Instance | None, list[Token], dict[str, Any] | None]:
+    """(instance, live tokens, the finished task row or None when not ours to finish)."""
+    sets = ", ".join(f"{k} = %(v_{k})s" for k in sorted(values))
+    finish = (
+        "UPDATE external_task SET lock_owner = NULL, lock_expires_at = NULL,"
+        f" finished_by = %(worker)s, updated_at = %(now)s, {sets}"
+        " WHERE id = %(id)s AND state = 'locked' AND lock_owner = %(worker)s RETURNING *"
+    )
+    params = {"id": task_id, "worker": worker_id, "now": now}
+    params.update({f"v_{k}": v for k, v in values.items()})
+    pg = driver(conn)
+    with _translated("lock and finish an external task"), pg.pipeline():
+        inst_cur = pg.cursor(row_factory=dict_row)
+        inst_cur.execute(_LOCK_BY_TASK, (task_id,))
+        tok_cur = pg.cursor(row_factory=dict_row)
+        tok_cur.execute(_LIVE_TOKENS_BY_TASK, (task_id, _LIVE))
+        task_cur = pg.cursor(row_factory=dict_row)
+        task_cur.execute(finish, params)
+    row = inst_cur.fetchone()
+    tokens = [token_from_mapping(r) for r in tok_cur.fetchall()]
+    return (instance_from_mapping(row) if row else None), tokens, task_cur.fetchone()

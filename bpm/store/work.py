@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, and_, bindparam, insert, select, update
 
 from bpm.errors import NotFound
-from bpm.runtime.records import ForkScope, Instance
+from bpm.runtime.records import ForkScope, Instance, Token
 from bpm.runtime.states import LIVE_TOKEN_STATES
 from bpm.runtime.work import InstanceWork
 from bpm.store import tables as t
@@ -60,10 +60,23 @@ def load_work(
         ).all()
         tokens = [token_from_row(r) for r in rows]
 
+    return work_from(conn, inst, tokens, now, max_variable_bytes=max_variable_bytes)
+
+
+def work_from(
+    conn: Connection,
+    inst: Instance,
+    tokens: list[Token],
+    now: datetime,
+    *,
+    max_variable_bytes: int,
+) -> InstanceWork:
+    """The change set of an instance whose row this transaction has locked."""
+
     def load_scope(scope_id: str) -> ForkScope | None:
         row = conn.execute(
             select(t.fork_scope).where(
-                t.fork_scope.c.id == scope_id, t.fork_scope.c.instance_id == instance_id
+                t.fork_scope.c.id == scope_id, t.fork_scope.c.instance_id == inst.id
             )
         ).first()
         return scope_from_row(row) if row else None
