@@ -23,6 +23,7 @@ from bpm.api.errors import error_response
 from bpm.api.longpoll import LongPollHub
 from bpm.api.routes_external import router as external_router
 from bpm.api.routes_process import router as process_router
+from bpm.api.routes_tasks import router as task_router
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
 from bpm.runtime.external import NOTIFY_CHANNEL
@@ -153,6 +154,7 @@ def create_app(
     app.include_router(meta, prefix=PREFIX)
     app.include_router(external_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
+    app.include_router(task_router, prefix=PREFIX)
     limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
     app.add_middleware(BodyLimit, limit=limit)
     return app

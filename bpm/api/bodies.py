@@ -99,3 +99,12 @@ class StartBody(Body):
     variables: Variables = None
     businessKey: str | None = Field(None, max_length=MAX_ID)
     withVariablesInReturn: bool | None = False
+
+
+class ClaimBody(Body):
+    userId: Name
+
+
+class TaskCompleteBody(Body):
+    variables: Variables = None
+    withVariablesInReturn: bool | None = False

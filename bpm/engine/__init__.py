@@ -189,6 +189,13 @@ class Engine:
             self.core, instance_id=instance_id, state=state, node_id=node_id, assignee=assignee
         )
 
+    def claim_user_task(self, task_id: str, user_id: str) -> UserTask:
+        """Assign an open user task to ``user_id`` (refused if another user has it)."""
+        return _inst.claim_user_task(self.core, task_id, user_id)
+
+    def unclaim_user_task(self, task_id: str) -> None:
+        _inst.unclaim_user_task(self.core, task_id)
+
     def complete_user_task(
         self, task_id: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
     ) -> None:

@@ -143,6 +143,30 @@ def complete_user_task(
     core.dispatch(work.to_dispatch)
 
 
+def claim_user_task(core: EngineCore, task_id: str, user_id: str) -> UserTask:
+    """Assign an open user task to ``user_id`` unless someone else has it already."""
+    if not user_id:
+        raise InvalidOperation("a user id is needed to claim a task")
+    with core.tx() as conn:
+        if not store.set_user_task_assignee(conn, task_id, user_id, only_if_free_for=user_id):
+            row = store.user_task(conn, task_id)
+            if row is None or row["state"] != "open":
+                raise NotFound(f"user task {task_id} does not exist or is not open")
+            raise InvalidOperation(
+                f"Cannot claim task '{task_id}': task is already claimed by someone else."
+            )
+        row = store.user_task(conn, task_id)
+    assert row is not None
+    return UserTask.from_mapping(row)
+
+
+def unclaim_user_task(core: EngineCore, task_id: str) -> None:
+    """Remove the assignee of an open user task."""
+    with core.tx() as conn:
+        if not store.set_user_task_assignee(conn, task_id, None, only_if_free_for=None):
+            raise NotFound(f"user task {task_id} does not exist or is not open")
+
+
 def terminate(
     core: EngineCore,
     instance_id: str,

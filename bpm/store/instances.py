@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, or_, select, update
 
 from bpm.runtime.records import HistoryEvent, Instance, Token
 from bpm.store import tables as t
@@ -93,3 +93,16 @@ def user_tasks(
 def user_task(conn: Connection, task_id: str) -> dict[str, Any] | None:
     row = conn.execute(select(t.user_task).where(t.user_task.c.id == task_id)).first()
     return dict(row._mapping) if row else None
+
+
+def set_user_task_assignee(
+    conn: Connection, task_id: str, user_id: str | None, *, only_if_free_for: str | None
+) -> bool:
+    """Set the assignee of an open user task; with ``only_if_free_for``, only when the task
+    is unassigned or already that user's. Returns whether the task changed."""
+    q = update(t.user_task).where(t.user_task.c.id == task_id, t.user_task.c.state == "open")
+    if only_if_free_for is not None:
+        q = q.where(
+            or_(t.user_task.c.assignee.is_(None), t.user_task.c.assignee == only_if_free_for)
+        )
+    return conn.execute(q.values(assignee=user_id)).rowcount == 1
