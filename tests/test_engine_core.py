@@ -456,3 +456,29 @@ def test_concurrent_starts_with_one_idempotency_key_make_one_instance(
     assert len(engines[0].instances()) == 1
     for e in engines:
         e.close()
+
+
+def test_claiming_user_tasks(database_url: str) -> None:
+    engine, _q = make_engine(database_url)
+    engine.deploy(
+        Process("claim").start("s").user_task("review").end("e").sequence("s", "review", "e")
+    )
+    inst = engine.start("claim")
+    (task,) = engine.user_tasks(inst.id)
+    assert engine.claim_user_task(task.id, "ann").assignee == "ann"
+    assert engine.claim_user_task(task.id, "ann").assignee == "ann"  # idempotent for ann
+    before = table_dump(engine)
+    with pytest.raises(InvalidOperation, match="already claimed"):
+        engine.claim_user_task(task.id, "bob")
+    with pytest.raises(NotFound):
+        engine.claim_user_task("no-such-task", "ann")
+    with pytest.raises(InvalidOperation, match="user id"):
+        engine.claim_user_task(task.id, "")
+    assert table_dump(engine) == before
+    engine.unclaim_user_task(task.id)
+    assert engine.user_tasks(inst.id)[0].assignee is None
+    engine.complete_user_task(task.id)
+    with pytest.raises(NotFound):
+        engine.claim_user_task(task.id, "ann")
+    with pytest.raises(NotFound):
+        engine.unclaim_user_task(task.id)
