@@ -161,7 +161,7 @@ def finish(
         error, details = outcome.error, outcome.details
         if error is None:
             try:
-                work.merge_variables(outcome.variables, source=tok.node_id)
+                work.merge_variables(outcome.variables, source=tok.node_id, token_id=tok.id)
             except BpmError as exc:
                 error, details = f"{type(exc).__name__}: {exc}", None
         if error is None:

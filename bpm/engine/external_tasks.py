@@ -211,7 +211,7 @@ def complete(
             raise not_found(task_id)
         tok = _waiting_token(work, task)
         model = core.model(conn, work.instance.definition_id)
-        work.merge_variables(updates, source=task.node_id)
+        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
         work.record(
             "external_task_completed",
             token_id=tok.id,
@@ -445,7 +445,7 @@ def handle_bpmn_error(
         tok = _waiting_token(work, task)
         model = core.model(conn, work.instance.definition_id)
         flow = Flow(work, model)
-        work.merge_variables(updates, source=task.node_id)
+        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
         boundary = catching_boundary(flow, tok.node_id, error_code)
         work.record(
             "external_task_bpmn_error",

@@ -131,7 +131,7 @@ def complete_user_task(
                 f"instance {work.instance.id} is suspended; resume it before completing tasks"
             )
         model = core.model(conn, work.instance.definition_id)
-        work.merge_variables(variables, source=tok.node_id)
+        work.merge_variables(variables, source=tok.node_id, token_id=tok.id)
         work.update_rows("user_task", {"id": task_id}, state="completed", completed_at=at)
         work.record(
             "user_task_completed", token_id=tok.id, node_id=tok.node_id, payload={"task": task_id}

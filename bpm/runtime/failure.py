@@ -88,6 +88,7 @@ def take_error_boundary(
     w.merge_variables(
         {"error_message": error, "error_code": error_code, "error_node": tok.node_id},
         source=boundary.id,
+        token_id=tok.id,
     )
     flow.stop_token(w.token(tok.id), payload={"caught_by": boundary.id, "error": error})
     new = w.create_token(boundary.id, scope_id=tok.scope_id, parent_id=tok.id)
@@ -132,6 +133,7 @@ def exhausted(
         w.merge_variables(
             {"error_message": error, "error_code": error_code, "error_node": tok.node_id},
             source=tok.node_id,
+            token_id=tok.id,
         )
         flow.leave(
             w.transition(

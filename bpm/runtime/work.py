@@ -213,14 +213,23 @@ class InstanceWork:
         return scope
 
     # -- instance -------------------------------------------------------------------------
-    def merge_variables(self, updates: Any, *, source: str | None = None) -> None:
-        """Validate and merge ``updates`` into the instance variables (last write wins)."""
+    def merge_variables(
+        self, updates: Any, *, source: str | None = None, token_id: str | None = None
+    ) -> None:
+        """Validate and merge ``updates`` into the instance variables (last write wins).
+
+        ``source`` and ``token_id`` say which node and token wrote them, for the trail."""
         clean = check_variables(updates, self.max_variable_bytes)
         if not clean:
             return
         self.instance = replace(self.instance, variables={**self.instance.variables, **clean})
         self.instance_dirty = True
-        self.record("variables_updated", node_id=source, payload={"names": sorted(clean)})
+        self.record(
+            "variables_updated",
+            token_id=token_id,
+            node_id=source,
+            payload={"names": sorted(clean)},
+        )
 
     def set_state(self, state: InstanceState, **payload: Any) -> None:
         if self.instance.state is state:
