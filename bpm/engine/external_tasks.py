@@ -363,23 +363,8 @@ def _open_incident(
         retry_at=None,
         **fields,
     )
-    incident_id = work.add_row(
-        "incident",
-        instance_id=work.instance.id,
-        token_id=tok.id,
-        node_id=tok.node_id,
-        type="failedExternalTask",
-        state="open",
-        message=message,
-        details=details,
-        external_task_id=task.id,
-        created_at=work.now,
-    )
-    work.record(
-        "incident_opened",
-        token_id=tok.id,
-        node_id=tok.node_id,
-        payload={"incident": incident_id, "task": task.id, "message": message},
+    work.open_incident(
+        tok, "failedExternalTask", message, details=details, external_task_id=task.id
     )
 
 

@@ -144,19 +144,7 @@ class Flow:
         if tok.state is T.READY:
             tok = self.work.transition(tok.id, T.EXECUTING, attempt=tok.attempt + 1)
         self.work.transition(tok.id, T.FAILED, error=error)
-        self.work.add_row(
-            "incident",
-            instance_id=tok.instance_id,
-            token_id=tok.id,
-            node_id=tok.node_id,
-            type=incident_type,
-            state="open",
-            message=error,
-            created_at=self.work.now,
-        )
-        self.work.record(
-            "incident_opened", token_id=tok.id, node_id=tok.node_id, payload={"message": error}
-        )
+        self.work.open_incident(tok, incident_type, error)
 
 
 # -- behaviours of the first wave ---------------------------------------------------------

@@ -147,20 +147,4 @@ def exhausted(
         flow.terminate_all(f"step {tok.node_id} failed", except_token=tok.id)
         w.set_state(InstanceState.FAILED, node=tok.node_id, error=error)
         return
-    incident_id = w.add_row(
-        "incident",
-        instance_id=w.instance.id,
-        token_id=tok.id,
-        node_id=tok.node_id,
-        type="failedJob",
-        state="open",
-        message=error,
-        details=details,
-        created_at=w.now,
-    )
-    w.record(
-        "incident_opened",
-        token_id=tok.id,
-        node_id=tok.node_id,
-        payload={"incident": incident_id, "message": error},
-    )
+    w.open_incident(tok, "failedJob", error, details=details)

@@ -255,6 +255,34 @@ class InstanceWork:
         self.rows.append(NewRow(table, values))
         return str(values["id"])
 
+    def open_incident(
+        self,
+        tok: Token,
+        type_: str,
+        message: str,
+        *,
+        details: str | None = None,
+        external_task_id: str | None = None,
+    ) -> str:
+        """Open an incident on ``tok`` (an operator can retry it) and record the event."""
+        incident_id = self.add_row(
+            "incident",
+            instance_id=self.instance.id,
+            token_id=tok.id,
+            node_id=tok.node_id,
+            type=type_,
+            state="open",
+            message=message,
+            details=details,
+            external_task_id=external_task_id,
+            created_at=self.now,
+        )
+        payload: dict[str, Any] = {"incident": incident_id, "message": message}
+        if external_task_id is not None:
+            payload["task"] = external_task_id
+        self.record("incident_opened", token_id=tok.id, node_id=tok.node_id, payload=payload)
+        return incident_id
+
     def update_rows(self, table: str, where: dict[str, Any], **values: Any) -> None:
         """Update rows of another table in this transaction (e.g. cancel a timer)."""
         self.updates.append(RowUpdate(table, where, values))
