@@ -46,16 +46,7 @@ def fail_attempt(
             w.to_dispatch.append(tok.id)
             return
         fire_at = max(failed_at, w.now) + delay
-        timer_id = w.add_row(
-            "timer",
-            instance_id=w.instance.id,
-            token_id=tok.id,
-            node_id=tok.node_id,
-            kind="retry_backoff",
-            state="pending",
-            fire_at=fire_at,
-            created_at=w.now,
-        )
+        timer_id = w.add_timer(tok, tok.node_id, "retry_backoff", fire_at)
         w.transition(
             tok.id,
             T.WAITING,

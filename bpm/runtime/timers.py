@@ -25,6 +25,7 @@ from bpm.model import nodes as n
 from bpm.runtime.advance import ACTIVITY_ENTERED, Flow, behaviour
 from bpm.runtime.records import Token
 from bpm.runtime.states import BlockKind, TokenState
+from bpm.runtime.work import InstanceWork
 from bpm.timeexpr import TimerError, parse_cycle, resolve, variable_name
 
 log = logging.getLogger("bpm.timers")
@@ -93,17 +94,7 @@ def _catch(flow: Flow, tok: Token, node: n.TimerCatchEvent) -> None:
         return
     kind = DATE if node.timer.kind is n.TimerKind.DATE else DELAY
     if fire_at <= w.now:
-        timer_id = w.add_row(
-            "timer",
-            instance_id=w.instance.id,
-            token_id=tok.id,
-            node_id=node.id,
-            kind=kind,
-            state="fired",
-            fire_at=fire_at,
-            created_at=w.now,
-            fired_at=w.now,
-        )
+        timer_id = w.add_timer(tok, node.id, kind, fire_at, state="fired", fired_at=w.now)
         w.record(
             "timer_fired",
             token_id=tok.id,
@@ -117,16 +108,7 @@ def _catch(flow: Flow, tok: Token, node: n.TimerCatchEvent) -> None:
         )
         flow.leave(tok)
         return
-    timer_id = w.add_row(
-        "timer",
-        instance_id=w.instance.id,
-        token_id=tok.id,
-        node_id=node.id,
-        kind=kind,
-        state="pending",
-        fire_at=fire_at,
-        created_at=w.now,
-    )
+    timer_id = w.add_timer(tok, node.id, kind, fire_at)
     w.transition(
         tok.id, T.WAITING, blocked=(BlockKind.TIMER, timer_id), payload={"due": fire_at.isoformat()}
     )
@@ -163,29 +145,33 @@ def _schedule_boundaries(flow: Flow, tok: Token) -> None:
             return
         planned.append((b, fire_at, repeat_left, interval_ms))
     for b, fire_at, repeat_left, interval_ms in planned:
-        timer_id = w.add_row(
-            "timer",
-            instance_id=w.instance.id,
-            token_id=tok.id,
-            node_id=b.id,
-            kind=TIMEOUT,
-            state="pending",
-            fire_at=fire_at,
-            created_at=w.now,
-            repeat_left=repeat_left,
-            interval_ms=interval_ms,
-        )
-        w.record(
-            "timer_scheduled",
-            token_id=tok.id,
-            node_id=b.id,
-            payload={
-                "timer": timer_id,
-                "kind": TIMEOUT,
-                "due": fire_at.isoformat(),
-                "interrupting": b.cancel_activity,
-            },
-        )
+        _schedule_timeout(w, tok, b, fire_at, repeat_left, interval_ms)
+
+
+def _schedule_timeout(
+    w: InstanceWork,
+    tok: Token,
+    boundary: n.BoundaryEvent,
+    fire_at: datetime,
+    repeat_left: int | None,
+    interval_ms: int | None,
+) -> str:
+    """A pending ``timeout`` row of a boundary event, and its ``timer_scheduled`` event."""
+    timer_id = w.add_timer(
+        tok, boundary.id, TIMEOUT, fire_at, repeat_left=repeat_left, interval_ms=interval_ms
+    )
+    w.record(
+        "timer_scheduled",
+        token_id=tok.id,
+        node_id=boundary.id,
+        payload={
+            "timer": timer_id,
+            "kind": TIMEOUT,
+            "due": fire_at.isoformat(),
+            "interrupting": boundary.cancel_activity,
+        },
+    )
+    return timer_id
 
 
 ACTIVITY_ENTERED.append(_schedule_boundaries)
@@ -268,29 +254,7 @@ def _boundary_fired(flow: Flow, tok: Token, timer: Timer) -> Timer | None:
         # From the previous due time, not from now: reminders do not drift.
         nxt = timer.fire_at + timedelta(milliseconds=timer.interval_ms)
         left = None if timer.repeat_left is None else timer.repeat_left - 1
-        timer_id = w.add_row(
-            "timer",
-            instance_id=w.instance.id,
-            token_id=tok.id,
-            node_id=node.id,
-            kind=TIMEOUT,
-            state="pending",
-            fire_at=nxt,
-            created_at=w.now,
-            repeat_left=left,
-            interval_ms=timer.interval_ms,
-        )
-        w.record(
-            "timer_scheduled",
-            token_id=tok.id,
-            node_id=node.id,
-            payload={
-                "timer": timer_id,
-                "kind": TIMEOUT,
-                "due": nxt.isoformat(),
-                "interrupting": False,
-            },
-        )
+        timer_id = _schedule_timeout(w, tok, node, nxt, left, timer.interval_ms)
         following = Timer(
             id=timer_id,
             instance_id=w.instance.id,

@@ -255,6 +255,29 @@ class InstanceWork:
         self.rows.append(NewRow(table, values))
         return str(values["id"])
 
+    def add_timer(
+        self,
+        tok: Token,
+        node_id: str,
+        kind: str,
+        fire_at: datetime,
+        *,
+        state: str = "pending",
+        **extra: Any,
+    ) -> str:
+        """A timer row for ``tok`` (``extra``: repeat_left, interval_ms, fired_at)."""
+        return self.add_row(
+            "timer",
+            instance_id=self.instance.id,
+            token_id=tok.id,
+            node_id=node_id,
+            kind=kind,
+            state=state,
+            fire_at=fire_at,
+            created_at=self.now,
+            **extra,
+        )
+
     def open_incident(
         self,
         tok: Token,
