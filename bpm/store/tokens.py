@@ -138,16 +138,3 @@ def expired_leases(conn: Connection, now: datetime, limit: int) -> list[tuple[st
         .limit(limit)
     )
     return [(r.instance_id, r.id) for r in conn.execute(q)]
-
-
-def ready_inline_of(conn: Connection, instance_id: str) -> list[str]:
-    q = select(t.token.c.id).where(
-        t.token.c.instance_id == instance_id, t.token.c.state == TokenState.READY.value
-    )
-    return [r.id for r in conn.execute(q)]
-
-
-def instance_of(conn: Connection, token_id: str) -> str | None:
-    return conn.execute(
-        select(t.token.c.instance_id).where(t.token.c.id == token_id)
-    ).scalar_one_or_none()

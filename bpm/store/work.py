@@ -194,10 +194,8 @@ def flush_work(conn: Connection, work: InstanceWork) -> None:
         )
     if work.events:
         conn.execute(insert(t.history_event), [event_values(e) for e in work.events])
-    if work.notify:  # wake long pollers of these topics at commit (PostgreSQL only)
-        from bpm.store.external_tasks import notify_topics
-
-        notify_topics(conn, work.notify)
+    # work.notify is not used here: NOTIFY exists only on PostgreSQL, whose flush is the
+    # pipelined one (bpm.store.pipeline); SQLite long polls fall back to short sleeps.
 
 
 def _insert_rows(conn: Connection, table: Table, values: list[dict[str, Any]]) -> None:
