@@ -20,6 +20,7 @@ from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.engine.incidents import Incident
 from bpm.engine.timers import Timer
+from bpm.engine.transactions import TransactionSource
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.model.process import ProcessModel
@@ -56,7 +57,10 @@ class Engine:
         dispatcher: Dispatcher | None = None,
         registry: HandlerRegistry | None = None,
         clock: Callable[[], datetime] = utcnow,
+        transactions: TransactionSource | None = None,
     ) -> None:
+        """``transactions``: lend the engine a framework's transactions (Django, Flask)
+        instead of its own; see :mod:`bpm.engine.transactions`."""
         cfg = config or EngineConfig.from_env()
         self.url = url
         self.core = EngineCore(
@@ -65,6 +69,7 @@ class Engine:
             dispatcher=dispatcher or NullDispatcher(),
             registry=registry or default_registry,
             clock=clock,
+            transactions=transactions,
         )
 
     # -- plumbing -------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from sqlalchemy import Connection, Engine
 
 from bpm.dispatch import Dispatcher
 from bpm.engine.config import EngineConfig
+from bpm.engine.transactions import OwnTransactions, TransactionSource
 from bpm.errors import NotFound
 from bpm.handlers import HandlerRegistry
 from bpm.model.process import ProcessModel
@@ -51,9 +51,14 @@ class EngineCore:
     registry: HandlerRegistry
     clock: Callable[[], datetime] = utcnow
     stats: Stats = field(default_factory=Stats)
+    # Where transactions come from; None: the engine's own, on ``db`` (see transactions.py).
+    transactions: TransactionSource | None = None
     _models: dict[str, ProcessModel] = field(default_factory=dict)
-    # The connection this thread holds across transactions (see hold_connection).
-    _held: threading.local = field(default_factory=threading.local, repr=False)
+
+    def __post_init__(self) -> None:
+        self._own = OwnTransactions(self.db)
+        if self.transactions is None:
+            self.transactions = self._own
 
     def now(self, now: datetime | None = None) -> datetime:
         if now is None:
@@ -64,34 +69,22 @@ class EngineCore:
 
     @contextmanager
     def tx(self) -> Iterator[Connection]:
-        """One engine operation = one transaction."""
-        held: Connection | None = getattr(self._held, "conn", None)
-        if held is None:
-            with self.db.begin() as conn:
-                yield conn
-        else:
-            with held.begin():
-                yield held
+        """One engine operation = one transaction (or a savepoint of a lent one)."""
+        assert self.transactions is not None
+        with self.transactions.begin() as conn:
+            yield conn
         self.stats.commits += 1
 
     @contextmanager
     def hold_connection(self) -> Iterator[None]:
-        """Run this thread's transactions on one pooled connection until the block ends.
-
-        A step is claim -> handler -> finish (-> next inline step...): without this, each of
-        those transactions checks a connection out of the pool again, paying the pool's
-        pre-ping round trip every time. The connection is idle (no transaction open) while
-        a handler runs. Re-entrant: an inner block keeps the outer connection.
-        """
-        if getattr(self._held, "conn", None) is not None:
-            yield
-            return
-        with self.db.connect() as conn:
-            self._held.conn = conn
-            try:
+        """Keep this thread on one pooled connection (only with the engine's own
+        transactions): a step is claim -> handler -> finish -> next step, and each would
+        otherwise check a connection out of the pool again, with its pre-ping."""
+        if self.transactions is self._own:
+            with self._own.hold():
                 yield
-            finally:
-                self._held.conn = None
+        else:
+            yield
 
     def model(self, conn: Connection, definition_id: str) -> ProcessModel:
         """The compiled model of a definition (cached: definitions never change)."""
@@ -116,8 +109,13 @@ class EngineCore:
         """Publish after commit; a failing broker only delays (the sweeper republishes)."""
         if not token_ids:
             return
+        ids = list(token_ids)
+        assert self.transactions is not None
+        self.transactions.after_commit(lambda: self._publish(ids))
+
+    def _publish(self, token_ids: list[str]) -> None:
         try:
-            self.dispatcher.dispatch(list(token_ids))
+            self.dispatcher.dispatch(token_ids)
         except Exception:  # the broker is outside our transaction: never lose the commit
             log.warning(
                 "publishing %d ready steps failed; the sweeper will retry",
