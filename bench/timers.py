@@ -139,7 +139,10 @@ def measure_lateness(
                 .all()
             )
             events = conn.execute(
-                text("SELECT count(*) FROM history_event WHERE type = 'timer_fired'")
+                text(
+                    "SELECT count(*) FROM history, jsonb_array_elements(events) e"
+                    " WHERE e->>'type' = 'timer_fired'"
+                )
             ).scalar_one()
         late = [float(x) for x in rows]
         return Lateness(

@@ -70,3 +70,7 @@ class HandlerNotFound(BpmError):
 
 class ConfigurationError(BpmError):
     """The engine or a command was given settings it cannot work with."""
+
+
+class Forbidden(BpmError):
+    """The caller's credential may not touch this object (e.g. a task of another topic)."""

@@ -99,3 +99,18 @@ def live(engine: Engine, instance_id: str) -> list[str]:
     return [
         t.node_id for t in engine.get_instance(instance_id).tokens if t.state in LIVE_TOKEN_STATES
     ]
+
+
+def claim_one(core: Any, token_id: str, worker: str, now: Any) -> Any:
+    """Claim exactly one step (no batch): its Claimed, or None when the claim lost."""
+    from bpm.engine.execution import claim
+
+    steps = claim(core, worker, now, first=token_id, more=0)
+    return steps[0] if steps else None
+
+
+def finish_one(core: Any, step: Any, outcome: Any, worker: str, now: Any) -> list[Any]:
+    """Finish one claimed step; returns the steps claimed by continuation."""
+    from bpm.engine.execution import finish
+
+    return finish(core, [(step, outcome)], worker, now)

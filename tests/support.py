@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -52,3 +53,34 @@ def create_database(template: str | None = None) -> str:
 
 def drop_database(name: str) -> None:
     admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def events_per_instance(engine: Any, type_: str) -> Counter[str]:
+    """How many history events of ``type_`` each instance has (read from the store)."""
+    from sqlalchemy import select
+
+    from bpm.store import history
+    from bpm.store.tables import history as h
+
+    counts: Counter[str] = Counter()
+    with engine.db.connect() as conn:
+        for r in conn.execute(select(h.c.instance_id, h.c.at, h.c.events)):
+            for e in history.decode(r.instance_id, r.at, r.events):
+                if e.type == type_:
+                    counts[r.instance_id] += 1
+    return counts
+
+
+def visits(engine: Any, instance_id: str) -> dict[str, list[Any]]:
+    """Node -> the last state of each token that visited it, from the history (tokens that
+    passed through a node within one transaction have no row, only their trail)."""
+    from bpm.runtime.states import TokenState
+
+    last: dict[str, tuple[str, TokenState]] = {}
+    for e in engine.history(instance_id):
+        if e.token_id and e.type.startswith("token_") and e.node_id:
+            last[e.token_id] = (e.node_id, TokenState(e.type.removeprefix("token_")))
+    out: dict[str, list[Any]] = {}
+    for node_id, state in last.values():
+        out.setdefault(node_id, []).append(state)
+    return out

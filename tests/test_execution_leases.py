@@ -12,13 +12,14 @@ from sqlalchemy import select, text
 
 from bpm import Engine, IllegalTransition, TaskContext
 from bpm.engine.core import utcnow
-from bpm.engine.execution import Claimed, Outcome, claim, finish, run_handler
+from bpm.engine.execution import Claimed, Outcome, run_handler
+from bpm.engine.unit import unit_of_work
 from bpm.handlers import HandlerRegistry
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime.advance import Flow
 from bpm.runtime.states import TRANSITIONS, TokenState, check_transition
 from bpm.store import tables as t
+from tests.engine_helpers import claim_one, finish_one
 
 LEASE = timedelta(seconds=30)
 Handler = Callable[[TaskContext], Any]
@@ -81,23 +82,23 @@ def test_a_finish_whose_lease_was_lost_is_dropped(eng: Engine) -> None:
     inst = eng.start("leases")
     tok = work_token(eng, inst.id)
     now = utcnow()
-    first = claim(eng.core, tok.id, "worker-a", now)
+    first = claim_one(eng.core, tok.id, "worker-a", now)
     assert first is not None and first.token.lease_expires_at == now + LEASE
 
     # worker-a's lease runs out; the reclaimer counts a failed attempt, worker-b takes over.
     later = now + LEASE + timedelta(seconds=1)
     assert eng.reclaim_expired_leases(now=later) == 1
-    second = claim(eng.core, tok.id, "worker-b", later)
+    second = claim_one(eng.core, tok.id, "worker-b", later)
     assert second is not None and second.token.attempt == 2
 
     # worker-a comes back: dropped, counted, and not a single row changes.
     before = dump(eng)
-    assert finish(eng.core, first, Outcome(variables={"by": "a"}), "worker-a", later) is None
+    assert finish_one(eng.core, first, Outcome(variables={"by": "a"}), "worker-a", later) == []
     assert eng.stats.finishes_dropped == 1
     assert dump(eng) == before
 
     # worker-b still holds the lease: its finish applies, once.
-    finish(eng.core, second, Outcome(variables={"by": "b"}), "worker-b", later)
+    finish_one(eng.core, second, Outcome(variables={"by": "b"}), "worker-b", later)
     assert eng.stats.finishes_dropped == 1
     assert eng.get_instance(inst.id).variables == {"by": "b"}
     history = eng.history(inst.id)
@@ -106,7 +107,7 @@ def test_a_finish_whose_lease_was_lost_is_dropped(eng: Engine) -> None:
 
     # Finishing again after completion (a duplicate) is dropped as well.
     before = dump(eng)
-    assert finish(eng.core, second, Outcome(variables={"by": "b2"}), "worker-b", later) is None
+    assert finish_one(eng.core, second, Outcome(variables={"by": "b2"}), "worker-b", later) == []
     assert eng.stats.finishes_dropped == 2
     assert dump(eng) == before
 
@@ -115,11 +116,11 @@ def test_a_finish_after_the_token_went_back_to_ready_is_dropped(eng: Engine) -> 
     inst = eng.start("leases")
     tok = work_token(eng, inst.id)
     now = utcnow()
-    step = claim(eng.core, tok.id, "worker-a", now)
+    step = claim_one(eng.core, tok.id, "worker-a", now)
     assert step is not None
     assert eng.reclaim_expired_leases(now=now + LEASE + timedelta(seconds=1)) == 1
     before = dump(eng)
-    assert finish(eng.core, step, Outcome(variables={"x": 1}), "worker-a", now) is None
+    assert finish_one(eng.core, step, Outcome(variables={"x": 1}), "worker-a", now) == []
     assert dump(eng) == before
     assert work_token(eng, inst.id).state is TokenState.READY
 
@@ -150,7 +151,7 @@ def test_extend_lease_reports_a_lost_lease(eng: Engine, handlers: Handlers) -> N
     inst = eng.start("leases")
     tok = work_token(eng, inst.id)
     now = utcnow()
-    step = claim(eng.core, tok.id, "worker-a", now)
+    step = claim_one(eng.core, tok.id, "worker-a", now)
     assert step is not None
     results: list[bool] = []
 
@@ -163,7 +164,7 @@ def test_extend_lease_reports_a_lost_lease(eng: Engine, handlers: Handlers) -> N
     handlers.fn = handler
     outcome = run_handler(eng.core, step, "worker-a")
     assert results == [True, False]
-    assert finish(eng.core, step, outcome, "worker-a", utcnow()) is None
+    assert finish_one(eng.core, step, outcome, "worker-a", utcnow()) == []
     assert eng.stats.finishes_dropped == 1
     assert "late" not in eng.get_instance(inst.id).variables
 
@@ -177,7 +178,7 @@ def _claim_race(eng: Engine, claimers: int) -> None:
 
     def race(worker: str) -> None:
         barrier.wait(timeout=30)
-        won.append(claim(eng.core, tok.id, worker, now))
+        won.append(claim_one(eng.core, tok.id, worker, now))
 
     threads = [threading.Thread(target=race, args=(f"w{i}",)) for i in range(claimers)]
     for th in threads:
@@ -199,13 +200,14 @@ def test_two_claimers_of_one_token_exactly_one_wins(eng: Engine) -> None:
 
 
 def test_the_transition_table_rejects_everything_else() -> None:
-    illegal = [(a, b) for a in TokenState for b in TokenState if b not in TRANSITIONS[a]]
+    table = TRANSITIONS[TokenState]
+    illegal = [(a, b) for a in TokenState for b in TokenState if b not in table[a]]
     assert (TokenState.COMPLETED, TokenState.READY) in illegal
     assert (TokenState.WAITING, TokenState.EXECUTING) in illegal
     for current, target in illegal:
         with pytest.raises(IllegalTransition):
             check_transition("t", current, target)
-    for current, targets in TRANSITIONS.items():
+    for current, targets in table.items():
         for target in targets:
             check_transition("t", current, target)
 
@@ -218,21 +220,22 @@ def test_an_illegal_transition_leaves_every_row_as_it_was(eng: Engine) -> None:
     before = dump(eng)
 
     core = eng.core
-    with pytest.raises(IllegalTransition), core.tx() as conn:
-        now = utcnow()
-        work = core.load(conn, inst.id, now)
-        model = core.model(conn, work.instance.definition_id)
+    with pytest.raises(IllegalTransition), unit_of_work(core) as unit:
+        work = unit.work(inst.id)
         # Legal changes first, written to the database inside the transaction ...
         work.merge_variables({"half": "applied"})
-        Flow(work, model).leave(work.token(review.id))
-        core.flush(conn, work)
-        assert conn.execute(text("select count(*) from token")).scalar_one() > len(before["token"])
+        unit.walker(work).leave(work.token(review.id))
+        unit.walker(work).run()
+        unit.flush()
+        assert unit.conn.execute(text("select count(*) from history")).scalar_one() > len(
+            before["history"]
+        )
         # ... then a transition the table forbids: the review token just completed.
         assert work.token(review.id).state is TokenState.COMPLETED
         work.transition(review.id, TokenState.READY)
 
     assert dump(eng) == before
-    with pytest.raises(IllegalTransition), core.tx() as conn:  # Waiting -> Executing
-        work = core.load(conn, inst.id, utcnow())
+    with pytest.raises(IllegalTransition), unit_of_work(core) as unit:  # Waiting -> Executing
+        work = unit.work(inst.id)
         work.transition(review.id, TokenState.EXECUTING)
     assert dump(eng) == before

@@ -19,7 +19,8 @@ from sqlalchemy import select, text
 from bpm import Engine, InstanceState, TokenState
 from bpm.builder import Process
 from bpm.runtime.states import BlockKind
-from bpm.store.tables import history_event, process_instance
+from bpm.store.tables import process_instance
+from tests.support import events_per_instance, visits
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
@@ -37,11 +38,7 @@ def delay_model(key: str) -> object:
 
 
 def timer_fired_counts(engine: Engine) -> Counter[str]:
-    with engine.db.connect() as conn:
-        rows = conn.execute(
-            select(history_event.c.instance_id).where(history_event.c.type == "timer_fired")
-        ).all()
-    return Counter(r.instance_id for r in rows)
+    return events_per_instance(engine, "timer_fired")
 
 
 def test_four_concurrent_pollers_fire_every_timer_exactly_once(pg_database_url: str) -> None:
@@ -141,7 +138,11 @@ def test_pollers_and_completions_racing_on_the_same_instances(pg_database_url: s
     for instance_id in ids:
         inst = engine.get_instance(instance_id)
         assert inst.state is InstanceState.COMPLETED
-        ends = {t.node_id for t in inst.tokens if t.state is TokenState.COMPLETED}
+        ends = {
+            node
+            for node, states in visits(engine, instance_id).items()
+            if TokenState.COMPLETED in states
+        }
         if instance_id in completed:
             assert "approved" in ends and "timed_out" not in ends
             assert counts[instance_id] == 0
@@ -190,17 +191,17 @@ KILLER = textwrap.dedent(
             return result
         return wrapper
 
-    if point == "after_mark_fired":
-        timer_store.mark_fired = die_after(timer_store.mark_fired)
-    else:  # the token is resumed in memory and flushed, but nothing is committed
-        work_store.flush_work = die_after(work_store.flush_work)
+    if point == "after_claim":  # the due timers are row-locked, nothing applied yet
+        timer_store.claim_due = die_after(timer_store.claim_due)
+    else:  # fired and the token resumed, all written, but nothing is committed
+        work_store.flush = die_after(work_store.flush)
     Engine(url).fire_due_timers(now=now)
     print("not killed?!", flush=True)
     """
 )
 
 
-@pytest.mark.parametrize("point", ["after_mark_fired", "after_resume_flushed"])
+@pytest.mark.parametrize("point", ["after_claim", "after_flush"])
 def test_killing_the_poller_between_fired_and_resumed_leaves_the_timer_pending(
     pg_database_url: str, point: str
 ) -> None:

@@ -92,7 +92,7 @@ class LongPollHub:
     async def _listen(self) -> None:
         import psycopg
 
-        from bpm.store.external_tasks import listen_sql
+        from bpm.store.dialect import listen_sql
 
         delay = 0.2
         while not self._stopping:

@@ -17,7 +17,8 @@ from bpm.api.errors import ApiError, bad_request
 from bpm.api.longpoll import LongPollHub, TooManyPolls
 from bpm.api.variables import format_date, from_camunda, to_camunda
 from bpm.engine import Engine
-from bpm.runtime.external import ExternalTask, FetchRequest, TopicRequest
+from bpm.runtime.external import FetchRequest, TopicRequest
+from bpm.runtime.records import ExternalTask
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,14 +18,20 @@ from bpm.engine import retention as _retention
 from bpm.engine import timers as _timers
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
-from bpm.engine.incidents import Incident
-from bpm.engine.timers import Timer
 from bpm.engine.transactions import TransactionSource
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.model.process import ProcessModel
-from bpm.runtime.external import ExternalTask, FetchRequest, TopicRequest
-from bpm.runtime.records import HistoryEvent, Instance, ProcessDefinition, UserTask
+from bpm.runtime.external import FetchRequest, TopicRequest
+from bpm.runtime.records import (
+    ExternalTask,
+    HistoryEvent,
+    Incident,
+    Instance,
+    ProcessDefinition,
+    Timer,
+    UserTask,
+)
 from bpm.store import db as _db
 from bpm.store import migrate as _migrate
 
@@ -194,12 +200,14 @@ class Engine:
             self.core, instance_id=instance_id, state=state, node_id=node_id, assignee=assignee
         )
 
-    def claim_user_task(self, task_id: str, user_id: str) -> UserTask:
+    def claim_user_task(
+        self, task_id: str, user_id: str, *, now: datetime | None = None
+    ) -> UserTask:
         """Assign an open user task to ``user_id`` (refused if another user has it)."""
-        return _inst.claim_user_task(self.core, task_id, user_id)
+        return _inst.claim_user_task(self.core, task_id, user_id, now=now)
 
-    def unclaim_user_task(self, task_id: str) -> None:
-        _inst.unclaim_user_task(self.core, task_id)
+    def unclaim_user_task(self, task_id: str, *, now: datetime | None = None) -> None:
+        _inst.unclaim_user_task(self.core, task_id, now=now)
 
     def complete_user_task(
         self, task_id: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
@@ -279,10 +287,15 @@ class Engine:
         variables: dict[str, Any] | None = None,
         local_variables: dict[str, Any] | None = None,
         *,
+        topics: Collection[str] | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Complete a task ``worker_id`` holds; repeating one's own complete is a no-op."""
-        _ext.complete(self.core, task_id, worker_id, variables, local_variables, now=now)
+        """Complete a task ``worker_id`` holds; repeating one's own complete is a no-op.
+
+        ``topics``: the caller may only touch tasks of these topics (``Forbidden``)."""
+        _ext.complete(
+            self.core, task_id, worker_id, variables, local_variables, topics=topics, now=now
+        )
 
     def fail_external_task(
         self,
@@ -293,6 +306,8 @@ class Engine:
         *,
         retries: int | None = None,
         retry_timeout_ms: int | None = None,
+        error_code: str | None = None,
+        topics: Collection[str] | None = None,
         now: datetime | None = None,
     ) -> None:
         """Report a failed attempt (Camunda retries semantics, or the model's RetryPolicy)."""
@@ -304,6 +319,8 @@ class Engine:
             error_details,
             retries,
             retry_timeout_ms,
+            error_code=error_code,
+            topics=topics,
             now=now,
         )
 
@@ -315,34 +332,65 @@ class Engine:
         error_message: str | None = None,
         variables: dict[str, Any] | None = None,
         *,
+        topics: Collection[str] | None = None,
         now: datetime | None = None,
     ) -> None:
         """Throw a BPMN error to the task's matching error boundary (else the activity ends)."""
         _ext.handle_bpmn_error(
-            self.core, task_id, worker_id, error_code, error_message, variables, now=now
+            self.core,
+            task_id,
+            worker_id,
+            error_code,
+            error_message,
+            variables,
+            topics=topics,
+            now=now,
         )
 
     def extend_external_task_lock(
-        self, task_id: str, worker_id: str, new_duration_ms: int, *, now: datetime | None = None
+        self,
+        task_id: str,
+        worker_id: str,
+        new_duration_ms: int,
+        *,
+        topics: Collection[str] | None = None,
+        now: datetime | None = None,
     ) -> None:
         """Heartbeat: the live lock of ``worker_id`` now expires ``new_duration_ms`` from now."""
-        _ext.extend_lock(self.core, task_id, worker_id, new_duration_ms, now=now)
+        _ext.extend_lock(self.core, task_id, worker_id, new_duration_ms, topics=topics, now=now)
 
     def lock_external_task(
-        self, task_id: str, worker_id: str, lock_duration_ms: int, *, now: datetime | None = None
+        self,
+        task_id: str,
+        worker_id: str,
+        lock_duration_ms: int,
+        *,
+        topics: Collection[str] | None = None,
+        now: datetime | None = None,
     ) -> None:
         """Lock one free task by id."""
-        _ext.lock(self.core, task_id, worker_id, lock_duration_ms, now=now)
+        _ext.lock(self.core, task_id, worker_id, lock_duration_ms, topics=topics, now=now)
 
-    def unlock_external_task(self, task_id: str, *, now: datetime | None = None) -> None:
+    def unlock_external_task(
+        self,
+        task_id: str,
+        *,
+        topics: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> None:
         """Give a locked task back at once."""
-        _ext.unlock(self.core, task_id, now=now)
+        _ext.unlock(self.core, task_id, topics=topics, now=now)
 
     def set_external_task_retries(
-        self, task_id: str, retries: int, *, now: datetime | None = None
+        self,
+        task_id: str,
+        retries: int,
+        *,
+        topics: Collection[str] | None = None,
+        now: datetime | None = None,
     ) -> None:
         """Set retries left; > 0 resolves the task's incident, 0 opens one."""
-        _ext.set_retries(self.core, task_id, retries, now=now)
+        _ext.set_retries(self.core, task_id, retries, topics=topics, now=now)
 
     def reclaim_expired_external_locks(
         self, *, now: datetime | None = None, limit: int = 100

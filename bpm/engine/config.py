@@ -31,13 +31,21 @@ class EngineConfig:
     # Claim the next inline step in the same transaction that finishes the current one,
     # and run it right away in this worker instead of a broker round trip.
     continue_inline: bool = True
-    max_inline_steps: int = 100
+    # Steps one ``run_token`` call may run before it hands the rest back to the broker,
+    # and how long it may keep taking more Ready steps from the database.
+    max_inline_steps: int = 1000
+    drain_for: timedelta = timedelta(seconds=2)
+    # At most this many steps are claimed and finished in one transaction; fewer when the
+    # handlers are slow: a batch holds about ``batch_window`` of handler time, so a slow
+    # handler never makes quick steps behind it wait (1 turns batching off).
+    batch_size: int = 32
+    batch_window: timedelta = timedelta(milliseconds=20)
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_env(cls) -> EngineConfig:
         """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
-        ``BPM_MAX_VARIABLE_BYTES`` and ``BPM_POOL_SIZE``."""
+        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE`` and ``BPM_BATCH_SIZE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
@@ -45,4 +53,5 @@ class EngineConfig:
             default_lease=timedelta(seconds=_env_float("BPM_DEFAULT_LEASE_SECONDS", 300)),
             redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
+            batch_size=max(1, int(_env_float("BPM_BATCH_SIZE", 32))),
         )

@@ -14,13 +14,12 @@ from sqlalchemy import Connection, Engine
 
 from bpm.dispatch import Dispatcher
 from bpm.engine.config import EngineConfig
+from bpm.engine.pace import Finished, Pace
 from bpm.engine.transactions import OwnTransactions, TransactionSource
 from bpm.errors import NotFound
 from bpm.handlers import HandlerRegistry
 from bpm.model.process import ProcessModel
-from bpm.runtime.work import InstanceWork
 from bpm.store import definitions as defs_store
-from bpm.store import work as work_store
 
 log = logging.getLogger("bpm.engine")
 
@@ -51,6 +50,9 @@ class EngineCore:
     registry: HandlerRegistry
     clock: Callable[[], datetime] = utcnow
     stats: Stats = field(default_factory=Stats)
+    # How fast this process's handlers run, and which steps it saw end (execution.py).
+    pace: Pace = field(default_factory=Pace)
+    finished: Finished = field(default_factory=Finished)
     # Where transactions come from; None: the engine's own, on ``db`` (see transactions.py).
     transactions: TransactionSource | None = None
     _models: dict[str, ProcessModel] = field(default_factory=dict)
@@ -96,14 +98,6 @@ class EngineCore:
             model = ProcessModel.from_dict(data)
             self._models[definition_id] = model
         return model
-
-    def load(self, conn: Connection, instance_id: str, now: datetime) -> InstanceWork:
-        return work_store.load_work(
-            conn, instance_id, now, max_variable_bytes=self.config.max_variable_bytes
-        )
-
-    def flush(self, conn: Connection, work: InstanceWork) -> None:
-        work_store.flush_work(conn, work)
 
     def dispatch(self, token_ids: Sequence[str]) -> None:
         """Publish after commit; a failing broker only delays (the sweeper republishes)."""

@@ -1,33 +1,41 @@
-"""Running inline service tasks: claim -> run the handler (no transaction) -> finish.
+"""Running inline service tasks: claim -> run the handlers (no transaction) -> finish.
 
 The database lease decides: a finish whose lease is no longer ours for this attempt is
 dropped, so duplicated or redelivered messages, and workers that died, change nothing.
+
+Under load a worker does several steps per transaction. The message it got names one Ready
+step; the claim also takes other Ready steps nobody holds (``SKIP LOCKED``), as many as
+fit in :attr:`EngineConfig.batch_window` of handler time at the handlers' recent speed.
+Their handlers run one after the other, outside any transaction; then ONE transaction
+finishes them all (the instance locks in id order), continues every instance through its
+gateways and events, and claims the Ready inline steps that creates for this worker. The
+worker goes on until nothing is left or its budget is spent; a step it did not start goes
+back to Ready and is published. With nothing queued a batch is one step: no waiting.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from bpm.engine.core import EngineCore, default_worker_id
+from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, NotFound
 from bpm.handlers import HandlerSpec, TaskContext
 from bpm.model import nodes as n
 from bpm.retry import RetryPolicy
-from bpm.runtime.advance import Flow
-from bpm.runtime.failure import fail_attempt
+from bpm.runtime.failure import IMMEDIATE, Failure, fail_attempt
 from bpm.runtime.records import Token
-from bpm.runtime.states import InstanceState, TokenState
+from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.walker import Walker
 from bpm.store import tokens as token_store
 
 log = logging.getLogger("bpm.execution")
-
-
-class _NotRunnable(Exception):
-    """Roll back a claim of a token that is not an inline service task."""
 
 
 @dataclass(frozen=True)
@@ -70,26 +78,49 @@ def policy_for(node: n.Node, spec: HandlerSpec | None) -> RetryPolicy:
     return RetryPolicy.default()
 
 
-def claim(core: EngineCore, token_id: str, worker_id: str, now: datetime) -> Claimed | None:
-    """Take the lease on a Ready inline step, or None if someone else has it (or it is gone)."""
-    try:
-        with core.tx() as conn:
-            got = token_store.claim(conn, token_id, worker_id, now + core.config.default_lease, now)
-            if got is None:
-                core.stats.claims_lost += 1
-                return None
-            tok, variables, definition_id, business_key = got
-            node = core.model(conn, definition_id).node(tok.node_id)
-            if not isinstance(node, n.ServiceTask) or node.is_external:
-                raise _NotRunnable(tok.node_id)
-            lease = lease_for(core, node, core.registry.find(node.handler or ""))
+def _inline(node: n.Node) -> n.ServiceTask | None:
+    return node if isinstance(node, n.ServiceTask) and not node.is_external else None
+
+
+# -- claim ----------------------------------------------------------------------------------
+
+
+def claim(
+    core: EngineCore, worker_id: str, now: datetime, *, first: str | None, more: int
+) -> list[Claimed]:
+    """Take the lease on ``first`` (if still Ready) and up to ``more`` other Ready steps."""
+    with core.tx() as conn:
+        got = token_store.claim(
+            conn, worker_id, now + core.config.default_lease, now, first=first, more=more
+        )
+        steps: list[Claimed] = []
+        foreign: list[Token] = []  # given back: another worker may have their handlers
+        broken: list[Token] = []  # given back unpublished: nothing can run them
+        longer = []
+        for tok, variables, definition_id, business_key in got:
+            node = _inline(core.model(conn, definition_id).node(tok.node_id))
+            if node is None:
+                log.error("token %s is not at an inline service task; not running it", tok.id)
+                broken.append(tok)
+                continue
+            spec = core.registry.find(node.handler or "")
+            if spec is None and tok.id != first:
+                foreign.append(tok)
+                continue
+            lease = lease_for(core, node, spec)
             if lease != core.config.default_lease:
-                token_store.extend_lease(conn, tok.id, worker_id, tok.attempt, now + lease, now)
+                longer.append((tok.id, worker_id, tok.attempt, now + lease))
                 tok = replace(tok, lease_expires_at=now + lease)
-    except _NotRunnable:
-        log.error("token %s is not at an inline service task; not running it", token_id)
-        return None
-    return Claimed(tok, variables, definition_id, node, business_key)
+            steps.append(Claimed(tok, variables, definition_id, node, business_key))
+        token_store.extend_leases(conn, longer, now)
+    if first is not None and not any(s.token.id == first for s in steps):
+        core.stats.claims_lost += 1
+    if foreign or broken:
+        _release(core, foreign + broken, worker_id, now, dispatch=[t.id for t in foreign])
+    return steps
+
+
+# -- run ------------------------------------------------------------------------------------
 
 
 def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
@@ -101,7 +132,10 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         lease = duration or lease_for(core, step.node, spec)
         now = core.now()
         with core.tx() as conn:
-            return token_store.extend_lease(conn, tok.id, worker_id, tok.attempt, now + lease, now)
+            held = token_store.extend_leases(
+                conn, [(tok.id, worker_id, tok.attempt, now + lease)], now
+            )
+            return held == 1
 
     ctx = TaskContext(
         instance_id=tok.instance_id,
@@ -112,6 +146,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         business_key=step.business_key,
         _extend=extend,
     )
+    started = time.perf_counter()
     try:
         spec = core.registry.get(step.node.handler or "")
         result = spec.fn(ctx)
@@ -122,6 +157,8 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             finished_at=core.now(),
             error_code=_error_code(exc),
         )
+    finally:
+        core.pace.observe(time.perf_counter() - started)
     return Outcome(variables=result, finished_at=core.now())
 
 
@@ -131,129 +168,196 @@ def _error_code(exc: Exception) -> str | None:
     return None if code is None else str(code)
 
 
-def finish(
-    core: EngineCore, step: Claimed, outcome: Outcome, worker_id: str, now: datetime
-) -> Claimed | None:
-    """Apply the outcome if the lease is still ours; maybe claim the next inline step."""
+# -- finish ---------------------------------------------------------------------------------
+
+
+def _apply(unit: Unit, walker: Walker, step: Claimed, outcome: Outcome, worker_id: str) -> bool:
+    """Apply one outcome if the lease is still ours; False when it is dropped."""
     tok = step.token
-    with core.tx() as conn:
+    work = walker.work
+    current = work.tokens.get(tok.id)
+    if (
+        current is None
+        or current.state is not TokenState.EXECUTING
+        or current.lease_owner != worker_id
+        or current.attempt != tok.attempt
+    ):
+        unit.core.stats.finishes_dropped += 1
+        log.warning(
+            "dropping the result of %s attempt %d: the lease is no longer ours",
+            tok.id,
+            tok.attempt,
+        )
+        return False
+    work.record_claim(current)
+    error, details = outcome.error, outcome.details
+    if error is None:
         try:
-            work = core.load(conn, tok.instance_id, now)
-        except NotFound:
-            return None
-        current = work.tokens.get(tok.id)
-        if (
-            current is None
-            or current.state is not TokenState.EXECUTING
-            or current.lease_owner != worker_id
-            or current.attempt != tok.attempt
-        ):
-            core.stats.finishes_dropped += 1
-            log.warning(
-                "dropping the result of %s attempt %d: the lease is no longer ours",
-                tok.id,
-                tok.attempt,
-            )
-            return None
-        model = core.model(conn, step.definition_id)
-        flow = Flow(work, model)
-        spec = core.registry.find(step.node.handler or "")
-        error, details = outcome.error, outcome.details
-        if error is None:
-            try:
-                work.merge_variables(outcome.variables, source=tok.node_id, token_id=tok.id)
-            except BpmError as exc:
-                error, details = f"{type(exc).__name__}: {exc}", None
-        if error is None:
-            flow.leave(current)
-            flow.run(())
-        else:
-            fail_attempt(
-                flow,
-                current,
-                policy_for(step.node, spec),
-                error,
-                failed_at=outcome.finished_at or now,
-                details=details,
-                error_code=outcome.error_code,
-            )
-            flow.run(())
-        nxt = _claim_next_inline(core, work, model, worker_id, now)
-        core.flush(conn, work)
-    core.dispatch(work.to_dispatch)
+            work.merge_variables(outcome.variables, source=tok.node_id, token_id=tok.id)
+        except BpmError as exc:
+            error, details = f"{type(exc).__name__}: {exc}", None
+    if error is None:
+        walker.leave(current)
+        return True
+    spec = unit.core.registry.find(step.node.handler or "")
+    fail_attempt(
+        walker,
+        current,
+        policy_for(step.node, spec),
+        Failure(
+            error=error,
+            failed_at=outcome.finished_at or unit.now,
+            details=details,
+            error_code=outcome.error_code,
+        ),
+    )
+    return True
+
+
+def finish(
+    core: EngineCore,
+    results: Sequence[tuple[Claimed, Outcome]],
+    worker_id: str,
+    now: datetime | None = None,
+    *,
+    keep: int = 1,
+) -> list[Claimed]:
+    """Apply the outcomes of a batch in ONE transaction and claim up to ``keep`` of the
+    inline steps that become Ready for this worker (the rest are published)."""
+    ended: list[str] = []
+    with unit_of_work(core, now) as unit:
+        works = unit.lock(sorted({step.token.instance_id for step, _ in results}))
+        walkers: dict[str, Walker] = {}
+        for step, outcome in results:
+            work = works.get(step.token.instance_id)
+            if work is None:  # purged meanwhile
+                continue
+            if work.instance.id not in walkers:
+                walkers[work.instance.id] = unit.walker(work)
+            walker = walkers[work.instance.id]
+            _apply(unit, walker, step, outcome, worker_id)
+        for walker in walkers.values():
+            walker.run()
+        nxt = _claim_next(unit, list(walkers.values()), worker_id, keep)
+        for step, _ in results:
+            work = works.get(step.token.instance_id)
+            tok = work.tokens.get(step.token.id) if work else None
+            if tok is not None and tok.state in (TokenState.COMPLETED, TokenState.TERMINATED):
+                ended.append(tok.id)
+    core.finished.add(ended)
     return nxt
 
 
-def _claim_next_inline(
-    core: EngineCore, work: Any, model: Any, worker_id: str, now: datetime
-) -> Claimed | None:
-    """Synchronous continuation: keep one new Ready inline step for this worker."""
-    if not core.config.continue_inline or work.instance.state is not InstanceState.ACTIVE:
-        return None
-    while work.to_dispatch:
-        token_id = work.to_dispatch.pop(0)
-        tok = work.tokens[token_id]
-        if tok.state is not TokenState.READY:
+def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) -> list[Claimed]:
+    """Synchronous continuation: keep up to ``keep`` new Ready inline steps for this worker."""
+    core = unit.core
+    if not core.config.continue_inline:
+        return []
+    out: list[Claimed] = []
+    for walker in walkers:
+        work = walker.work
+        if work.instance.state is not InstanceState.ACTIVE:
             continue
-        node = model.node(tok.node_id)
-        spec = core.registry.find(node.handler or "")
-        lease = lease_for(core, node, spec)
-        tok = work.transition(
-            tok.id,
-            TokenState.EXECUTING,
-            attempt=tok.attempt + 1,
-            lease_owner=worker_id,
-            lease_expires_at=now + lease,
-            payload={"worker": worker_id},
-        )
-        return Claimed(
-            tok,
-            dict(work.instance.variables),
-            work.instance.definition_id,
-            node,
-            work.instance.business_key,
-        )
-    return None
+        for token_id in list(work.to_dispatch):
+            if len(out) >= keep:
+                return out
+            tok = work.tokens[token_id]
+            node = _inline(walker.model.node(tok.node_id))
+            spec = core.registry.find(node.handler or "") if node else None
+            if tok.state is not TokenState.READY or node is None or spec is None:
+                continue
+            work.to_dispatch.remove(token_id)
+            tok = work.transition(
+                tok.id,
+                TokenState.EXECUTING,
+                attempt=tok.attempt + 1,
+                lease_owner=worker_id,
+                lease_expires_at=unit.now + lease_for(core, node, spec),
+            )
+            out.append(
+                Claimed(
+                    tok,
+                    dict(work.instance.variables),
+                    work.instance.definition_id,
+                    node,
+                    work.instance.business_key,
+                )
+            )
+    return out
 
 
 def run_token(
     core: EngineCore, token_id: str, *, worker_id: str | None = None, now: datetime | None = None
 ) -> int:
-    """Run a Ready inline step and the inline steps it leads to; returns how many ran."""
+    """Run a Ready inline step and the inline steps it leads to; returns how many ran.
+
+    See the module docstring: when steps are queued this also runs other Ready steps, in
+    batches of one transaction each, until nothing is left or the budget is spent.
+    """
+    if token_id in core.finished:  # this process finished it: the message is a duplicate
+        return 0
     worker = worker_id or default_worker_id()
+    ran = 0
+    deadline = time.monotonic() + core.config.drain_for.total_seconds()
     with core.hold_connection():  # one pool checkout for all the transactions below
-        step = claim(core, token_id, worker, core.now(now))
-        ran = 0
-        while step is not None and ran < core.config.max_inline_steps:
-            outcome = run_handler(core, step, worker)
-            ran += 1
-            core.stats.steps_run += 1
-            step = finish(core, step, outcome, worker, core.now(now))
-        if step is not None:  # hand the rest back to the broker rather than hog this worker
-            _release(core, step, worker, core.now(now))
+        batch = claim(
+            core, worker, core.now(now), first=token_id, more=core.pace.batch(core.config) - 1
+        )
+        while batch:
+            results = []
+            for step in batch:
+                results.append((step, run_handler(core, step, worker)))
+                core.stats.steps_run += 1
+            ran += len(batch)
+            budget_left = ran < core.config.max_inline_steps and time.monotonic() < deadline
+            batch = finish(
+                core,
+                results,
+                worker,
+                core.now(now),
+                keep=core.pace.batch(core.config) if budget_left else 0,
+            )
+            if not budget_left:
+                break
+            if not batch and core.config.batch_size > 1 and core.pace.batch(core.config) > 1:
+                batch = claim(
+                    core, worker, core.now(now), first=None, more=core.pace.batch(core.config)
+                )
     return ran
 
 
-def _release(core: EngineCore, step: Claimed, worker: str, now: datetime) -> None:
-    """Give a claimed but not started step back to Ready (not a failed attempt)."""
-    with core.tx() as conn:
-        work = core.load(conn, step.token.instance_id, now)
-        tok = work.tokens.get(step.token.id)
-        if tok is None or tok.state is not TokenState.EXECUTING or tok.lease_owner != worker:
-            return
-        # Executing -> Waiting(retry_backoff) -> Ready keeps to the transition table.
-        from bpm.runtime.failure import IMMEDIATE
-        from bpm.runtime.states import BlockKind
-
-        work.transition(
-            tok.id,
-            TokenState.WAITING,
-            blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE),
-            payload={"released": True},
-        )
-        work.transition(tok.id, TokenState.READY, attempt=tok.attempt - 1)
-        core.flush(conn, work)
-    core.dispatch([step.token.id])
+def _release(
+    core: EngineCore,
+    tokens: Sequence[Token],
+    worker: str,
+    now: datetime,
+    *,
+    dispatch: Sequence[str],
+) -> None:
+    """Give claimed but not started steps back to Ready (not a failed attempt); publish
+    those in ``dispatch``."""
+    with unit_of_work(core, now) as unit:
+        works = unit.lock(sorted({t.instance_id for t in tokens}))
+        for claimed in tokens:
+            work = works.get(claimed.instance_id)
+            tok = work.tokens.get(claimed.id) if work else None
+            if (
+                work is None
+                or tok is None
+                or tok.state is not TokenState.EXECUTING
+                or tok.lease_owner != worker
+            ):
+                continue
+            # Executing -> Waiting(retry_backoff) -> Ready keeps to the transition table.
+            work.transition(
+                tok.id,
+                TokenState.WAITING,
+                blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE),
+                payload={"released": True},
+            )
+            work.transition(tok.id, TokenState.READY, attempt=tok.attempt - 1)
+            if tok.id in dispatch:
+                work.to_dispatch.append(tok.id)
 
 
 def reclaim_expired_leases(
@@ -265,33 +369,29 @@ def reclaim_expired_leases(
         expired = token_store.expired_leases(conn, at, limit)
     count = 0
     for instance_id, token_id in expired:
-        with core.tx() as conn:
-            try:
-                work = core.load(conn, instance_id, at)
-            except NotFound:  # purged since the scan
-                continue
-            tok = work.tokens.get(token_id)
-            if (
-                tok is None
-                or tok.state is not TokenState.EXECUTING
-                or tok.lease_expires_at is None
-                or tok.lease_expires_at >= at
-            ):
-                continue
-            model = core.model(conn, work.instance.definition_id)
-            node = model.node(tok.node_id)
-            spec = core.registry.find(getattr(node, "handler", None) or "")
-            flow = Flow(work, model)
-            fail_attempt(
-                flow,
-                tok,
-                policy_for(node, spec),
-                f"worker lost: lease of {tok.lease_owner} expired",
-                failed_at=at,
-            )
-            flow.run(())
-            core.flush(conn, work)
-        core.dispatch(work.to_dispatch)
+        try:
+            with unit_of_work(core, at) as unit:
+                work = unit.work(instance_id)
+                tok = work.tokens.get(token_id)
+                if (
+                    tok is None
+                    or tok.state is not TokenState.EXECUTING
+                    or tok.lease_expires_at is None
+                    or tok.lease_expires_at >= at
+                ):
+                    continue
+                walker = unit.walker(work)
+                node = walker.model.node(tok.node_id)
+                spec = core.registry.find(getattr(node, "handler", None) or "")
+                fail_attempt(
+                    walker,
+                    tok,
+                    policy_for(node, spec),
+                    Failure(error=f"worker lost: lease of {tok.lease_owner} expired", failed_at=at),
+                )
+                walker.run()
+        except NotFound:  # purged since the scan
+            continue
         count += 1
     return count
 

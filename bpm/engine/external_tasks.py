@@ -1,35 +1,44 @@
 """External tasks: fetch-and-lock, complete, failure, BPMN errors, locks, retries, queries.
 
-Every write that moves a token loads the instance under its lock first (``core.load``), then
-re-reads the task row, checks the lock owner, changes tokens through :class:`Flow` and flushes,
-all in ONE transaction. Complete, failure and BPMN error are idempotent for the worker that
-made them: a repeat answers OK and changes nothing (``finished_by`` / ``finish_kind``).
+Every write that changes a task goes through the unit of work: the task's instance is
+locked and loaded first, then the task is read under that lock, the caller's right to it is
+checked (a key limited to topics), the lock owner is checked, and the task and its token
+change together in ONE transaction. Complete, failure and BPMN error are idempotent for
+the worker that made them: a repeat answers OK and changes nothing (``finished_by`` /
+``finish_kind``). Fetch-and-lock and the reclaimer are single set-based statements.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection
-
 from bpm.engine.core import EngineCore
-from bpm.errors import InvalidOperation, LeaseLost, NotFound
+from bpm.engine.unit import Unit, unit_of_work
+from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
 from bpm.model import nodes as n
-from bpm.retry import FailureAction, RetryPolicy
-from bpm.runtime.advance import Flow
-from bpm.runtime.external import ExternalTask, FetchRequest, FinishKind, TaskState
-from bpm.runtime.failure import catching_boundary, take_error_boundary
-from bpm.runtime.records import Token
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.retry import RetryPolicy
+from bpm.runtime.external import FetchRequest, FinishKind
+from bpm.runtime.failure import Failure, catching_boundary, fail_external, take_error_boundary
+from bpm.runtime.records import ExternalTask, Incident, Token
+from bpm.runtime.states import (
+    BlockKind,
+    IncidentState,
+    InstanceState,
+    TaskState,
+    TokenState,
+)
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import external_tasks as store
+from bpm.store import history as history_store
 
 log = logging.getLogger("bpm.external_tasks")
 
 MAX_LOCK_MS = 365 * 24 * 3600 * 1000
+_CLOSED = (TaskState.COMPLETED, TaskState.CANCELLED)
 
 
 def not_found(task_id: str) -> NotFound:
@@ -44,6 +53,12 @@ def _check_duration(ms: Any, what: str) -> int:
     if ms > MAX_LOCK_MS:
         raise InvalidOperation(f"{what} must be at most {MAX_LOCK_MS} ms (a year)")
     return ms
+
+
+def check_topic(task: ExternalTask, topics: Collection[str] | None) -> None:
+    """:class:`Forbidden` unless ``topics`` (a credential's limit; None: any) has the task's."""
+    if topics is not None and task.topic not in topics:
+        raise Forbidden(f"may not work on topic '{task.topic}' (external task {task.id})")
 
 
 # -- fetch and lock ------------------------------------------------------------------------
@@ -67,20 +82,35 @@ def fetch_and_lock(
     at = core.now(now)
     with core.tx() as conn:
         tasks = store.fetch_and_lock(conn, req, at)
+        history_store.append(
+            conn,
+            [
+                history_store.row(
+                    task.instance_id,
+                    at,
+                    [
+                        store.task_event(
+                            task,
+                            "external_task_locked",
+                            at,
+                            worker=req.worker_id,
+                            until=task.lock_expires_at.isoformat()
+                            if task.lock_expires_at
+                            else None,
+                        )
+                    ],
+                )
+                for task in tasks
+            ],
+        )
     wanted = {tp.topic: tp.variables for tp in req.topics}
     out = []
     for task in tasks:
         names = wanted.get(task.topic)
         if names is not None and task.variables is not None:
-            task = _with_variables(task, {k: v for k, v in task.variables.items() if k in names})
+            task = replace(task, variables={k: v for k, v in task.variables.items() if k in names})
         out.append(task)
     return out
-
-
-def _with_variables(task: ExternalTask, variables: dict[str, Any]) -> ExternalTask:
-    from dataclasses import replace
-
-    return replace(task, variables=variables)
 
 
 def next_free_at(
@@ -95,17 +125,18 @@ def next_free_at(
 # -- loading a task for a write -------------------------------------------------------------
 
 
-def _load(
-    core: EngineCore, conn: Connection, task_id: str, at: datetime
+def _open(
+    unit: Unit, task_id: str, topics: Collection[str] | None
 ) -> tuple[InstanceWork, ExternalTask]:
-    """Instance lock first, then the task row (re-read under the lock)."""
-    first = store.get(conn, task_id)
-    if first is None:
+    """Lock the task's instance, then read the task under that lock and check the caller."""
+    instance_id = store.instance_of(unit.conn, task_id)
+    if instance_id is None:
         raise not_found(task_id)
-    work = core.load(conn, first.instance_id, at)
-    task = store.get(conn, task_id, for_update=True)
+    work = unit.work(instance_id)
+    task = work.item(ExternalTask, task_id)
     if task is None:
         raise not_found(task_id)
+    check_topic(task, topics)
     return work, task
 
 
@@ -119,7 +150,7 @@ def _repeated(task: ExternalTask, worker_id: str, kind: FinishKind) -> bool:
 
 
 def _check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
-    if task.state in (TaskState.COMPLETED, TaskState.CANCELLED):
+    if task.state in _CLOSED:
         raise not_found(task.id)
     owner = task.lock_owner if task.state is TaskState.LOCKED else None
     if owner != worker_id:
@@ -148,25 +179,14 @@ def _waiting_token(work: InstanceWork, task: ExternalTask) -> Token:
     return tok
 
 
-def _finish_row(
-    work: InstanceWork,
-    task: ExternalTask,
-    worker_id: str,
-    kind: FinishKind,
-    state: TaskState,
-    **values: Any,
-) -> None:
-    work.update_rows(
-        "external_task",
-        {"id": task.id},
-        state=state.value,
-        lock_owner=None,
-        lock_expires_at=None,
-        finished_by=worker_id,
-        finish_kind=kind.value,
-        updated_at=work.now,
-        **values,
-    )
+def _finished(worker_id: str, kind: FinishKind, now: datetime) -> dict[str, Any]:
+    return {
+        "lock_owner": None,
+        "lock_expires_at": None,
+        "finished_by": worker_id,
+        "finish_kind": kind.value,
+        "updated_at": now,
+    }
 
 
 # -- complete, failure, bpmn error ----------------------------------------------------------
@@ -179,56 +199,38 @@ def complete(
     variables: dict[str, Any] | None = None,
     local_variables: dict[str, Any] | None = None,
     *,
+    topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
     """Complete a task locked by ``worker_id``: merge variables and move the token on.
 
     Local variables have no scope of their own here: they are merged like ``variables``.
+    ``topics``: the caller may only touch tasks of these topics (None: any).
     """
-    at = core.now(now)
     updates = {
         **check_variables(local_variables, core.config.max_variable_bytes),
         **check_variables(variables, core.config.max_variable_bytes),
     }
-    with core.tx() as conn:
-        # the instance lock first, then check the lock owner and mark the task completed
-        work, task = store.lock_and_finish(
-            conn,
-            task_id,
-            worker_id,
-            at,
-            max_variable_bytes=core.config.max_variable_bytes,
-            state=TaskState.COMPLETED.value,
-            finish_kind=FinishKind.COMPLETE.value,
-        )
-        if task is None:
-            current = store.get(conn, task_id)
-            if current is None:
-                raise not_found(task_id)
-            if _repeated(current, worker_id, FinishKind.COMPLETE):
-                return
-            _check_owner(current, worker_id, "completed")
-            raise not_found(task_id)
+    with unit_of_work(core, now) as unit:
+        work, task = _open(unit, task_id, topics)
+        if _repeated(task, worker_id, FinishKind.COMPLETE):
+            return
+        _check_owner(task, worker_id, "completed")
         tok = _waiting_token(work, task)
-        model = core.model(conn, work.instance.definition_id)
         work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
-        work.record(
-            "external_task_completed",
-            token_id=tok.id,
-            node_id=tok.node_id,
-            payload={"task": task.id, "worker": worker_id},
+        work.move(
+            task,
+            TaskState.COMPLETED,
+            payload={"worker": worker_id},
+            **_finished(worker_id, FinishKind.COMPLETE, unit.now),
         )
-        flow = Flow(work, model)
-        flow.leave(tok)
-        flow.run(())
-        core.flush(conn, work)
-    core.dispatch(work.to_dispatch)
+        walker = unit.walker(work)
+        walker.leave(tok)
+        walker.run()
 
 
-def _policy(
-    core: EngineCore, conn: Connection, work: InstanceWork, task: ExternalTask
-) -> RetryPolicy | None:
-    node = core.model(conn, work.instance.definition_id).node(task.node_id)
+def _policy(unit: Unit, work: InstanceWork, task: ExternalTask) -> RetryPolicy | None:
+    node = unit.model(work.instance.definition_id).node(task.node_id)
     if isinstance(node, n.ServiceTask) and isinstance(node.retry, RetryPolicy):
         return node.retry
     return None
@@ -243,164 +245,41 @@ def handle_failure(
     retries: int | None = None,
     retry_timeout_ms: int | None = None,
     *,
+    error_code: str | None = None,
+    topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """A worker reports that its attempt failed.
-
-    With ``retries`` (Camunda semantics) the task gets that many retries left and is not
-    fetchable for ``retry_timeout_ms``; 0 retries opens a ``failedExternalTask`` incident.
-    Without ``retries``, the model's RetryPolicy decides when there is one; otherwise
-    missing retries count as 0, as in Camunda.
-    """
+    """A worker reports that its attempt failed (see :func:`bpm.runtime.failure.fail_external`
+    for what the retries count and the model's RetryPolicy decide)."""
     if retries is not None and retries < 0:
         raise InvalidOperation("retries cannot be negative")
     if retry_timeout_ms is not None and retry_timeout_ms < 0:
         raise InvalidOperation("retryTimeout cannot be negative")
-    at = core.now(now)
-    with core.tx() as conn:
-        work, task = _load(core, conn, task_id, at)
+    with unit_of_work(core, now) as unit:
+        work, task = _open(unit, task_id, topics)
         if _repeated(task, worker_id, FinishKind.FAILURE):
             return
         _check_owner(task, worker_id, "failed")
         tok = _waiting_token(work, task)
-        model = core.model(conn, work.instance.definition_id)
-        flow = Flow(work, model)
-        attempt = task.attempt + 1
-        message = error_message or "external task failed"
-        policy = _policy(core, conn, work, task) if retries is None else None
-        work.record(
-            "attempt_failed",
-            token_id=tok.id,
-            node_id=tok.node_id,
-            payload={
-                "task": task.id,
-                "worker": worker_id,
-                "attempt": attempt,
-                "error": message,
-                "details": error_details,
-            },
+        walker = unit.walker(work)
+        fail_external(
+            walker,
+            task,
+            tok,
+            Failure(
+                error=error_message or "external task failed",
+                failed_at=unit.now,
+                details=error_details,
+                error_code=error_code,
+            ),
+            worker_id=worker_id,
+            policy=_policy(unit, work, task) if retries is None else None,
+            retries=retries,
+            retry_timeout=(
+                timedelta(milliseconds=retry_timeout_ms) if retry_timeout_ms is not None else None
+            ),
         )
-        fields: dict[str, Any] = {
-            "error_message": message,
-            "error_details": error_details,
-            "attempt": attempt,
-        }
-        if policy is not None:
-            if policy.has_attempt_after(attempt):
-                delay = policy.delay(attempt, work.instance.id, task.node_id)
-                _retry_later(work, task, worker_id, policy.max_attempts - attempt, delay, fields)
-            else:
-                _policy_exhausted(
-                    flow, work, task, tok, policy, worker_id, message, error_details, fields
-                )
-        else:
-            left = retries if retries is not None else 0
-            if left > 0:
-                _retry_later(
-                    work,
-                    task,
-                    worker_id,
-                    left,
-                    timedelta(milliseconds=retry_timeout_ms or 0),
-                    fields,
-                )
-            else:
-                _open_incident(work, task, tok, worker_id, message, error_details, fields)
-        flow.run(())
-        core.flush(conn, work)
-    core.dispatch(work.to_dispatch)
-
-
-def _retry_later(
-    work: InstanceWork,
-    task: ExternalTask,
-    worker_id: str,
-    retries: int,
-    delay: timedelta,
-    fields: dict[str, Any],
-) -> None:
-    retry_at = work.now + delay if delay > timedelta(0) else None
-    _finish_row(
-        work,
-        task,
-        worker_id,
-        FinishKind.FAILURE,
-        TaskState.READY,
-        retries=retries,
-        retry_at=retry_at,
-        **fields,
-    )
-    work.record(
-        "external_task_retry",
-        token_id=task.token_id,
-        node_id=task.node_id,
-        payload={
-            "task": task.id,
-            "retries": retries,
-            "retry_at": retry_at.isoformat() if retry_at else None,
-        },
-    )
-    work.notify.add(task.topic)
-
-
-def _open_incident(
-    work: InstanceWork,
-    task: ExternalTask,
-    tok: Token,
-    worker_id: str,
-    message: str,
-    details: str | None,
-    fields: dict[str, Any],
-) -> None:
-    """No retries left: the task stays (not fetchable), its token waits, an incident opens."""
-    _finish_row(
-        work,
-        task,
-        worker_id,
-        FinishKind.FAILURE,
-        TaskState.FAILED,
-        retries=0,
-        retry_at=None,
-        **fields,
-    )
-    work.open_incident(
-        tok, "failedExternalTask", message, details=details, external_task_id=task.id
-    )
-
-
-def _policy_exhausted(
-    flow: Flow,
-    work: InstanceWork,
-    task: ExternalTask,
-    tok: Token,
-    policy: RetryPolicy,
-    worker_id: str,
-    message: str,
-    details: str | None,
-    fields: dict[str, Any],
-) -> None:
-    """The model's policy has no attempt left: error boundary, failed instance, or incident."""
-    work.record(
-        "step_failed",
-        token_id=tok.id,
-        node_id=tok.node_id,
-        payload={"error": message, "details": details, "attempts": fields["attempt"]},
-    )
-    boundary = catching_boundary(flow, tok.node_id, None)
-    if boundary is not None:
-        take_error_boundary(flow, tok, boundary, message, None)
-        _finish_row(
-            work, task, worker_id, FinishKind.FAILURE, TaskState.CANCELLED, retries=0, **fields
-        )
-        return
-    if policy.on_exhausted is FailureAction.FAIL:
-        flow.terminate_all(f"external task {task.node_id} failed")
-        work.set_state(InstanceState.FAILED, node=task.node_id, error=message)
-        _finish_row(
-            work, task, worker_id, FinishKind.FAILURE, TaskState.FAILED, retries=0, **fields
-        )
-        return
-    _open_incident(work, task, tok, worker_id, message, details, fields)
+        walker.run()
 
 
 def handle_bpmn_error(
@@ -411,6 +290,7 @@ def handle_bpmn_error(
     error_message: str | None = None,
     variables: dict[str, Any] | None = None,
     *,
+    topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
     """A business error: to the matching error boundary event, else the activity just ends.
@@ -420,57 +300,46 @@ def handle_bpmn_error(
     """
     if not error_code:
         raise InvalidOperation("errorCode is required")
-    at = core.now(now)
     updates = check_variables(variables, core.config.max_variable_bytes)
-    with core.tx() as conn:
-        work, task = _load(core, conn, task_id, at)
+    with unit_of_work(core, now) as unit:
+        work, task = _open(unit, task_id, topics)
         if _repeated(task, worker_id, FinishKind.BPMN_ERROR):
             return
         _check_owner(task, worker_id, "reported with a BPMN error")
         tok = _waiting_token(work, task)
-        model = core.model(conn, work.instance.definition_id)
-        flow = Flow(work, model)
+        walker = unit.walker(work)
         work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
-        boundary = catching_boundary(flow, tok.node_id, error_code)
-        work.record(
-            "external_task_bpmn_error",
-            token_id=tok.id,
-            node_id=tok.node_id,
+        boundary = catching_boundary(walker, tok.node_id, error_code)
+        work.move(
+            task,
+            TaskState.COMPLETED,
+            event="external_task_bpmn_error",
             payload={
-                "task": task.id,
                 "worker": worker_id,
                 "error_code": error_code,
                 "message": error_message,
                 "caught_by": boundary.id if boundary else None,
             },
+            error_message=error_message,
+            **_finished(worker_id, FinishKind.BPMN_ERROR, unit.now),
         )
         if boundary is not None:
-            take_error_boundary(flow, tok, boundary, error_message or error_code, error_code)
+            take_error_boundary(walker, tok, boundary, error_message or error_code, error_code)
         else:
-            flow.cancel_boundaries(tok)
+            walker.cancel_boundaries(tok)
             work.transition(
                 tok.id, TokenState.COMPLETED, payload={"bpmn_error": error_code, "uncaught": True}
             )
-        _finish_row(
-            work,
-            task,
-            worker_id,
-            FinishKind.BPMN_ERROR,
-            TaskState.COMPLETED,
-            error_message=error_message,
-        )
-        flow.run(())
-        core.flush(conn, work)
-    core.dispatch(work.to_dispatch)
+        walker.run()
 
 
 # -- locks ----------------------------------------------------------------------------------
 
 
 def _explain_lock_refusal(
-    task: ExternalTask | None, task_id: str, worker_id: str, verb: str, at: datetime
+    task: ExternalTask | None, task_id: str, worker_id: str, verb: str
 ) -> Exception:
-    if task is None or task.state in (TaskState.COMPLETED, TaskState.CANCELLED):
+    if task is None or task.state in _CLOSED:
         return not_found(task_id)
     if task.state is TaskState.LOCKED and task.lock_owner == worker_id:
         return LeaseLost("Cannot extend a lock that expired")
@@ -489,19 +358,25 @@ def extend_lock(
     worker_id: str,
     new_duration_ms: int,
     *,
+    topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Set the lock expiry to now + ``new_duration_ms`` (the lock must be live and ours)."""
+    """Heartbeat: a live lock held by ``worker_id`` now expires ``new_duration_ms`` from now.
+
+    Not a state change: one conditional UPDATE, no instance lock and no history event."""
     _check_duration(new_duration_ms, "newDuration")
     if not worker_id:
         raise InvalidOperation("workerId is required")
     at = core.now(now)
     with core.tx() as conn:
+        task = store.get(conn, task_id)
+        if task is not None:
+            check_topic(task, topics)
         if store.extend_lock(
             conn, task_id, worker_id, at + timedelta(milliseconds=new_duration_ms), at
         ):
             return
-        raise _explain_lock_refusal(store.get(conn, task_id), task_id, worker_id, "extended", at)
+        raise _explain_lock_refusal(store.get(conn, task_id), task_id, worker_id, "extended")
 
 
 def lock(
@@ -510,101 +385,105 @@ def lock(
     worker_id: str,
     lock_duration_ms: int,
     *,
+    topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
     """Lock one task by id for ``worker_id`` (free, or already held by the same worker)."""
     _check_duration(lock_duration_ms, "lockDuration")
     if not worker_id:
         raise InvalidOperation("workerId is required")
-    at = core.now(now)
-    with core.tx() as conn:
-        if store.lock(conn, task_id, worker_id, at + timedelta(milliseconds=lock_duration_ms), at):
-            task = store.get(conn, task_id)
-            assert task is not None
-            store.record_events(
-                conn, [_lock_event(task, "external_task_locked", {"worker": worker_id}, at)]
-            )
-            return
-        task = store.get(conn, task_id)
-        if task is not None and task.suspended:
-            raise InvalidOperation(f"External task {task_id} belongs to a suspended instance")
-        raise _explain_lock_refusal(task, task_id, worker_id, "locked", at)
+    with unit_of_work(core, now) as unit:
+        work, task = _open(unit, task_id, topics)
+        at = unit.now
+        free = task.state is TaskState.READY and (task.retry_at is None or task.retry_at <= at)
+        expired = task.state is TaskState.LOCKED and not task.is_locked(at)
+        mine = task.state is TaskState.LOCKED and task.lock_owner == worker_id
+        if work.instance.state is not InstanceState.ACTIVE:
+            if work.instance.state is InstanceState.SUSPENDED:
+                raise InvalidOperation(f"External task {task_id} belongs to a suspended instance")
+            raise not_found(task_id)
+        if not (free or expired or mine) or (task.retries is not None and task.retries <= 0):
+            raise _explain_lock_refusal(task, task_id, worker_id, "locked")
+        until = at + timedelta(milliseconds=lock_duration_ms)
+        work.move(
+            task,
+            TaskState.LOCKED,
+            payload={"worker": worker_id, "until": until.isoformat()},
+            lock_owner=worker_id,
+            lock_expires_at=until,
+            updated_at=at,
+        )
 
 
-def unlock(core: EngineCore, task_id: str, *, now: datetime | None = None) -> None:
+def unlock(
+    core: EngineCore,
+    task_id: str,
+    *,
+    topics: Collection[str] | None = None,
+    now: datetime | None = None,
+) -> None:
     """Give a locked task back to ready at once (anyone may unlock, as in Camunda)."""
-    at = core.now(now)
-    with core.tx() as conn:
-        task = store.unlock(conn, task_id, at)
-        if task is None:
-            current = store.get(conn, task_id)
-            if current is None or current.state in (TaskState.COMPLETED, TaskState.CANCELLED):
-                raise not_found(task_id)
+    with unit_of_work(core, now) as unit:
+        work, task = _open(unit, task_id, topics)
+        if task.state in _CLOSED:
+            raise not_found(task_id)
+        if task.state is not TaskState.LOCKED:
             return
-        store.record_events(conn, [_lock_event(task, "external_task_unlocked", {}, at)])
-        store.notify_topics(conn, [task.topic])
-
-
-def _lock_event(
-    task: ExternalTask, type_: str, payload: dict[str, Any], at: datetime
-) -> dict[str, Any]:
-    return {
-        "instance_id": task.instance_id,
-        "token_id": task.token_id,
-        "node_id": task.node_id,
-        "type": type_,
-        "from_state": None,
-        "to_state": None,
-        "payload": {"task": task.id, **payload},
-        "at": at,
-    }
+        work.move(
+            task,
+            TaskState.READY,
+            event="external_task_unlocked",
+            lock_owner=None,
+            lock_expires_at=None,
+            updated_at=unit.now,
+        )
+        work.notify.add(task.topic)
 
 
 def set_retries(
-    core: EngineCore, task_id: str, retries: int, *, now: datetime | None = None
+    core: EngineCore,
+    task_id: str,
+    retries: int,
+    *,
+    topics: Collection[str] | None = None,
+    now: datetime | None = None,
 ) -> None:
     """Set the retries left; > 0 resolves a ``failedExternalTask`` incident, 0 opens one."""
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InvalidOperation("retries must be an integer >= 0")
-    at = core.now(now)
-    with core.tx() as conn:
-        work, task = _load(core, conn, task_id, at)
-        if task.state in (TaskState.COMPLETED, TaskState.CANCELLED):
+    with unit_of_work(core, now) as unit:
+        work, task = _open(unit, task_id, topics)
+        if task.state in _CLOSED:
             raise not_found(task_id)
         tok = work.tokens.get(task.token_id)
+        at = unit.now
         if retries > 0:
-            values: dict[str, Any] = {"retries": retries, "updated_at": at}
+            for incident in work.items_of(Incident, task.token_id):
+                if incident.external_task_id == task.id and incident.state is IncidentState.OPEN:
+                    work.move(incident, IncidentState.RESOLVED, resolved_at=at)
             if task.state is TaskState.FAILED:
-                values.update(state=TaskState.READY.value, retry_at=None)
-                for incident_id in store.open_incident_ids(conn, task_id):
-                    work.update_rows(
-                        "incident", {"id": incident_id}, state="resolved", resolved_at=at
-                    )
-                    work.record(
-                        "incident_resolved",
-                        token_id=task.token_id,
-                        node_id=task.node_id,
-                        payload={"incident": incident_id, "task": task.id},
-                    )
-            work.update_rows("external_task", {"id": task.id}, **values)
+                work.move(task, TaskState.READY, retries=retries, retry_at=None, updated_at=at)
+            else:
+                work.change(
+                    task,
+                    event="external_task_retries_set",
+                    payload={"retries": retries},
+                    retries=retries,
+                    updated_at=at,
+                )
             work.notify.add(task.topic)
         elif task.state is not TaskState.FAILED and tok is not None:
-            _open_incident(
-                work,
-                task,
+            work.move(
+                task, TaskState.FAILED, retries=0, lock_owner=None, lock_expires_at=None,
+                updated_at=at,
+            )  # fmt: skip
+            work.open_incident(
                 tok,
-                task.finished_by or "operator",
+                "failedExternalTask",
                 task.error_message or "retries set to 0",
-                task.error_details,
-                {"attempt": task.attempt},
+                details=task.error_details,
+                external_task_id=task.id,
             )
-        work.record(
-            "external_task_retries_set",
-            token_id=task.token_id,
-            node_id=task.node_id,
-            payload={"task": task.id, "retries": retries},
-        )
-        core.flush(conn, work)
 
 
 def reclaim_expired_external_locks(
@@ -614,10 +493,14 @@ def reclaim_expired_external_locks(
     at = core.now(now)
     with core.tx() as conn:
         reclaimed = store.reclaim_expired(conn, at, limit)
-        store.record_events(
+        history_store.append(
             conn,
             [
-                _lock_event(task, "external_task_lock_expired", {"worker": owner}, at)
+                history_store.row(
+                    task.instance_id,
+                    at,
+                    [store.task_event(task, "external_task_lock_expired", at, worker=owner)],
+                )
                 for task, owner in reclaimed
             ],
         )
@@ -632,7 +515,7 @@ def get(core: EngineCore, task_id: str) -> ExternalTask:
     """An open task (ready, locked, or failed with an incident)."""
     with core.db.connect() as conn:
         task = store.get(conn, task_id)
-    if task is None or task.state in (TaskState.COMPLETED, TaskState.CANCELLED):
+    if task is None or task.state in _CLOSED:
         raise not_found(task_id)
     return task
 

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
 from bpm.engine.core import EngineCore
+from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation, NotFound
-from bpm.runtime.advance import Flow
 from bpm.runtime.records import HistoryEvent, Instance, UserTask
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
-from bpm.runtime.work import check_variables
+from bpm.runtime.states import BlockKind, InstanceState, TokenState, UserTaskState
+from bpm.runtime.work import check_variables, claim_event
 from bpm.store import definitions as defs_store
+from bpm.store import history as history_store
 from bpm.store import instances as store
-from bpm.store import work as work_store
 
 
 def start(
@@ -30,17 +31,17 @@ def start(
 ) -> Instance:
     """Start the latest version of ``key``; a repeated ``idempotency_key`` returns the first."""
     clean = check_variables(variables, core.config.max_variable_bytes)
-    at = core.now(now)
     try:
-        with core.tx() as conn:
+        with unit_of_work(core, now) as unit:
             if idempotency_key is not None:
-                existing = store.by_idempotency_key(conn, idempotency_key)
+                existing = store.by_idempotency_key(unit.conn, idempotency_key)
                 if existing is not None:
                     return existing
-            definition = defs_store.latest(conn, key)
+            definition = defs_store.latest(unit.conn, key)
             if definition is None:
                 raise NotFound(f"no process definition with key '{key}' is deployed")
-            model = core.model(conn, definition.id)
+            model = unit.model(definition.id)
+            at = unit.now
             inst = Instance(
                 id=str(uuid.uuid4()),
                 definition_id=definition.id,
@@ -52,7 +53,7 @@ def start(
                 business_key=business_key,
                 idempotency_key=idempotency_key,
             )
-            work = work_store.new_work(inst, at, max_variable_bytes=core.config.max_variable_bytes)
+            work = unit.new(inst)
             work.record(
                 "instance_started",
                 payload={
@@ -62,8 +63,7 @@ def start(
                 },
             )
             first = work.create_token(model.start_events[0].id, scope_id=None, parent_id=None)
-            Flow(work, model).run([first.id])
-            core.flush(conn, work)
+            unit.walker(work).run([first.id])
     except IntegrityError:
         if idempotency_key is None:
             raise
@@ -72,7 +72,6 @@ def start(
         if existing is None:
             raise
         return existing
-    core.dispatch(work.to_dispatch)
     return work.instance
 
 
@@ -85,10 +84,15 @@ def get(core: EngineCore, instance_id: str) -> Instance:
 
 
 def history(core: EngineCore, instance_id: str) -> list[HistoryEvent]:
+    """The stored events, then the claim of each step still executing (a claim is stored
+    with its attempt's outcome)."""
     with core.db.connect() as conn:
-        if store.get(conn, instance_id, with_tokens=False) is None:
+        inst = store.get(conn, instance_id)
+        if inst is None:
             raise NotFound(f"process instance {instance_id} does not exist")
-        return store.history(conn, instance_id)
+        events = history_store.events_of(conn, instance_id)
+    running = [claim_event(t) for t in inst.tokens if t.state is TokenState.EXECUTING]
+    return events + [replace(e, seq=len(events) + i) for i, e in enumerate(running, start=1)]
 
 
 def user_tasks(
@@ -100,10 +104,9 @@ def user_tasks(
     assignee: str | None = None,
 ) -> list[UserTask]:
     with core.db.connect() as conn:
-        rows = store.user_tasks(
+        return store.user_tasks(
             conn, instance_id=instance_id, state=state, node_id=node_id, assignee=assignee
         )
-    return [UserTask.from_mapping(r) for r in rows]
 
 
 def complete_user_task(
@@ -115,56 +118,68 @@ def complete_user_task(
 ) -> None:
     """Complete an open user task: merge ``variables`` and move its token on."""
     check_variables(variables, core.config.max_variable_bytes)
-    at = core.now(now)
-    with core.tx() as conn:
-        row = store.user_task(conn, task_id)
-        if row is None:
-            raise NotFound(f"user task {task_id} does not exist")
-        work = core.load(conn, row["instance_id"], at)
-        if row["state"] != "open" or work.instance.ended:
-            raise NotFound(f"user task {task_id} is {row['state']}, not open")
-        tok = work.tokens.get(row["token_id"])
+    with core.db.connect() as conn:
+        found = store.user_task(conn, task_id)
+    if found is None:
+        raise NotFound(f"user task {task_id} does not exist")
+    with unit_of_work(core, now) as unit:
+        work = unit.work(found.instance_id)
+        task = work.item(UserTask, task_id)  # re-read under the instance lock
+        assert task is not None
+        if task.state is not UserTaskState.OPEN or work.instance.ended:
+            raise NotFound(f"user task {task_id} is {task.state.value}, not open")
+        tok = work.tokens.get(task.token_id)
         if tok is None or tok.blocked_kind is not BlockKind.USER_TASK:
             raise InvalidOperation(f"user task {task_id} is no longer waiting")
         if work.instance.state is InstanceState.SUSPENDED:
             raise InvalidOperation(
                 f"instance {work.instance.id} is suspended; resume it before completing tasks"
             )
-        model = core.model(conn, work.instance.definition_id)
         work.merge_variables(variables, source=tok.node_id, token_id=tok.id)
-        work.update_rows("user_task", {"id": task_id}, state="completed", completed_at=at)
-        work.record(
-            "user_task_completed", token_id=tok.id, node_id=tok.node_id, payload={"task": task_id}
-        )
-        flow = Flow(work, model)
-        flow.leave(tok)
-        flow.run(())
-        core.flush(conn, work)
-    core.dispatch(work.to_dispatch)
+        work.move(task, UserTaskState.COMPLETED, completed_at=unit.now)
+        walker = unit.walker(work)
+        walker.leave(tok)
+        walker.run()
 
 
-def claim_user_task(core: EngineCore, task_id: str, user_id: str) -> UserTask:
-    """Assign an open user task to ``user_id`` unless someone else has it already."""
-    if not user_id:
-        raise InvalidOperation("a user id is needed to claim a task")
-    with core.tx() as conn:
-        if not store.set_user_task_assignee(conn, task_id, user_id, only_if_free_for=user_id):
-            row = store.user_task(conn, task_id)
-            if row is None or row["state"] != "open":
-                raise NotFound(f"user task {task_id} does not exist or is not open")
+def _assign(
+    core: EngineCore, task_id: str, user_id: str | None, *, claim: bool, now: datetime | None
+) -> UserTask:
+    with core.db.connect() as conn:
+        found = store.user_task(conn, task_id)
+    if found is None:
+        raise NotFound(f"user task {task_id} does not exist or is not open")
+    with unit_of_work(core, now) as unit:
+        work = unit.work(found.instance_id)
+        task = work.item(UserTask, task_id)
+        if task is None or task.state is not UserTaskState.OPEN:
+            raise NotFound(f"user task {task_id} does not exist or is not open")
+        if claim and task.assignee not in (None, user_id):
             raise InvalidOperation(
                 f"Cannot claim task '{task_id}': task is already claimed by someone else."
             )
-        row = store.user_task(conn, task_id)
-    assert row is not None
-    return UserTask.from_mapping(row)
+        if task.assignee != user_id:
+            task = work.change(
+                task,
+                event="user_task_claimed" if user_id else "user_task_unclaimed",
+                payload={"user": user_id} if user_id else {},
+                assignee=user_id,
+            )
+    return task
 
 
-def unclaim_user_task(core: EngineCore, task_id: str) -> None:
+def claim_user_task(
+    core: EngineCore, task_id: str, user_id: str, *, now: datetime | None = None
+) -> UserTask:
+    """Assign an open user task to ``user_id`` unless someone else has it already."""
+    if not user_id:
+        raise InvalidOperation("a user id is needed to claim a task")
+    return _assign(core, task_id, user_id, claim=True, now=now)
+
+
+def unclaim_user_task(core: EngineCore, task_id: str, *, now: datetime | None = None) -> None:
     """Remove the assignee of an open user task."""
-    with core.tx() as conn:
-        if not store.set_user_task_assignee(conn, task_id, None, only_if_free_for=None):
-            raise NotFound(f"user task {task_id} does not exist or is not open")
+    _assign(core, task_id, None, claim=False, now=now)
 
 
 def terminate(
@@ -174,45 +189,37 @@ def terminate(
     reason: str = "terminated by operator",
     now: datetime | None = None,
 ) -> Instance:
-    at = core.now(now)
-    with core.tx() as conn:
-        work = core.load(conn, instance_id, at)
+    with unit_of_work(core, now) as unit:
+        work = unit.work(instance_id)
         if work.instance.ended:
             raise InvalidOperation(f"instance {instance_id} is already {work.instance.state.value}")
-        model = core.model(conn, work.instance.definition_id)
-        Flow(work, model).terminate_all(reason)
+        unit.walker(work).terminate_all(reason)
         work.set_state(InstanceState.TERMINATED, reason=reason)
-        core.flush(conn, work)
     return work.instance
 
 
 def suspend(core: EngineCore, instance_id: str, *, now: datetime | None = None) -> Instance:
     """Stop handing out work for this instance (steps in flight may still finish)."""
-    at = core.now(now)
-    with core.tx() as conn:
-        work = core.load(conn, instance_id, at)
+    with unit_of_work(core, now) as unit:
+        work = unit.work(instance_id)
         if work.instance.state is not InstanceState.ACTIVE:
             raise InvalidOperation(
                 f"instance {instance_id} is {work.instance.state.value}; only an active "
                 "instance can be suspended"
             )
         work.set_state(InstanceState.SUSPENDED)
-        core.flush(conn, work)
     return work.instance
 
 
 def resume(core: EngineCore, instance_id: str, *, now: datetime | None = None) -> Instance:
-    at = core.now(now)
-    with core.tx() as conn:
-        work = core.load(conn, instance_id, at)
+    with unit_of_work(core, now) as unit:
+        work = unit.work(instance_id)
         if work.instance.state is not InstanceState.SUSPENDED:
             raise InvalidOperation(
                 f"instance {instance_id} is {work.instance.state.value}, not suspended"
             )
         work.set_state(InstanceState.ACTIVE)
-        ready = [t.id for t in work.live_tokens() if t.state is TokenState.READY]
-        core.flush(conn, work)
-    core.dispatch(ready)
+        work.to_dispatch.extend(t.id for t in work.live_tokens() if t.state is TokenState.READY)
     return work.instance
 
 

@@ -25,9 +25,10 @@ are committed, or neither is and the timer is still pending for the next poll.
    are marked ``fired`` and applied to the instance, and everything is flushed.
 
 A second poller that saw the same timer either skipped it (row locked) or, if it read it
-after our commit, no longer finds it pending. Each instance is applied inside a savepoint:
-an unexpected error in one instance is logged and leaves only that instance's timers
-pending, instead of blocking the whole batch forever.
+after our commit, no longer finds it pending. Each instance is applied in memory and
+nothing is written before the end of the batch: an unexpected error in one instance is
+logged and drops only that instance's changes (its timers stay pending), instead of
+blocking the whole batch forever.
 
 Suspended instances are not active, so their timers stay pending until ``resume``; then
 they are due at once and fire on the next poll (a deliberate choice: nothing of a
@@ -41,14 +42,13 @@ import logging
 from collections import defaultdict
 from datetime import datetime
 
-from sqlalchemy import Connection
-
 from bpm.engine.core import EngineCore
+from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation
 from bpm.runtime import timers as rt
-from bpm.runtime.advance import Flow
-from bpm.runtime.states import InstanceState
-from bpm.runtime.timers import Timer
+from bpm.runtime.records import Timer
+from bpm.runtime.states import InstanceState, TimerState
+from bpm.runtime.walker import Walker
 from bpm.store import timers as store
 
 log = logging.getLogger("bpm.timers")
@@ -67,93 +67,71 @@ def fire_due_timers(core: EngineCore, *, now: datetime | None = None, limit: int
     while fired < limit:
         size = min(BATCH, limit - fired)
         # One clock reading per transaction (the caller's ``now`` when given).
-        batch_fired, claimed, skipped, dispatch = _fire_batch(
-            core, core.now(now), size, passed_over
-        )
+        batch_fired, claimed, skipped = _fire_batch(core, now, size, passed_over)
         fired += batch_fired
         passed_over.extend(skipped)
-        core.dispatch(dispatch)
         if claimed < size:  # nothing more is due; every claimed row fired, was cancelled
             break  # as stale, or is excluded from the next batch
     return fired
 
 
 def _fire_batch(
-    core: EngineCore, at: datetime, size: int, exclude: list[str]
-) -> tuple[int, int, list[str], list[str]]:
-    """One transaction: (fired, claimed, passed over, tokens to dispatch after commit)."""
+    core: EngineCore, now: datetime | None, size: int, exclude: list[str]
+) -> tuple[int, int, list[str]]:
+    """One transaction: (fired, claimed, passed over)."""
     fired = 0
     skipped: list[str] = []
-    dispatch: list[str] = []
-    with core.tx() as conn:
-        due = store.claim_due(conn, at, size, exclude)
+    with unit_of_work(core, now) as unit:
+        due = store.claim_due(unit.conn, unit.now, size, exclude)
         if not due:
-            return 0, 0, [], []
+            return 0, 0, []
         by_instance: dict[str, list[Timer]] = defaultdict(list)
         for timer in due:
             by_instance[timer.instance_id].append(timer)
-        locked = store.lock_instances_nowait(conn, list(by_instance))
+        works = unit.lock(list(by_instance), skip_locked=True)
         for instance_id in sorted(by_instance):
             timers = by_instance[instance_id]
-            if instance_id not in locked:
+            work = works.get(instance_id)
+            if work is None:  # busy: another transaction holds the instance
                 skipped.extend(x.id for x in timers)
                 continue
-            savepoint = conn.begin_nested()
+            if work.instance.state is not InstanceState.ACTIVE:  # changed since the scan
+                unit.drop(instance_id)
+                continue
             try:
-                n_fired, ready = _apply_instance(core, conn, instance_id, timers, at)
-            except Exception:
-                savepoint.rollback()
+                fired += _apply_instance(unit.walker(work), timers)
+            except Exception:  # nothing is written before the flush: drop this instance
+                unit.drop(instance_id)
                 log.exception(
                     "firing timers %s of instance %s failed; they stay pending",
                     [x.id for x in timers],
                     instance_id,
                 )
                 skipped.extend(x.id for x in timers)
-                continue
-            savepoint.commit()
-            fired += n_fired
-            dispatch.extend(ready)
-    return fired, len(due), skipped, dispatch
+    return fired, len(due), skipped
 
 
-def _apply_instance(
-    core: EngineCore, conn: Connection, instance_id: str, timers: list[Timer], at: datetime
-) -> tuple[int, list[str]]:
-    work = core.load(conn, instance_id, at)  # already locked by us: returns at once
-    if work.instance.state is not InstanceState.ACTIVE:  # changed since the scan
-        return 0, []
-    model = core.model(conn, work.instance.definition_id)
-    flow = Flow(work, model)
-    applied: list[str] = []
-    stale: list[str] = []
-    created: list[str] = []  # next occurrences of cycles created here, due already
-    fired_created: list[str] = []
-    due = [(x.fire_at, x.id, x) for x in timers]
+def _apply_instance(walker: Walker, timers: list[Timer]) -> int:
+    """Fire the instance's due timers in due order (also cycles catching up); stale ones
+    (their token no longer waits for them) are cancelled. Returns how many fired."""
+    work = walker.work
+    fired = 0
+    due = [(x.fire_at, x.id, work.adopt(x)) for x in timers]
     heapq.heapify(due)
-    while due:  # in due order, also across cycles that are catching up
+    while due:
         _, _, timer = heapq.heappop(due)
         # Checked one by one: an earlier timer (a timeout) may have ended the token.
-        if not rt.still_applies(flow, timer):
-            if timer.id not in created:  # a new row that did not fire is cancelled by flush
-                stale.append(timer.id)
+        if not rt.still_applies(walker, timer):
+            current = work.item(Timer, timer.id)
+            if current is not None and current.state is TimerState.PENDING:
+                work.move(current, TimerState.CANCELLED, payload={"stale": True})
             continue
-        following = rt.apply(flow, timer)
-        if timer.id in created:
-            rt.mark_new_row_fired(flow, timer.id, at)
-            fired_created.append(timer.id)
-        else:
-            applied.append(timer.id)
-        if following is not None and following.fire_at <= at:
-            created.append(following.id)
+        following = rt.apply(walker, timer)
+        fired += 1
+        if following is not None and following.fire_at <= work.now:
             heapq.heappush(due, (following.fire_at, following.id, following))
-    flow.run(())
-    store.mark_cancelled(conn, stale)
-    # Marked fired before the flush, in this same transaction: the flush cancels pending
-    # timers of tokens that stopped (a timeout cancels the task's other timers), and must
-    # not turn the ones that just fired into "cancelled".
-    store.mark_fired(conn, applied, at)
-    core.flush(conn, work)
-    return len(applied) + len(fired_created), list(work.to_dispatch)
+    walker.run()
+    return fired
 
 
 def next_wakeup(core: EngineCore) -> datetime | None:
@@ -170,7 +148,7 @@ def timers(
     limit: int | None = None,
 ) -> list[Timer]:
     """Timers (pending ones by default), earliest first."""
-    if state is not None and state not in (store.PENDING, store.FIRED, store.CANCELLED):
+    if state is not None and state not in {s.value for s in TimerState}:
         raise InvalidOperation(f"unknown timer state '{state}'; use pending, fired or cancelled")
     with core.db.connect() as conn:
         return store.list_timers(conn, instance_id=instance_id, state=state, limit=limit)

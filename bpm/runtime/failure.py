@@ -1,67 +1,147 @@
-"""What a failed attempt does to its token: back off and retry, or give up per the policy."""
+"""What a failed attempt does, for inline and external steps alike: retry, or give up.
+
+An inline step's token is Executing when its attempt fails; an external step's token waits
+while its task is locked by a worker. Both kinds count attempts, back off and retry under a
+:class:`RetryPolicy` (or, for external tasks, the retries count the worker sends, as in
+Camunda), and both end up in :func:`exhausted` when no attempt is left.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from bpm.model import nodes as n
 from bpm.retry import FailureAction, RetryPolicy
-from bpm.runtime.advance import Flow
-from bpm.runtime.records import Token
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.records import ExternalTask, Token
+from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState
+from bpm.runtime.walker import Walker
 
-T = TokenState
 IMMEDIATE = "immediate"
 
 
-def fail_attempt(
-    flow: Flow,
-    tok: Token,
-    policy: RetryPolicy,
-    error: str,
-    *,
-    failed_at: datetime,
-    details: str | None = None,
-    error_code: str | None = None,
-) -> None:
-    """Record a failed attempt of an Executing token and decide what comes next.
+@dataclass(frozen=True)
+class Failure:
+    """One failed attempt: what went wrong, and when."""
+
+    error: str
+    failed_at: datetime
+    details: str | None = None
+    error_code: str | None = None  # a BPMN error code an error boundary may catch
+
+
+def fail_attempt(walker: Walker, tok: Token, policy: RetryPolicy, failure: Failure) -> None:
+    """A failed attempt of an Executing inline token: back off and retry, or give up.
 
     The next attempt is due at ``max(failed_at, now) + delay``: a handler that failed after a
     long run is scheduled from its failure, not from its start.
     """
-    w = flow.work
+    w = walker.work
     w.record(
         "attempt_failed",
         token_id=tok.id,
         node_id=tok.node_id,
-        payload={"attempt": tok.attempt, "error": error, "details": details},
+        payload={"attempt": tok.attempt, "error": failure.error, "details": failure.details},
     )
-    if policy.has_attempt_after(tok.attempt):
-        delay = policy.delay(tok.attempt, w.instance.id, tok.node_id)
-        if delay <= timedelta(0):
-            w.transition(
-                tok.id, T.WAITING, blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE), error=error
-            )
-            w.transition(tok.id, T.READY)
-            w.to_dispatch.append(tok.id)
-            return
-        fire_at = max(failed_at, w.now) + delay
-        timer_id = w.add_timer(tok, tok.node_id, "retry_backoff", fire_at)
+    if not policy.has_attempt_after(tok.attempt):
+        exhausted(walker, tok, policy.on_exhausted, failure, attempts=tok.attempt)
+        return
+    delay = policy.delay(tok.attempt, w.instance.id, tok.node_id)
+    if delay <= timedelta(0):
         w.transition(
             tok.id,
-            T.WAITING,
-            blocked=(BlockKind.RETRY_BACKOFF, timer_id),
-            error=error,
-            payload={"retry_at": fire_at.isoformat()},
+            TokenState.WAITING,
+            blocked=(BlockKind.RETRY_BACKOFF, IMMEDIATE),
+            error=failure.error,
         )
+        w.transition(tok.id, TokenState.READY)
+        w.to_dispatch.append(tok.id)
         return
-    exhausted(flow, tok, policy, error, details=details, error_code=error_code)
+    fire_at = max(failure.failed_at, w.now) + delay
+    timer = w.add_timer(tok, tok.node_id, "retry_backoff", fire_at)
+    w.transition(
+        tok.id,
+        TokenState.WAITING,
+        blocked=(BlockKind.RETRY_BACKOFF, timer.id),
+        error=failure.error,
+        payload={"retry_at": fire_at.isoformat()},
+    )
 
 
-def catching_boundary(flow: Flow, node_id: str, error_code: str | None) -> n.BoundaryEvent | None:
+def fail_external(
+    walker: Walker,
+    task: ExternalTask,
+    tok: Token,
+    failure: Failure,
+    *,
+    worker_id: str,
+    policy: RetryPolicy | None,
+    retries: int | None = None,
+    retry_timeout: timedelta | None = None,
+) -> None:
+    """A worker reports a failed attempt of its locked external task.
+
+    With ``retries`` (Camunda semantics) the task gets that many retries left and is not
+    fetchable for ``retry_timeout``. Without, the model's RetryPolicy decides when there is
+    one; otherwise missing retries count as 0, as in Camunda.
+    """
+    w = walker.work
+    attempt = task.attempt + 1
+    w.record(
+        "attempt_failed",
+        token_id=tok.id,
+        node_id=tok.node_id,
+        payload={
+            "task": task.id,
+            "worker": worker_id,
+            "attempt": attempt,
+            "error": failure.error,
+            "details": failure.details,
+        },
+    )
+    if retries is not None:
+        left, delay, action = retries, retry_timeout or timedelta(0), FailureAction.INCIDENT
+    elif policy is not None:
+        more = policy.has_attempt_after(attempt)
+        left = policy.max_attempts - attempt if more else 0
+        delay = policy.delay(attempt, w.instance.id, task.node_id) if more else timedelta(0)
+        action = policy.on_exhausted
+    else:
+        left, delay, action = 0, timedelta(0), FailureAction.INCIDENT
+    reported: dict[str, Any] = {
+        "lock_owner": None,
+        "lock_expires_at": None,
+        "finished_by": worker_id,
+        "finish_kind": "failure",
+        "error_message": failure.error,
+        "error_details": failure.details,
+        "attempt": attempt,
+        "updated_at": w.now,
+    }
+    if left > 0:
+        retry_at = w.now + delay if delay > timedelta(0) else None
+        w.move(
+            task,
+            TaskState.READY,
+            event="external_task_retry",
+            payload={"retries": left, "retry_at": retry_at.isoformat() if retry_at else None},
+            retries=left,
+            retry_at=retry_at,
+            **reported,
+        )
+        w.notify.add(task.topic)
+        return
+    w.move(task, TaskState.FAILED, retries=0, retry_at=None, **reported)
+    exhausted(walker, tok, action, failure, attempts=attempt, external_task_id=task.id)
+
+
+def catching_boundary(
+    walker: Walker, node_id: str, error_code: str | None
+) -> n.BoundaryEvent | None:
     """The error boundary event of ``node_id`` that catches ``error_code``, if any."""
     catch_all = None
-    for b in flow.model.boundaries.get(node_id, ()):
+    for b in walker.model.boundaries.get(node_id, ()):
         if not b.is_error:
             continue
         if b.error_code is None:
@@ -72,70 +152,93 @@ def catching_boundary(flow: Flow, node_id: str, error_code: str | None) -> n.Bou
 
 
 def take_error_boundary(
-    flow: Flow, tok: Token, boundary: n.BoundaryEvent, error: str, error_code: str | None
+    walker: Walker, tok: Token, boundary: n.BoundaryEvent, error: str, error_code: str | None
 ) -> None:
     """Interrupt the activity and continue on the boundary's path with the error recorded."""
-    w = flow.work
+    w = walker.work
     w.merge_variables(
         {"error_message": error, "error_code": error_code, "error_node": tok.node_id},
         source=boundary.id,
         token_id=tok.id,
     )
-    flow.stop_token(w.token(tok.id), payload={"caught_by": boundary.id, "error": error})
+    walker.stop_token(w.token(tok.id), payload={"caught_by": boundary.id, "error": error})
     new = w.create_token(boundary.id, scope_id=tok.scope_id, parent_id=tok.id)
-    flow.continue_tokens([new])
+    walker.continue_tokens([new])
 
 
 def exhausted(
-    flow: Flow,
+    walker: Walker,
     tok: Token,
-    policy: RetryPolicy,
-    error: str,
+    action: FailureAction,
+    failure: Failure,
     *,
-    details: str | None = None,
-    error_code: str | None = None,
+    attempts: int,
+    external_task_id: str | None = None,
 ) -> None:
     """The last attempt failed: error boundary, incident, or a failed instance.
 
     An error boundary that catches the error always wins (the error message and code land
-    in the variables ``error_message`` / ``error_code``). Without one the policy decides:
-    ``continue_on_failure()`` leaves the task on its normal outgoing flows with the same
-    variables set (a gateway after it can test them, like A3S Flow's ``step_failed``),
-    ``fail_instance()`` ends the instance ``failed``, and the default opens an incident
-    (token ``failed``, instance still ``active``) for ``Engine.retry_incident``.
+    in the variables ``error_message`` / ``error_code``). Without one the action decides:
+    ``continue`` leaves the task on its normal outgoing flows with the same variables set
+    (a gateway after it can test them, like A3S Flow's ``step_failed``), ``fail`` ends the
+    instance ``failed``, and ``incident`` (the default) waits for an operator's
+    ``Engine.retry_incident``: an inline token goes ``failed``; an external task is out of
+    retries and its token keeps waiting.
     """
-    w = flow.work
-    boundary = catching_boundary(flow, tok.node_id, error_code)
+    w = walker.work
     w.record(
         "step_failed",
         token_id=tok.id,
         node_id=tok.node_id,
         payload={
-            "error": error,
-            "details": details,
-            "attempts": tok.attempt,
-            "error_code": error_code,
+            "error": failure.error,
+            "details": failure.details,
+            "attempts": attempts,
+            "error_code": failure.error_code,
         },
     )
+    boundary = catching_boundary(walker, tok.node_id, failure.error_code)
     if boundary is not None:
-        take_error_boundary(flow, tok, boundary, error, error_code)
+        take_error_boundary(walker, tok, boundary, failure.error, failure.error_code)
         return
-    if policy.on_exhausted is FailureAction.CONTINUE:
+    if action is FailureAction.CONTINUE:
         w.merge_variables(
-            {"error_message": error, "error_code": error_code, "error_node": tok.node_id},
+            {
+                "error_message": failure.error,
+                "error_code": failure.error_code,
+                "error_node": tok.node_id,
+            },
             source=tok.node_id,
             token_id=tok.id,
         )
-        flow.leave(
+        walker.cancel_wait(tok)
+        walker.leave(
             w.transition(
-                tok.id, T.COMPLETED, error=error, payload={"continued_after_failure": True}
+                tok.id,
+                TokenState.COMPLETED,
+                error=failure.error,
+                payload={"continued_after_failure": True},
             )
         )
         return
-    w.transition(tok.id, T.FAILED, error=error)
-    if policy.on_exhausted is FailureAction.FAIL:
-        flow.cancel_boundaries(tok)
-        flow.terminate_all(f"step {tok.node_id} failed", except_token=tok.id)
-        w.set_state(InstanceState.FAILED, node=tok.node_id, error=error)
+    if action is FailureAction.FAIL:
+        if tok.state is TokenState.EXECUTING:
+            w.transition(tok.id, TokenState.FAILED, error=failure.error)
+            walker.cancel_boundaries(tok)
+            walker.terminate_all(f"step {tok.node_id} failed", except_token=tok.id)
+        else:
+            walker.terminate_all(f"step {tok.node_id} failed")
+        w.set_state(InstanceState.FAILED, node=tok.node_id, error=failure.error)
         return
-    w.open_incident(tok, "failedJob", error, details=details)
+    if external_task_id is None:
+        tok = w.transition(tok.id, TokenState.FAILED, error=failure.error)
+        incident_type = "failedJob"
+    else:
+        incident_type = "failedExternalTask"
+    w.open_incident(
+        tok,
+        incident_type,
+        failure.error,
+        details=failure.details,
+        external_task_id=external_task_id,
+    )

@@ -1,17 +1,38 @@
-"""Runtime values as read from and written to the store: instances, tokens, scopes, events."""
+"""Every runtime record, as read from and written to the store. One home for each.
+
+Records are frozen: a change is a new record made by :class:`bpm.runtime.work.InstanceWork`,
+which checks the transition table and records the history event. Field names equal the
+column names of the record's table (:attr:`TABLE`), so the store maps rows generically.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.states import (
+    BlockKind,
+    IncidentState,
+    InstanceState,
+    TaskState,
+    TimerState,
+    TokenState,
+    UserTaskState,
+)
 
 
 @dataclass(frozen=True)
 class Token:
-    """One visit of the flow to one node. A retry re-runs the same token (``attempt + 1``)."""
+    """One visit of the flow to one node. A retry re-runs the same token (``attempt + 1``).
+
+    While ``executing``, ``updated_at`` is the time of the claim (extending a lease does not
+    change it): the claim's history event is written with the attempt's outcome.
+    """
+
+    TABLE: ClassVar[str] = "token"
+    KIND: ClassVar[str] = "token"
 
     id: str
     instance_id: str
@@ -28,10 +49,16 @@ class Token:
     lease_expires_at: datetime | None = None
     error: str | None = None
 
+    @property
+    def token_id(self) -> str:
+        return self.id
+
 
 @dataclass(frozen=True)
 class Instance:
     """A running (or finished) process instance. ``variables`` is one JSON document."""
+
+    TABLE: ClassVar[str] = "process_instance"
 
     id: str
     definition_id: str
@@ -58,6 +85,8 @@ class Instance:
 class ForkScope:
     """The persisted state of one fork: how many branch tokens the joins still expect."""
 
+    TABLE: ClassVar[str] = "fork_scope"
+
     id: str
     instance_id: str
     fork_node_id: str
@@ -68,7 +97,8 @@ class ForkScope:
 
 @dataclass(frozen=True)
 class HistoryEvent:
-    """An append-only fact about an instance; ``seq`` orders them (None before insert)."""
+    """An append-only fact about an instance; ``seq`` is its position in the instance's
+    history (1-based; None before it is stored)."""
 
     instance_id: str
     type: str
@@ -85,6 +115,8 @@ class HistoryEvent:
 class ProcessDefinition:
     """A deployed version of a process."""
 
+    TABLE: ClassVar[str] = "process_definition"
+
     id: str
     key: str
     version: int
@@ -100,28 +132,115 @@ class ProcessDefinition:
 class UserTask:
     """A task waiting for a person; completing it moves its token on."""
 
+    TABLE: ClassVar[str] = "user_task"
+    KIND: ClassVar[str] = "user_task"
+
     id: str
     instance_id: str
     token_id: str
     node_id: str
-    state: str
+    state: UserTaskState
     created_at: datetime
     name: str | None = None
     assignee: str | None = None
     candidate_groups: tuple[str, ...] = ()
     completed_at: datetime | None = None
 
-    @classmethod
-    def from_mapping(cls, m: dict[str, Any]) -> UserTask:
-        return cls(
-            id=m["id"],
-            instance_id=m["instance_id"],
-            token_id=m["token_id"],
-            node_id=m["node_id"],
-            state=m["state"],
-            created_at=m["created_at"],
-            name=m["name"],
-            assignee=m["assignee"],
-            candidate_groups=tuple(m["candidate_groups"] or ()),
-            completed_at=m["completed_at"],
+
+@dataclass(frozen=True)
+class ExternalTask:
+    """A task that a worker outside the engine fetches, locks and completes over REST.
+
+    The token waits (``Waiting(external_task)``) while the task is open. ``finished_by`` and
+    ``finish_kind`` name the worker's last report, so that a repeat is answered OK and
+    changes nothing. ``variables`` (fetched tasks only) and ``suspended`` are not columns.
+    """
+
+    TABLE: ClassVar[str] = "external_task"
+    KIND: ClassVar[str] = "external_task"
+
+    id: str
+    instance_id: str
+    token_id: str
+    definition_id: str
+    definition_key: str
+    node_id: str
+    topic: str
+    state: TaskState
+    created_at: datetime
+    updated_at: datetime
+    business_key: str | None = None
+    priority: int = 0
+    lock_owner: str | None = None
+    lock_expires_at: datetime | None = None
+    retries: int | None = None
+    retry_at: datetime | None = None
+    attempt: int = 0
+    error_message: str | None = None
+    error_details: str | None = None
+    finished_by: str | None = None
+    finish_kind: str | None = None
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    variables: dict[str, Any] | None = None
+    suspended: bool = False
+
+    def is_locked(self, now: datetime) -> bool:
+        """Locked and the lock has not expired yet."""
+        return (
+            self.state is TaskState.LOCKED
+            and self.lock_expires_at is not None
+            and self.lock_expires_at >= now
         )
+
+
+@dataclass(frozen=True)
+class Timer:
+    """A persisted timer: why a token waits (or when a boundary event triggers).
+
+    ``kind``: ``delay``/``date`` (a timer catch event), ``timeout`` (a boundary timer;
+    ``node_id`` is the boundary event), ``retry_backoff`` (the wait before a retry).
+    """
+
+    TABLE: ClassVar[str] = "timer"
+    KIND: ClassVar[str] = "timer"
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    kind: str
+    state: TimerState
+    fire_at: datetime
+    created_at: datetime
+    fired_at: datetime | None = None
+    repeat_left: int | None = None
+    interval_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A step that needs an operator: its token is ``failed`` (or its external task out of
+    retries) until the incident is retried.
+
+    ``state`` is ``open``, ``resolved`` (retried) or ``deleted`` (its token was ended, e.g.
+    the instance was terminated or a timeout interrupted the task).
+    """
+
+    TABLE: ClassVar[str] = "incident"
+    KIND: ClassVar[str] = "incident"
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    type: str
+    state: IncidentState
+    created_at: datetime
+    message: str | None = None
+    details: str | None = None
+    external_task_id: str | None = None
+    resolved_at: datetime | None = None
+
+
+#: The work items besides tokens: each has a table, a state and a transition table.
+WorkItem = ExternalTask | Timer | UserTask | Incident

@@ -1,4 +1,11 @@
-"""Token and instance states and the only legal token transitions (DESIGN section 4)."""
+"""Every state machine of the runtime in one place (DESIGN section 4).
+
+Tokens, external tasks, timers, user tasks and incidents are *work items*: each is a typed
+record (:mod:`bpm.runtime.records`) whose state changes only through
+:meth:`bpm.runtime.work.InstanceWork.move` (or, for the few set-based statements of the store,
+a ``WHERE state IN`` built from :func:`sources`), which checks the table below and appends a
+history event.
+"""
 
 from __future__ import annotations
 
@@ -36,27 +43,91 @@ class BlockKind(StrEnum):
     MESSAGE = "message"
 
 
-T = TokenState
+class TaskState(StrEnum):
+    """An external task: fetched and locked by a worker outside the engine."""
 
-TRANSITIONS: dict[TokenState, frozenset[TokenState]] = {
-    T.CREATED: frozenset({T.READY}),
-    T.READY: frozenset({T.EXECUTING, T.WAITING, T.COMPLETED, T.TERMINATED}),
-    T.EXECUTING: frozenset({T.COMPLETED, T.WAITING, T.FAILED, T.TERMINATED}),
-    T.WAITING: frozenset({T.READY, T.COMPLETED, T.TERMINATED}),
-    T.FAILED: frozenset({T.READY, T.TERMINATED}),
-    T.COMPLETED: frozenset(),
-    T.TERMINATED: frozenset(),
+    READY = "ready"
+    LOCKED = "locked"
+    COMPLETED = "completed"
+    FAILED = "failed"  # out of retries: an incident is open
+    CANCELLED = "cancelled"
+
+
+class TimerState(StrEnum):
+    PENDING = "pending"
+    FIRED = "fired"
+    CANCELLED = "cancelled"
+
+
+class UserTaskState(StrEnum):
+    OPEN = "open"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+class IncidentState(StrEnum):
+    OPEN = "open"
+    RESOLVED = "resolved"  # retried by an operator
+    DELETED = "deleted"  # its token ended (terminated, interrupted)
+
+
+_tok, _task = TokenState, TaskState
+
+TRANSITIONS: dict[type[StrEnum], dict[StrEnum, frozenset[StrEnum]]] = {
+    TokenState: {
+        _tok.CREATED: frozenset({_tok.READY}),
+        _tok.READY: frozenset({_tok.EXECUTING, _tok.WAITING, _tok.COMPLETED, _tok.TERMINATED}),
+        _tok.EXECUTING: frozenset({_tok.COMPLETED, _tok.WAITING, _tok.FAILED, _tok.TERMINATED}),
+        _tok.WAITING: frozenset({_tok.READY, _tok.COMPLETED, _tok.TERMINATED}),
+        _tok.FAILED: frozenset({_tok.READY, _tok.TERMINATED}),
+        _tok.COMPLETED: frozenset(),
+        _tok.TERMINATED: frozenset(),
+    },
+    TaskState: {
+        # ready -> failed: retries set to 0 by an operator opens an incident
+        _task.READY: frozenset({_task.LOCKED, _task.FAILED, _task.CANCELLED}),
+        # locked -> locked: an expired lock taken by another worker
+        _task.LOCKED: frozenset(
+            {_task.LOCKED, _task.READY, _task.COMPLETED, _task.FAILED, _task.CANCELLED}
+        ),
+        _task.FAILED: frozenset({_task.READY, _task.CANCELLED}),
+        _task.COMPLETED: frozenset(),
+        _task.CANCELLED: frozenset(),
+    },
+    TimerState: {
+        TimerState.PENDING: frozenset({TimerState.FIRED, TimerState.CANCELLED}),
+        TimerState.FIRED: frozenset(),
+        TimerState.CANCELLED: frozenset(),
+    },
+    UserTaskState: {
+        UserTaskState.OPEN: frozenset({UserTaskState.COMPLETED, UserTaskState.CANCELLED}),
+        UserTaskState.COMPLETED: frozenset(),
+        UserTaskState.CANCELLED: frozenset(),
+    },
+    IncidentState: {
+        IncidentState.OPEN: frozenset({IncidentState.RESOLVED, IncidentState.DELETED}),
+        IncidentState.RESOLVED: frozenset(),
+        IncidentState.DELETED: frozenset(),
+    },
 }
 
-LIVE_TOKEN_STATES = frozenset({T.CREATED, T.READY, T.EXECUTING, T.WAITING, T.FAILED})
+LIVE_TOKEN_STATES = frozenset({_tok.CREATED, _tok.READY, _tok.EXECUTING, _tok.WAITING, _tok.FAILED})
 FINAL_INSTANCE_STATES = frozenset(
     {InstanceState.COMPLETED, InstanceState.TERMINATED, InstanceState.FAILED}
 )
+OPEN_TASK_STATES = frozenset({_task.READY, _task.LOCKED, _task.FAILED})
 
 
-def check_transition(token_id: str, current: TokenState, target: TokenState) -> None:
-    """Raise :class:`IllegalTransition` unless ``current -> target`` is in the table."""
-    if target not in TRANSITIONS[current]:
+def check_transition(item: str, current: StrEnum, target: StrEnum) -> None:
+    """Raise :class:`IllegalTransition` unless ``current -> target`` is in its table."""
+    table = TRANSITIONS[type(current)]
+    if target not in table[current]:
         raise IllegalTransition(
-            f"token {token_id}: {current.value} -> {target.value} is not a legal transition"
+            f"{item}: {current.value} -> {target.value} is not a legal transition"
         )
+
+
+def sources(target: StrEnum) -> frozenset[StrEnum]:
+    """Every state from which ``target`` may be reached (for set-based statements)."""
+    table = TRANSITIONS[type(target)]
+    return frozenset(state for state, targets in table.items() if target in targets)

@@ -17,16 +17,17 @@ Kinds of timer rows:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bpm.model import nodes as n
-from bpm.runtime.advance import ACTIVITY_ENTERED, Flow, behaviour
-from bpm.runtime.records import Token
-from bpm.runtime.states import BlockKind, TokenState
+from bpm.runtime.records import Timer, Token
+from bpm.runtime.states import BlockKind, TimerState, TokenState
 from bpm.runtime.work import InstanceWork
 from bpm.timeexpr import TimerError, parse_cycle, resolve, variable_name
+
+if TYPE_CHECKING:
+    from bpm.runtime.walker import Walker
 
 log = logging.getLogger("bpm.timers")
 
@@ -41,23 +42,6 @@ KINDS = (DELAY, DATE, TIMEOUT, RETRY_BACKOFF)
 #: Incident type of a timer whose expression could not be used at run time
 #: (e.g. ``${deadline}`` is not set); ``retry_incident`` enters the node again.
 TIMER_INCIDENT = "failedTimer"
-
-
-@dataclass(frozen=True)
-class Timer:
-    """A persisted timer: why a token waits (or when a boundary event triggers)."""
-
-    id: str
-    instance_id: str
-    token_id: str
-    node_id: str
-    kind: str
-    state: str
-    fire_at: datetime
-    created_at: datetime
-    fired_at: datetime | None = None
-    repeat_left: int | None = None
-    interval_ms: int | None = None
 
 
 def _cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, timedelta]:
@@ -78,55 +62,48 @@ def _fire_time(spec: n.TimerSpec, variables: dict[str, Any], now: datetime) -> d
 # -- intermediate timer catch event -------------------------------------------------------
 
 
-@behaviour(n.TimerCatchEvent)
-def _catch(flow: Flow, tok: Token, node: n.TimerCatchEvent) -> None:
+def catch_event(walker: Walker, tok: Token, node: n.TimerCatchEvent) -> None:
     """Wait until the timer is due; a date already past (or ``PT0S``) fires at once."""
-    w = flow.work
+    w = walker.work
     if node.timer is None:  # validation rejects this; be explicit if a model slips through
-        flow.fail_token(
+        walker.fail_token(
             tok, f"timer event '{node.id}' has no timer definition", incident_type=TIMER_INCIDENT
         )
         return
     try:
         fire_at = _fire_time(node.timer, w.instance.variables, w.now)
     except TimerError as exc:
-        flow.fail_token(tok, f"timer of '{node.id}': {exc}", incident_type=TIMER_INCIDENT)
+        walker.fail_token(tok, f"timer of '{node.id}': {exc}", incident_type=TIMER_INCIDENT)
         return
     kind = DATE if node.timer.kind is n.TimerKind.DATE else DELAY
+    timer = w.add_timer(tok, node.id, kind, fire_at)
     if fire_at <= w.now:
-        timer_id = w.add_timer(tok, node.id, kind, fire_at, state="fired", fired_at=w.now)
-        w.record(
-            "timer_fired",
-            token_id=tok.id,
-            node_id=node.id,
-            payload={
-                "timer": timer_id,
-                "kind": kind,
-                "due": fire_at.isoformat(),
-                "at_once": True,
-            },
+        w.move(
+            timer,
+            TimerState.FIRED,
+            fired_at=w.now,
+            payload={"kind": kind, "due": fire_at.isoformat(), "at_once": True},
         )
-        flow.leave(tok)
+        walker.leave(tok)
         return
-    timer_id = w.add_timer(tok, node.id, kind, fire_at)
     w.transition(
-        tok.id, T.WAITING, blocked=(BlockKind.TIMER, timer_id), payload={"due": fire_at.isoformat()}
+        tok.id, T.WAITING, blocked=(BlockKind.TIMER, timer.id), payload={"due": fire_at.isoformat()}
     )
 
 
 # -- boundary timers ----------------------------------------------------------------------
 
 
-def _schedule_boundaries(flow: Flow, tok: Token) -> None:
-    """ACTIVITY_ENTERED hook: one ``timeout`` row per timer boundary of the activity.
+def schedule_boundaries(walker: Walker, tok: Token) -> None:
+    """When an activity is entered: one ``timeout`` timer per timer boundary event.
 
     Every fire time is resolved before any row is written: if one cannot be (a ``${var}``
     that is not set), the token fails with an incident and no timer is left behind.
     """
-    boundaries = [b for b in flow.model.boundaries.get(tok.node_id, ()) if b.timer is not None]
+    boundaries = [b for b in walker.model.boundaries.get(tok.node_id, ()) if b.timer is not None]
     if not boundaries:
         return
-    w = flow.work
+    w = walker.work
     planned: list[tuple[n.BoundaryEvent, datetime, int | None, int | None]] = []
     for b in boundaries:
         assert b.timer is not None
@@ -139,7 +116,7 @@ def _schedule_boundaries(flow: Flow, tok: Token) -> None:
                 interval_ms = int(interval / timedelta(milliseconds=1))
                 repeat_left = None if repeat is None else repeat - 1
         except TimerError as exc:
-            flow.fail_token(
+            walker.fail_token(
                 tok, f"timer of boundary event '{b.id}': {exc}", incident_type=TIMER_INCIDENT
             )
             return
@@ -155,9 +132,9 @@ def _schedule_timeout(
     fire_at: datetime,
     repeat_left: int | None,
     interval_ms: int | None,
-) -> str:
-    """A pending ``timeout`` row of a boundary event, and its ``timer_scheduled`` event."""
-    timer_id = w.add_timer(
+) -> Timer:
+    """A pending ``timeout`` timer of a boundary event, and its ``timer_scheduled`` event."""
+    timer = w.add_timer(
         tok, boundary.id, TIMEOUT, fire_at, repeat_left=repeat_left, interval_ms=interval_ms
     )
     w.record(
@@ -165,24 +142,21 @@ def _schedule_timeout(
         token_id=tok.id,
         node_id=boundary.id,
         payload={
-            "timer": timer_id,
+            "timer": timer.id,
             "kind": TIMEOUT,
             "due": fire_at.isoformat(),
             "interrupting": boundary.cancel_activity,
         },
     )
-    return timer_id
-
-
-ACTIVITY_ENTERED.append(_schedule_boundaries)
+    return timer
 
 
 # -- firing -------------------------------------------------------------------------------
 
 
-def still_applies(flow: Flow, timer: Timer) -> bool:
+def still_applies(walker: Walker, timer: Timer) -> bool:
     """Whether the token a due timer belongs to still waits for it (else it is stale)."""
-    tok = flow.work.tokens.get(timer.token_id)
+    tok = walker.work.tokens.get(timer.token_id)
     if tok is None or tok.state not in (T.CREATED, T.READY, T.EXECUTING, T.WAITING, T.FAILED):
         return False
     if timer.kind in (DELAY, DATE):
@@ -198,75 +172,54 @@ def still_applies(flow: Flow, timer: Timer) -> bool:
             and tok.blocked_id == timer.id
         )
     if timer.kind == TIMEOUT:
-        node = flow.model.nodes.get(timer.node_id)
+        node = walker.model.nodes.get(timer.node_id)
         return isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id
     return False
 
 
-def apply(flow: Flow, timer: Timer) -> Timer | None:
-    """What a fired timer does to its instance (the caller marks the row fired).
+def apply(walker: Walker, timer: Timer) -> Timer | None:
+    """Fire a due timer (``pending -> fired``) and do what it means for its instance.
 
-    Returns the next occurrence of a cycle (a new pending row), so a poller catching up
-    can fire it in due order in the same transaction. Call :meth:`Flow.run` afterwards
+    Returns the next occurrence of a cycle (a new pending timer), so a poller catching up
+    can fire it in due order in the same transaction. Call :meth:`Walker.run` afterwards
     to continue the tokens it made Ready.
     """
-    w = flow.work
+    w = walker.work
     tok = w.token(timer.token_id)
-    w.record(
-        "timer_fired",
-        token_id=tok.id,
-        node_id=timer.node_id,
-        payload={"timer": timer.id, "kind": timer.kind, "due": timer.fire_at.isoformat()},
+    w.move(
+        timer,
+        TimerState.FIRED,
+        fired_at=w.now,
+        payload={"kind": timer.kind, "due": timer.fire_at.isoformat()},
     )
     if timer.kind in (DELAY, DATE):
         tok = w.transition(tok.id, T.READY, payload={"timer": timer.id})
-        flow.leave(tok)
+        walker.leave(tok)
     elif timer.kind == RETRY_BACKOFF:
         w.transition(tok.id, T.READY, payload={"timer": timer.id})
         w.to_dispatch.append(tok.id)
     elif timer.kind == TIMEOUT:
-        return _boundary_fired(flow, tok, timer)
+        return _boundary_fired(walker, tok, timer)
     else:  # pragma: no cover - rows are written only by this package
         raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
     return None
 
 
-def mark_new_row_fired(flow: Flow, timer_id: str, at: datetime) -> None:
-    """A timer row created in this transaction fired in it too: insert it as fired."""
-    for row in flow.work.rows:
-        if row.table == "timer" and row.values.get("id") == timer_id:
-            row.values.update(state="fired", fired_at=at)
-            return
-    raise KeyError(f"timer {timer_id} was not created in this transaction")
-
-
-def _boundary_fired(flow: Flow, tok: Token, timer: Timer) -> Timer | None:
-    w = flow.work
-    node = flow.model.node(timer.node_id)
+def _boundary_fired(walker: Walker, tok: Token, timer: Timer) -> Timer | None:
+    w = walker.work
+    node = walker.model.node(timer.node_id)
     assert isinstance(node, n.BoundaryEvent)
     following: Timer | None = None
     if node.cancel_activity:
         # Cancels a user/external task and the token's other timers; an Executing inline
         # attempt becomes Terminated, so its late finish no longer matches and is dropped.
-        flow.stop_token(tok, payload={"timeout": node.id, "timer": timer.id})
+        walker.stop_token(tok, payload={"timeout": node.id, "timer": timer.id})
         w.to_dispatch[:] = [x for x in w.to_dispatch if x != tok.id]
     elif timer.interval_ms is not None and (timer.repeat_left is None or timer.repeat_left > 0):
         # From the previous due time, not from now: reminders do not drift.
         nxt = timer.fire_at + timedelta(milliseconds=timer.interval_ms)
         left = None if timer.repeat_left is None else timer.repeat_left - 1
-        timer_id = _schedule_timeout(w, tok, node, nxt, left, timer.interval_ms)
-        following = Timer(
-            id=timer_id,
-            instance_id=w.instance.id,
-            token_id=tok.id,
-            node_id=node.id,
-            kind=TIMEOUT,
-            state="pending",
-            fire_at=nxt,
-            created_at=w.now,
-            repeat_left=left,
-            interval_ms=timer.interval_ms,
-        )
+        following = _schedule_timeout(w, tok, node, nxt, left, timer.interval_ms)
     new = w.create_token(node.id, scope_id=tok.scope_id, parent_id=tok.id)
-    flow.continue_tokens([new])
+    walker.continue_tokens([new])
     return following

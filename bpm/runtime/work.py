@@ -1,31 +1,52 @@
 """The change set of one transaction on one instance.
 
-An engine operation loads an :class:`InstanceWork` under the instance lock, changes tokens
-only through :meth:`InstanceWork.transition` (which checks the table and records the history
-event), and hands it to the store, which writes everything in the same transaction.
+An engine operation gets an :class:`InstanceWork` from its unit of work (under the instance
+lock), changes work items only through :meth:`InstanceWork.transition` (tokens) and
+:meth:`InstanceWork.move` (external tasks, timers, user tasks, incidents), which check the
+transition tables of :mod:`bpm.runtime.states` and record the history event, and the unit
+of work writes everything in the same transaction. Nothing here does I/O: records this
+transaction needs and did not load yet come from a :class:`Loader` the store provides.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
 
 from bpm.errors import VariableError
-from bpm.runtime.records import ForkScope, HistoryEvent, Instance, Token
+from bpm.runtime.records import (
+    ExternalTask,
+    ForkScope,
+    HistoryEvent,
+    Incident,
+    Instance,
+    Timer,
+    Token,
+    UserTask,
+    WorkItem,
+)
 from bpm.runtime.states import (
     FINAL_INSTANCE_STATES,
     LIVE_TOKEN_STATES,
     BlockKind,
+    IncidentState,
     InstanceState,
+    TimerState,
     TokenState,
     check_transition,
 )
 
 DEFAULT_MAX_VARIABLE_BYTES = 256 * 1024
+
+Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident)
+# The payload key naming the item in its events ("task" as Camunda calls both kinds).
+_PAYLOAD_KEY = {"external_task": "task", "user_task": "task"}
+ITEM_KINDS: tuple[type[WorkItem], ...] = (ExternalTask, Timer, UserTask, Incident)
 
 
 def new_id() -> str:
@@ -60,21 +81,34 @@ def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES)
     return out
 
 
-@dataclass(frozen=True)
-class NewRow:
-    """A row another table needs (timer, external task, user task, incident)."""
+class Loader(Protocol):
+    """Reads, under the instance lock, the records a transaction needs on first use."""
 
-    table: str
-    values: dict[str, Any]
+    def scope(self, scope_id: str) -> ForkScope | None: ...
+
+    def items(self, kind: type[Item], instance_id: str, *, token_id: str) -> list[Item]:
+        """Every record of ``kind`` of the instance that belongs to ``token_id``."""
+        ...
+
+    def item(self, kind: type[Item], item_id: str) -> Item | None: ...
 
 
-@dataclass(frozen=True)
-class RowUpdate:
-    """``UPDATE table SET values WHERE`` every ``where`` column equals its value."""
+@dataclass
+class Changes:
+    """Records of one kind: those this transaction loaded or created, and which changed."""
 
-    table: str
-    where: dict[str, Any]
-    values: dict[str, Any]
+    records: dict[str, Any] = field(default_factory=dict)
+    new: list[str] = field(default_factory=list)
+    dirty: set[str] = field(default_factory=set)
+
+    def put(self, record_id: str, record: Any) -> None:
+        self.records[record_id] = record
+        if record_id not in self.new:
+            self.dirty.add(record_id)
+
+    def written(self) -> tuple[list[Any], list[Any]]:
+        """(records to insert, records to update)."""
+        return [self.records[i] for i in self.new], [self.records[i] for i in self.dirty]
 
 
 @dataclass
@@ -83,25 +117,29 @@ class InstanceWork:
 
     instance: Instance
     tokens: dict[str, Token]
-    scopes: dict[str, ForkScope]
     now: datetime
+    loader: Loader | None = field(default=None, repr=False)
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
     events: list[HistoryEvent] = field(default_factory=list)
-    new_tokens: list[str] = field(default_factory=list)
-    dirty_tokens: set[str] = field(default_factory=set)
-    new_scopes: list[str] = field(default_factory=list)
-    dirty_scopes: set[str] = field(default_factory=set)
-    rows: list[NewRow] = field(default_factory=list)
-    updates: list[RowUpdate] = field(default_factory=list)
+    token_changes: Changes = field(default_factory=Changes)
+    scope_changes: Changes = field(default_factory=Changes)
+    item_changes: dict[type, Changes] = field(
+        default_factory=lambda: {kind: Changes() for kind in ITEM_KINDS}
+    )
     instance_dirty: bool = False
     # The instance row itself is new: the flush inserts it (start).
     instance_new: bool = False
-    # Ready tokens at inline service tasks, to publish after commit.
+    # Ready tokens at inline service tasks, to publish after commit (or to run right away).
     to_dispatch: list[str] = field(default_factory=list)
-    # Ids of other rows this transaction created that async listeners care about.
+    # External-task topics that became fetchable: long pollers are woken after commit.
     notify: set[str] = field(default_factory=set)
-    # Loads a fork scope on first use: only joins need them, so most steps skip the query.
-    scope_loader: Callable[[str], ForkScope | None] | None = field(default=None, repr=False)
+    # Executing tokens whose claim this transaction recorded (see record_claim).
+    _claims_recorded: set[str] = field(default_factory=set, repr=False)
+    # (kind, token id) pairs whose records are all loaded already.
+    _loaded_for: set[tuple[type, str]] = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        self.token_changes.records = self.tokens
 
     # -- tokens ---------------------------------------------------------------------------
     def token(self, token_id: str) -> Token:
@@ -123,8 +161,18 @@ class InstanceWork:
             parent_id=parent_id,
         )
         self.tokens[tok.id] = tok
-        self.new_tokens.append(tok.id)
-        self._event("token_created", tok, payload={"scope": scope_id} if scope_id else {})
+        self.token_changes.new.append(tok.id)
+        self.events.append(
+            HistoryEvent(
+                instance_id=self.instance.id,
+                type="token_created",
+                at=self.now,
+                token_id=tok.id,
+                node_id=node_id,
+                to_state=TokenState.CREATED.value,
+                payload={"scope": scope_id} if scope_id else {},
+            )
+        )
         return self.transition(tok.id, TokenState.READY)
 
     def transition(
@@ -137,12 +185,18 @@ class InstanceWork:
         payload: dict[str, Any] | None = None,
         **changes: Any,
     ) -> Token:
-        """Move a token to ``target`` if the table allows it, and record the event."""
+        """Move a token to ``target`` if the table allows it, and record the event.
+
+        ``Ready -> Executing`` (a claim) is recorded when the attempt ends, with the time of
+        the claim: a claim then costs no history write of its own.
+        """
         tok = self.tokens[token_id]
-        check_transition(token_id, tok.state, target)
+        check_transition(f"token {token_id}", tok.state, target)
         kind, blocked_id = blocked if blocked else (None, None)
         if target is TokenState.WAITING and kind is None:
             raise ValueError("a waiting token needs a reason (blocked=(kind, id))")
+        if tok.state is TokenState.EXECUTING:
+            self.record_claim(tok)
         if target is not TokenState.EXECUTING:
             changes.setdefault("lease_owner", None)
             changes.setdefault("lease_expires_at", None)
@@ -155,9 +209,9 @@ class InstanceWork:
             updated_at=self.now,
             **changes,
         )
-        self.tokens[token_id] = new
-        if token_id not in self.new_tokens:
-            self.dirty_tokens.add(token_id)
+        self.token_changes.put(token_id, new)
+        if target is TokenState.EXECUTING:
+            return new
         body = dict(payload or {})
         if kind is not None:
             body["blocked_by"] = {"kind": kind.value, "id": blocked_id}
@@ -179,7 +233,129 @@ class InstanceWork:
         )
         return new
 
-    # -- scopes ---------------------------------------------------------------------------
+    def record_claim(self, tok: Token) -> None:
+        """Record the claim of an Executing token (once), before its attempt's outcome."""
+        if tok.id not in self._claims_recorded:
+            self._claims_recorded.add(tok.id)
+            self.events.append(claim_event(tok))
+
+    # -- other work items -----------------------------------------------------------------
+    def add(self, record: Item) -> Item:
+        """A work item this transaction creates (written at flush)."""
+        changes = self.item_changes[type(record)]
+        changes.records[record.id] = record
+        changes.new.append(record.id)
+        return record
+
+    def adopt(self, record: Item) -> Item:
+        """A record of this instance that the caller loaded itself (e.g. under SKIP LOCKED)."""
+        self.item_changes[type(record)].records.setdefault(record.id, record)
+        return record
+
+    def item(self, kind: type[Item], item_id: str) -> Item | None:
+        """The record ``item_id`` of ``kind`` of this instance, loaded on first use."""
+        changes = self.item_changes[kind]
+        found: Item | None = changes.records.get(item_id)
+        if found is None and self.loader is not None:
+            found = self.loader.item(kind, item_id)
+            if found is not None and found.instance_id == self.instance.id:
+                changes.records[item_id] = found
+            else:
+                found = None
+        return found
+
+    def items_of(self, kind: type[Item], token_id: str) -> list[Item]:
+        """Every record of ``kind`` that belongs to ``token_id`` (loaded once)."""
+        changes = self.item_changes[kind]
+        if (kind, token_id) not in self._loaded_for:
+            self._loaded_for.add((kind, token_id))
+            if self.loader is not None:
+                for found in self.loader.items(kind, self.instance.id, token_id=token_id):
+                    changes.records.setdefault(found.id, found)
+        return [r for r in changes.records.values() if r.token_id == token_id]
+
+    def move(
+        self,
+        record: Item,
+        target: StrEnum,
+        *,
+        event: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        **changes: Any,
+    ) -> Item:
+        """Change a work item's state if its table allows it, and record the event
+        (``<kind>_<target>`` unless ``event`` names it)."""
+        current: Item = self.item_changes[type(record)].records.get(record.id, record)
+        check_transition(f"{current.KIND} {current.id}", current.state, target)
+        return self.change(
+            current,
+            event=event or f"{current.KIND}_{target.value}",
+            payload=payload,
+            state=target,
+            **changes,
+        )
+
+    def change(
+        self, record: Item, *, event: str, payload: Mapping[str, Any] | None = None, **changes: Any
+    ) -> Item:
+        """Change fields of a work item (a state change goes through :meth:`move`)."""
+        current: Item = self.item_changes[type(record)].records.get(record.id, record)
+        new = replace(current, **changes)
+        self.item_changes[type(record)].put(record.id, new)
+        body: dict[str, Any] = {_PAYLOAD_KEY.get(current.KIND, current.KIND): current.id}
+        body.update(payload or {})
+        self.record(event, token_id=current.token_id, node_id=current.node_id, payload=body)
+        return new
+
+    def add_timer(
+        self, tok: Token, node_id: str, kind: str, fire_at: datetime, **extra: Any
+    ) -> Timer:
+        """A pending timer of ``tok`` (``extra``: repeat_left, interval_ms)."""
+        return self.add(
+            Timer(
+                id=new_id(),
+                instance_id=self.instance.id,
+                token_id=tok.id,
+                node_id=node_id,
+                kind=kind,
+                state=TimerState.PENDING,
+                fire_at=fire_at,
+                created_at=self.now,
+                **extra,
+            )
+        )
+
+    def open_incident(
+        self,
+        tok: Token,
+        type_: str,
+        message: str,
+        *,
+        details: str | None = None,
+        external_task_id: str | None = None,
+    ) -> Incident:
+        """Open an incident on ``tok`` (an operator can retry it) and record the event."""
+        incident = self.add(
+            Incident(
+                id=new_id(),
+                instance_id=self.instance.id,
+                token_id=tok.id,
+                node_id=tok.node_id,
+                type=type_,
+                state=IncidentState.OPEN,
+                created_at=self.now,
+                message=message,
+                details=details,
+                external_task_id=external_task_id,
+            )
+        )
+        payload: dict[str, Any] = {"incident": incident.id, "message": message}
+        if external_task_id is not None:
+            payload["task"] = external_task_id
+        self.record("incident_opened", token_id=tok.id, node_id=tok.node_id, payload=payload)
+        return incident
+
+    # -- fork scopes ------------------------------------------------------------------------
     def open_scope(self, fork_node_id: str, expected: int, parent_id: str | None) -> ForkScope:
         scope = ForkScope(
             id=new_id(),
@@ -189,17 +365,17 @@ class InstanceWork:
             created_at=self.now,
             parent_id=parent_id,
         )
-        self.scopes[scope.id] = scope
-        self.new_scopes.append(scope.id)
+        self.scope_changes.records[scope.id] = scope
+        self.scope_changes.new.append(scope.id)
         return scope
 
     def scope(self, scope_id: str) -> ForkScope | None:
         """The fork scope ``scope_id`` of this instance, loaded on first use."""
-        found = self.scopes.get(scope_id)
-        if found is None and self.scope_loader is not None:
-            found = self.scope_loader(scope_id)
+        found: ForkScope | None = self.scope_changes.records.get(scope_id)
+        if found is None and self.loader is not None:
+            found = self.loader.scope(scope_id)
             if found is not None:
-                self.scopes[scope_id] = found
+                self.scope_changes.records[scope_id] = found
         return found
 
     def shrink_scope(self, scope_id: str, by: int) -> ForkScope:
@@ -207,12 +383,10 @@ class InstanceWork:
         if current is None:
             raise KeyError(f"fork scope {scope_id} of instance {self.instance.id} is missing")
         scope = replace(current, expected=current.expected - by)
-        self.scopes[scope_id] = scope
-        if scope_id not in self.new_scopes:
-            self.dirty_scopes.add(scope_id)
+        self.scope_changes.put(scope_id, scope)
         return scope
 
-    # -- instance -------------------------------------------------------------------------
+    # -- instance ---------------------------------------------------------------------------
     def merge_variables(
         self, updates: Any, *, source: str | None = None, token_id: str | None = None
     ) -> None:
@@ -249,67 +423,6 @@ class InstanceWork:
             )
         )
 
-    # -- other rows and events -------------------------------------------------------------
-    def add_row(self, table: str, **values: Any) -> str:
-        values.setdefault("id", new_id())
-        self.rows.append(NewRow(table, values))
-        return str(values["id"])
-
-    def add_timer(
-        self,
-        tok: Token,
-        node_id: str,
-        kind: str,
-        fire_at: datetime,
-        *,
-        state: str = "pending",
-        **extra: Any,
-    ) -> str:
-        """A timer row for ``tok`` (``extra``: repeat_left, interval_ms, fired_at)."""
-        return self.add_row(
-            "timer",
-            instance_id=self.instance.id,
-            token_id=tok.id,
-            node_id=node_id,
-            kind=kind,
-            state=state,
-            fire_at=fire_at,
-            created_at=self.now,
-            **extra,
-        )
-
-    def open_incident(
-        self,
-        tok: Token,
-        type_: str,
-        message: str,
-        *,
-        details: str | None = None,
-        external_task_id: str | None = None,
-    ) -> str:
-        """Open an incident on ``tok`` (an operator can retry it) and record the event."""
-        incident_id = self.add_row(
-            "incident",
-            instance_id=self.instance.id,
-            token_id=tok.id,
-            node_id=tok.node_id,
-            type=type_,
-            state="open",
-            message=message,
-            details=details,
-            external_task_id=external_task_id,
-            created_at=self.now,
-        )
-        payload: dict[str, Any] = {"incident": incident_id, "message": message}
-        if external_task_id is not None:
-            payload["task"] = external_task_id
-        self.record("incident_opened", token_id=tok.id, node_id=tok.node_id, payload=payload)
-        return incident_id
-
-    def update_rows(self, table: str, where: dict[str, Any], **values: Any) -> None:
-        """Update rows of another table in this transaction (e.g. cancel a timer)."""
-        self.updates.append(RowUpdate(table, where, values))
-
     def record(
         self,
         type_: str,
@@ -318,7 +431,7 @@ class InstanceWork:
         node_id: str | None = None,
         payload: dict[str, Any] | None = None,
     ) -> None:
-        """Append a history event that is not a token transition."""
+        """Append a history event that is not a state change of a work item."""
         self.events.append(
             HistoryEvent(
                 instance_id=self.instance.id,
@@ -330,22 +443,44 @@ class InstanceWork:
             )
         )
 
-    def _event(self, type_: str, tok: Token, payload: dict[str, Any]) -> None:
-        self.events.append(
-            HistoryEvent(
-                instance_id=self.instance.id,
-                type=type_,
-                at=self.now,
-                token_id=tok.id,
-                node_id=tok.node_id,
-                to_state=tok.state.value,
-                payload=payload,
-            )
-        )
+    # -- what the flush writes ----------------------------------------------------------------
+    def tokens_written(self) -> tuple[list[Token], list[Token]]:
+        """(tokens to insert, tokens to update). A token created and ended in this
+        transaction (it passed through a gateway or an event) gets no row: its history
+        events are all there is to keep of it."""
+        new, dirty = self.token_changes.written()
+        return [t for t in new if t.state in LIVE_TOKEN_STATES], dirty
+
+    def items_written(self) -> Iterable[tuple[type, list[Any], list[Any]]]:
+        """(kind, records to insert, records to update) per kind of work item. A timer
+        created and cancelled in this transaction gets no row."""
+        for kind, changes in self.item_changes.items():
+            new, dirty = changes.written()
+            if kind is Timer:
+                new = [t for t in new if t.state is not TimerState.CANCELLED]
+            if new or dirty:
+                yield kind, new, dirty
 
     @property
     def changed(self) -> bool:
-        return (
-            bool(self.events or self.new_tokens or self.dirty_tokens or self.rows or self.updates)
+        return bool(
+            self.events
+            or self.token_changes.new
+            or self.token_changes.dirty
+            or any(c.new or c.dirty for c in self.item_changes.values())
             or self.instance_dirty
         )
+
+
+def claim_event(tok: Token) -> HistoryEvent:
+    """The ``Ready -> Executing`` event of an executing token's current attempt."""
+    return HistoryEvent(
+        instance_id=tok.instance_id,
+        type="token_executing",
+        at=tok.updated_at,
+        token_id=tok.id,
+        node_id=tok.node_id,
+        from_state=TokenState.READY.value,
+        to_state=TokenState.EXECUTING.value,
+        payload={"attempt": tok.attempt, "worker": tok.lease_owner},
+    )

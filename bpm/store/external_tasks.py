@@ -7,9 +7,8 @@ whose expiry has passed is free even before the reclaimer has run.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -17,80 +16,41 @@ from sqlalchemy import (
     Connection,
     and_,
     case,
-    cast,
     func,
-    insert,
     literal,
     or_,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 
-from bpm.errors import NotFound
-from bpm.runtime.external import (
-    NOTIFY_CHANNEL,
-    OPEN_STATES,
-    ExternalTask,
-    FetchRequest,
-    TaskState,
-    TopicRequest,
-)
-from bpm.runtime.states import InstanceState
-from bpm.runtime.work import InstanceWork
+from bpm.runtime.external import NOTIFY_CHANNEL, FetchRequest, TopicRequest
+from bpm.runtime.records import ExternalTask, HistoryEvent
+from bpm.runtime.states import OPEN_TASK_STATES, InstanceState, TaskState
+from bpm.store import dialect
 from bpm.store import tables as t
+from bpm.store.rows import record_of
 
 et = t.external_task
 pi = t.process_instance
+OPEN_STATES = [s.value for s in OPEN_TASK_STATES]
 
 
 def task_from_row(r: Any, variables: dict[str, Any] | None = None) -> ExternalTask:
-    return task_from_mapping(r._mapping, variables)
+    m = r._mapping
+    suspended = m.get("instance_state") == InstanceState.SUSPENDED.value
+    return record_of(ExternalTask, m, variables=variables, suspended=suspended)
 
 
-def task_from_mapping(m: Any, variables: dict[str, Any] | None = None) -> ExternalTask:
-    return ExternalTask(
-        id=m["id"],
-        instance_id=m["instance_id"],
-        token_id=m["token_id"],
-        definition_id=m["definition_id"],
-        definition_key=m["definition_key"],
-        business_key=m["business_key"],
-        node_id=m["node_id"],
-        topic=m["topic"],
-        state=TaskState(m["state"]),
-        priority=int(m["priority"]),
-        lock_owner=m["lock_owner"],
-        lock_expires_at=m["lock_expires_at"],
-        retries=m["retries"],
-        retry_at=m["retry_at"],
-        attempt=m["attempt"],
-        error_message=m["error_message"],
-        error_details=m["error_details"],
-        finished_by=m["finished_by"],
-        finish_kind=m["finish_kind"],
-        properties=dict(m["properties"] or {}),
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        variables=variables,
-        suspended=m.get("instance_state") == InstanceState.SUSPENDED.value,
+def task_event(task: ExternalTask, type_: str, at: datetime, **payload: Any) -> HistoryEvent:
+    """The history event of a change a set-based statement made to ``task``."""
+    return HistoryEvent(
+        instance_id=task.instance_id,
+        type=type_,
+        at=at,
+        token_id=task.token_id,
+        node_id=task.node_id,
+        payload={"task": task.id, **payload},
     )
-
-
-def _is_pg(conn: Connection) -> bool:
-    return conn.dialect.name == "postgresql"
-
-
-def _variable_equals(conn: Connection, name: str, value: Any) -> ColumnElement[bool]:
-    if _is_pg(conn):
-        element: ColumnElement[Any] = pi.c.variables.op("->")(literal(name))
-        matched: ColumnElement[bool] = element == cast(literal(json.dumps(value)), JSONB)
-        return matched
-    path = '$."' + name.replace('"', '""') + '"'
-    extracted: ColumnElement[Any] = func.json_extract(pi.c.variables, path)
-    wanted = json.dumps(value) if isinstance(value, (dict, list)) else value
-    same: ColumnElement[bool] = extracted == wanted
-    return same
 
 
 def _topic_condition(conn: Connection, tp: TopicRequest) -> ColumnElement[bool]:
@@ -102,7 +62,14 @@ def _topic_condition(conn: Connection, tp: TopicRequest) -> ColumnElement[bool]:
     if tp.process_definition_id is not None:
         conds.append(et.c.definition_id == tp.process_definition_id)
     if tp.process_variables:
-        conds.append(or_(*(_variable_equals(conn, k, v) for k, v in tp.process_variables.items())))
+        conds.append(
+            or_(
+                *(
+                    dialect.json_member_equals(conn, pi.c.variables, k, v)
+                    for k, v in tp.process_variables.items()
+                )
+            )
+        )
     return and_(*conds)
 
 
@@ -149,13 +116,13 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
             .order_by(*_order(req, et.c.priority, et.c.created_at, et.c.id))
             .limit(req.max_tasks)
         )
-        return q.with_for_update(of=et, skip_locked=True) if _is_pg(conn) else q
+        return q.with_for_update(of=et, skip_locked=True) if dialect.is_postgres(conn) else q
 
     # Two index-friendly branches instead of one OR (which forces a scan of the table):
     # ready tasks (partial index on state = 'ready') and expired locks (state = 'locked').
     ready = branch(et.c.state == TaskState.READY.value)
     expired = branch(and_(et.c.state == TaskState.LOCKED.value, et.c.lock_expires_at < now))
-    if _is_pg(conn):
+    if dialect.is_postgres(conn):
         ready_cte, expired_cte = ready.cte("ready_free"), expired.cte("expired_free")
         both = ready_cte.select().union_all(expired_cte.select()).subquery("free")
         candidates: Any = (
@@ -179,7 +146,7 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
         "lock_expires_at": expiry,
         "updated_at": now,
     }
-    if _is_pg(conn):
+    if dialect.is_postgres(conn):
         ids_sub: Any = candidates
     else:  # SQLite serializes writers (BEGIN IMMEDIATE): select, then update
         ids_sub = [r.id for r in conn.execute(ready)] + [r.id for r in conn.execute(expired)]
@@ -193,26 +160,6 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
     ).all()
     if not rows:
         return []
-    conn.execute(
-        insert(t.history_event),
-        [
-            {
-                "instance_id": r.instance_id,
-                "token_id": r.token_id,
-                "node_id": r.node_id,
-                "type": "external_task_locked",
-                "from_state": None,
-                "to_state": None,
-                "payload": {
-                    "task": r.id,
-                    "worker": req.worker_id,
-                    "until": r.lock_expires_at.isoformat(),
-                },
-                "at": now,
-            }
-            for r in rows
-        ],
-    )
     tasks = [task_from_row(r, dict(r.instance_variables or {})) for r in rows]
     rank = {tid: i for i, tid in enumerate(_ordered_ids(tasks, req))}
     return sorted(tasks, key=lambda x: rank[x.id])
@@ -235,7 +182,7 @@ def get(conn: Connection, task_id: str, *, for_update: bool = False) -> External
         .join(pi, pi.c.id == et.c.instance_id)
         .where(et.c.id == task_id)
     )
-    if for_update and _is_pg(conn):
+    if for_update and dialect.is_postgres(conn):
         q = q.with_for_update(of=et)
     row = conn.execute(q).first()
     return task_from_row(row) if row else None
@@ -245,25 +192,6 @@ def instance_of(conn: Connection, task_id: str) -> str | None:
     """The instance id of a task (to take the instance lock first)."""
     value = conn.execute(select(et.c.instance_id).where(et.c.id == task_id)).scalar_one_or_none()
     return str(value) if value is not None else None
-
-
-def finish_locked(
-    conn: Connection, task_id: str, worker_id: str, now: datetime, **values: Any
-) -> ExternalTask | None:
-    """Check and finish in one statement: only a task locked by ``worker_id`` changes."""
-    row = conn.execute(
-        update(et)
-        .where(
-            et.c.id == task_id,
-            et.c.state == TaskState.LOCKED.value,
-            et.c.lock_owner == worker_id,
-        )
-        .values(
-            lock_owner=None, lock_expires_at=None, finished_by=worker_id, updated_at=now, **values
-        )
-        .returning(*et.c)
-    ).first()
-    return task_from_row(row) if row else None
 
 
 def extend_lock(
@@ -283,35 +211,7 @@ def extend_lock(
     return res.rowcount == 1
 
 
-def lock(conn: Connection, task_id: str, worker_id: str, until: datetime, now: datetime) -> bool:
-    """Lock one task for ``worker_id`` if it is free or already held by that worker."""
-    active = (
-        select(pi.c.id)
-        .where(pi.c.id == et.c.instance_id, pi.c.state == InstanceState.ACTIVE.value)
-        .exists()
-    )
-    res = conn.execute(
-        update(et)
-        .where(
-            et.c.id == task_id,
-            or_(
-                _free(now),
-                and_(et.c.state == TaskState.LOCKED.value, et.c.lock_owner == worker_id),
-            ),
-            active,
-        )
-        .values(
-            state=TaskState.LOCKED.value,
-            lock_owner=worker_id,
-            lock_expires_at=until,
-            updated_at=now,
-        )
-    )
-    return res.rowcount == 1
-
-
-def unlock(conn: Connection, task_id: str, now: datetime) -> ExternalTask | None:
-    """Give a locked task back (ready); returns it, or None when it was not locked."""
+def _unlock(conn: Connection, task_id: str, now: datetime) -> ExternalTask | None:
     row = conn.execute(
         update(et)
         .where(et.c.id == task_id, et.c.state == TaskState.LOCKED.value)
@@ -323,7 +223,7 @@ def unlock(conn: Connection, task_id: str, now: datetime) -> ExternalTask | None
 
 def reclaim_expired(conn: Connection, now: datetime, limit: int) -> list[tuple[ExternalTask, str]]:
     """Expired locks back to ready; returns each task with the owner whose lock expired."""
-    if _is_pg(conn):
+    if dialect.is_postgres(conn):
         sub = (
             select(et.c.id, et.c.lock_owner)
             .where(et.c.state == TaskState.LOCKED.value, et.c.lock_expires_at < now)
@@ -349,24 +249,15 @@ def reclaim_expired(conn: Connection, now: datetime, limit: int) -> list[tuple[E
     ).all()
     out = []
     for tid, owner in expired:
-        task = unlock(conn, tid, now)
+        task = _unlock(conn, tid, now)
         if task is not None:
             out.append((task, owner))
     return out
 
 
-def record_events(conn: Connection, events: Sequence[dict[str, Any]]) -> None:
-    """Append history events that move no token (lock changes)."""
-    if events:
-        conn.execute(insert(t.history_event), list(events))
-
-
 def notify_topics(conn: Connection, topics: Iterable[str]) -> None:
-    """``pg_notify`` each topic on the external-task channel (delivered at commit)."""
-    if not _is_pg(conn):
-        return
-    for topic in sorted(set(topics)):
-        conn.execute(select(func.pg_notify(NOTIFY_CHANNEL, topic)))
+    """Wake the long polls waiting for these topics (delivered at commit)."""
+    dialect.notify(conn, NOTIFY_CHANNEL, topics)
 
 
 def next_free_at(conn: Connection, topics: Sequence[str], now: datetime) -> datetime | None:
@@ -382,12 +273,10 @@ def next_free_at(conn: Connection, topics: Sequence[str], now: datetime) -> date
     found = [x for x in (a, b) if x is not None]
     if not found:
         return None
-    at = min(found)
+    at: datetime = min(found)
     if at.tzinfo is None:  # SQLite aggregates lose the column type
-        from datetime import UTC
-
         at = at.replace(tzinfo=UTC)
-    return at  # type: ignore[no-any-return]
+    return at
 
 
 def _filtered(
@@ -463,46 +352,3 @@ def count(
         .where(*_filtered(topic, worker_id, instance_id, locked, retries_left, now))
     )
     return int(conn.execute(q).scalar_one())
-
-
-def open_incident_ids(conn: Connection, task_id: str) -> list[str]:
-    q = select(t.incident.c.id).where(
-        t.incident.c.external_task_id == task_id, t.incident.c.state == "open"
-    )
-    return [r.id for r in conn.execute(q)]
-
-
-def listen_sql(channel: str) -> str:
-    """The LISTEN statement the API's long-poll hub runs on its own connection."""
-    return f'LISTEN "{channel}"'
-
-
-def lock_and_finish(
-    conn: Connection,
-    task_id: str,
-    worker_id: str,
-    now: datetime,
-    *,
-    max_variable_bytes: int,
-    **values: Any,
-) -> tuple[InstanceWork, ExternalTask | None]:
-    """Lock the task's instance (first, as every token change does), load its work, and
-    finish the task if ``worker_id`` holds it (else the task part is None).
-
-    Raises NotFound when the task does not exist. One round trip on PostgreSQL.
-    """
-    from bpm.store.work import load_work, work_from
-
-    if _is_pg(conn):
-        from bpm.store.pipeline import lock_load_and_finish_task
-
-        inst, tokens, row = lock_load_and_finish_task(conn, task_id, worker_id, now, values)
-        if inst is None:
-            raise NotFound(f"External task with id {task_id} does not exist")
-        work = work_from(conn, inst, tokens, now, max_variable_bytes=max_variable_bytes)
-        return work, (task_from_mapping(row) if row else None)
-    instance_id = instance_of(conn, task_id)
-    if instance_id is None:
-        raise NotFound(f"External task with id {task_id} does not exist")
-    work = load_work(conn, instance_id, now, max_variable_bytes=max_variable_bytes)
-    return work, finish_locked(conn, task_id, worker_id, now, **values)

@@ -1,128 +1,90 @@
-"""Turning rows into runtime records."""
+"""Records to rows and back, for every record type, from the table definitions.
+
+A record's field names are its table's column names (:mod:`bpm.runtime.records`), so one
+mapping serves every table: enums are stored as their values, tuples as JSON lists.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from functools import cache
+from typing import Any, TypeVar
 
-from sqlalchemy import Row
+from sqlalchemy import Table
 
-from bpm.runtime.records import ForkScope, HistoryEvent, Instance, ProcessDefinition, Token
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.store import tables as t
 
+R = TypeVar("R")
 
-def token_from_row(r: Row[Any] | Any) -> Token:
-    return token_from_mapping(r._mapping)
-
-
-def token_from_mapping(m: Mapping[Any, Any]) -> Token:
-    return Token(
-        id=m["id"],
-        instance_id=m["instance_id"],
-        node_id=m["node_id"],
-        state=TokenState(m["state"]),
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        scope_id=m["scope_id"],
-        parent_id=m["parent_id"],
-        blocked_kind=BlockKind(m["blocked_kind"]) if m["blocked_kind"] else None,
-        blocked_id=m["blocked_id"],
-        attempt=m["attempt"],
-        lease_owner=m["lease_owner"],
-        lease_expires_at=m["lease_expires_at"],
-        error=m["error"],
-    )
+TABLES: dict[str, Table] = {table.name: table for table in t.metadata.sorted_tables}
 
 
-def token_values(t: Token) -> dict[str, Any]:
-    return {
-        "id": t.id,
-        "instance_id": t.instance_id,
-        "node_id": t.node_id,
-        "state": t.state.value,
-        "blocked_kind": t.blocked_kind.value if t.blocked_kind else None,
-        "blocked_id": t.blocked_id,
-        "scope_id": t.scope_id,
-        "parent_id": t.parent_id,
-        "attempt": t.attempt,
-        "lease_owner": t.lease_owner,
-        "lease_expires_at": t.lease_expires_at,
-        "error": t.error,
-        "created_at": t.created_at,
-        "updated_at": t.updated_at,
-    }
+def table_of(cls: type[Any]) -> Table:
+    """The table a record type is stored in."""
+    return TABLES[cls.TABLE]
 
 
-def instance_from_row(r: Row[Any] | Any, tokens: tuple[Token, ...] = ()) -> Instance:
-    return instance_from_mapping(r._mapping, tokens)
+def _converter(hint: Any) -> Callable[[Any], Any] | None:
+    """How a column value becomes the field's value (None: as it is)."""
+    args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        conv = _converter(inner[0]) if len(inner) == 1 else None
+        return None if conv is None else (lambda v: None if v is None else conv(v))
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return hint
+    if origin is tuple:
+        return lambda v: tuple(v or ())
+    if origin in (dict, Mapping) or hint in (dict, Mapping):
+        return lambda v: dict(v or {})
+    return None
 
 
-def instance_from_mapping(m: Mapping[Any, Any], tokens: tuple[Token, ...] = ()) -> Instance:
-    return Instance(
-        id=m["id"],
-        definition_id=m["definition_id"],
-        definition_key=m["definition_key"],
-        state=InstanceState(m["state"]),
-        variables=dict(m["variables"] or {}),
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        business_key=m["business_key"],
-        idempotency_key=m["idempotency_key"],
-        ended_at=m["ended_at"],
-        tokens=tokens,
-    )
+@cache
+def _readers(cls: Any) -> tuple[tuple[str, Callable[[Any], Any] | None], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls))
 
 
-def scope_from_row(r: Row[Any] | Any) -> ForkScope:
-    m = r._mapping
-    return ForkScope(
-        id=m["id"],
-        instance_id=m["instance_id"],
-        fork_node_id=m["fork_node_id"],
-        expected=m["expected"],
-        created_at=m["created_at"],
-        parent_id=m["parent_id"],
-    )
+@cache
+def _columns(cls: Any) -> tuple[str, ...]:
+    return tuple(c.name for c in table_of(cls).columns)
 
 
-def event_from_row(r: Row[Any] | Any) -> HistoryEvent:
-    m = r._mapping
-    return HistoryEvent(
-        seq=m["seq"],
-        instance_id=m["instance_id"],
-        token_id=m["token_id"],
-        node_id=m["node_id"],
-        type=m["type"],
-        from_state=m["from_state"],
-        to_state=m["to_state"],
-        payload=dict(m["payload"] or {}),
-        at=m["at"],
-    )
+def record_of(cls: type[R], row: Mapping[Any, Any], **extra: Any) -> R:
+    """A record of ``cls`` from a row (a mapping by column name); ``extra`` sets fields
+    that are not columns."""
+    values: dict[str, Any] = {}
+    for name, convert in _readers(cls):  # type: ignore[arg-type]
+        if name in row:
+            value = row[name]
+            values[name] = convert(value) if convert is not None else value
+    values.update(extra)
+    return cls(**values)
 
 
-def event_values(e: HistoryEvent) -> dict[str, Any]:
-    return {
-        "instance_id": e.instance_id,
-        "token_id": e.token_id,
-        "node_id": e.node_id,
-        "type": e.type,
-        "from_state": e.from_state,
-        "to_state": e.to_state,
-        "payload": e.payload,
-        "at": e.at,
-    }
+def values_of(record: Any) -> dict[str, Any]:
+    """The column values of a record, ready for an INSERT or UPDATE of its table."""
+    out: dict[str, Any] = {}
+    for name in _columns(type(record)):  # type: ignore[arg-type]
+        value = getattr(record, name)
+        if isinstance(value, StrEnum):
+            value = value.value
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, Mapping):
+            value = dict(value)
+        out[name] = value
+    return out
 
 
-def definition_from_row(r: Row[Any] | Any) -> ProcessDefinition:
-    m = r._mapping
-    return ProcessDefinition(
-        id=m["id"],
-        key=m["key"],
-        version=m["version"],
-        checksum=m["checksum"],
-        created_at=m["created_at"],
-        name=m["name"],
-        resource=m["resource"],
-        deployment_id=m["deployment_id"],
-        version_tag=m["version_tag"],
-    )
+def definition_from_row(r: Any) -> Any:
+    """A :class:`ProcessDefinition` from a row of ``process_definition``."""
+    from bpm.runtime.records import ProcessDefinition
+
+    return record_of(ProcessDefinition, r._mapping)

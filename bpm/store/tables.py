@@ -248,24 +248,19 @@ incident = Table(
     Index("ix_incident_open", "state", "created_at"),
 )
 
-history_event = Table(
-    "history_event",
+history = Table(  # one row per transaction and instance: its events, in order
+    "history",
     metadata,
     Column(
         "seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
     ),
     Column("instance_id", String(64), nullable=False),
-    Column("token_id", String(64)),
-    Column("node_id", String(255)),
-    Column("type", String(48), nullable=False),
-    Column("from_state", String(16)),
-    Column("to_state", String(16)),
-    Column("payload", JSONDoc, nullable=False),
     Column("at", UTCDateTime, nullable=False),
-    Index("ix_history_instance_seq", "instance_id", "seq"),
+    Column("events", JSONDoc, nullable=False),
+    Index("ix_history_by_instance", "instance_id", "seq"),
 )
 
 TABLES_IN_DROP_ORDER = (
-    history_event, incident, user_task, external_task, timer, fork_scope, token,
+    history, incident, user_task, external_task, timer, fork_scope, token,
     process_instance, process_definition, deployment,
 )  # fmt: skip

@@ -10,32 +10,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, select, update
+from sqlalchemy import Connection, select
 
-from bpm.runtime.states import InstanceState
-from bpm.runtime.timers import Timer
+from bpm.runtime.records import Timer
+from bpm.runtime.states import InstanceState, TimerState
 from bpm.store import tables as t
+from bpm.store.rows import record_of
 
-PENDING = "pending"
-FIRED = "fired"
-CANCELLED = "cancelled"
+PENDING = TimerState.PENDING.value
 
 
-def timer_from_row(r: Row[Any] | Any) -> Timer:
-    m = r._mapping
-    return Timer(
-        id=m["id"],
-        instance_id=m["instance_id"],
-        token_id=m["token_id"],
-        node_id=m["node_id"],
-        kind=m["kind"],
-        state=m["state"],
-        fire_at=m["fire_at"],
-        created_at=m["created_at"],
-        fired_at=m["fired_at"],
-        repeat_left=m["repeat_left"],
-        interval_ms=m["interval_ms"],
-    )
+def timer_from_row(r: Any) -> Timer:
+    return record_of(Timer, r._mapping)
 
 
 def _due(now: datetime) -> Any:
@@ -68,47 +54,6 @@ def claim_due(
         q = q.where(t.timer.c.id.not_in(list(exclude)))
     q = q.order_by(t.timer.c.fire_at).limit(limit).with_for_update(skip_locked=True, of=t.timer)
     return [timer_from_row(r) for r in conn.execute(q)]
-
-
-def lock_instances_nowait(conn: Connection, instance_ids: Sequence[str]) -> set[str]:
-    """Lock the given instance rows in id order, skipping rows locked by someone else.
-
-    Returns the ids this transaction now holds. Never waits, so a poller that already holds
-    timer row locks cannot become part of a lock cycle.
-    """
-    if not instance_ids:
-        return set()
-    q = (
-        select(t.process_instance.c.id)
-        .where(t.process_instance.c.id.in_(sorted(set(instance_ids))))
-        .order_by(t.process_instance.c.id)
-        .with_for_update(skip_locked=True)
-    )
-    return {r.id for r in conn.execute(q)}
-
-
-def mark_fired(conn: Connection, timer_ids: Sequence[str], now: datetime) -> int:
-    """``pending -> fired`` for the given timers; returns how many changed."""
-    if not timer_ids:
-        return 0
-    res = conn.execute(
-        update(t.timer)
-        .where(t.timer.c.id.in_(list(timer_ids)), t.timer.c.state == PENDING)
-        .values(state=FIRED, fired_at=now)
-    )
-    return int(res.rowcount)
-
-
-def mark_cancelled(conn: Connection, timer_ids: Sequence[str]) -> int:
-    """``pending -> cancelled`` for timers whose token no longer waits for them."""
-    if not timer_ids:
-        return 0
-    res = conn.execute(
-        update(t.timer)
-        .where(t.timer.c.id.in_(list(timer_ids)), t.timer.c.state == PENDING)
-        .values(state=CANCELLED)
-    )
-    return int(res.rowcount)
 
 
 def next_wakeup(conn: Connection) -> datetime | None:

@@ -1,116 +1,140 @@
-"""The token queries that do not lock the instance: the claim, and the sweepers' scans."""
+"""The token statements that do not lock the instance: the claim, leases, the sweepers' scans."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, insert, select, update
+from sqlalchemy import Connection, bindparam, exists, select, union_all, update
 
 from bpm.runtime.records import Token
 from bpm.runtime.states import InstanceState, TokenState
+from bpm.store import dialect
 from bpm.store import tables as t
-from bpm.store.rows import token_from_row
+from bpm.store.rows import record_of
 
-# The claim runs once per step: its statements are built once, so each execution skips
-# statement construction and cache-key generation (a visible share of a step's CPU).
-_CLAIM = (
-    update(t.token)
-    .where(
-        t.token.c.id == bindparam("claim_token"),
-        t.token.c.state == TokenState.READY.value,
-        exists().where(
-            t.process_instance.c.id == t.token.c.instance_id,
-            t.process_instance.c.state == InstanceState.ACTIVE.value,
-        ),
-    )
-    .values(
-        state=TokenState.EXECUTING.value,
-        attempt=t.token.c.attempt + 1,
-        lease_owner=bindparam("claim_owner"),
-        lease_expires_at=bindparam("claim_until", type_=t.token.c.lease_expires_at.type),
-        updated_at=bindparam("claim_now", type_=t.token.c.updated_at.type),
-    )
-    .returning(*t.token.c)
+tk = t.token
+pi = t.process_instance
+_READY = TokenState.READY.value
+
+_ACTIVE = exists().where(pi.c.id == tk.c.instance_id, pi.c.state == InstanceState.ACTIVE.value)
+_TAKE = {
+    "state": TokenState.EXECUTING.value,
+    "attempt": tk.c.attempt + 1,
+    "lease_owner": bindparam("owner"),
+    "lease_expires_at": bindparam("until", type_=tk.c.lease_expires_at.type),
+    "updated_at": bindparam("now", type_=tk.c.updated_at.type),
+}
+# Ready steps nobody holds right now, oldest first (the partial index ix_token_ready).
+_MORE = (
+    select(tk.c.id)
+    .where(tk.c.state == _READY)
+    .order_by(tk.c.updated_at)
+    .limit(bindparam("more"))
+    .with_for_update(skip_locked=True)
+    .subquery("more")
 )
-_CLAIMED_INSTANCE = select(
-    t.process_instance.c.variables,
-    t.process_instance.c.definition_id,
-    t.process_instance.c.business_key,
-).where(t.process_instance.c.id == bindparam("claim_instance"))
-_CLAIM_EVENT = insert(t.history_event)
+# The claim runs once per batch of steps: its statements are built once.
+_CLAIM_ONE = (
+    update(tk)
+    .where(tk.c.id == bindparam("first"), tk.c.state == _READY, _ACTIVE)
+    .values(_TAKE)
+    .returning(*tk.c)
+)
+_CLAIM_MORE = (
+    update(tk)
+    .where(tk.c.id.in_(select(_MORE.c.id)), tk.c.state == _READY, _ACTIVE)
+    .values(_TAKE)
+    .returning(*tk.c)
+)
+_BOTH = union_all(
+    select(bindparam("first", type_=tk.c.id.type).label("id")), select(_MORE.c.id)
+).subquery("both")
+_CLAIM_BOTH = (
+    update(tk)
+    .where(tk.c.id.in_(select(_BOTH.c.id)), tk.c.state == _READY, _ACTIVE)
+    .values(_TAKE)
+    .returning(*tk.c)
+)
+_INSTANCES = select(pi.c.id, pi.c.variables, pi.c.definition_id, pi.c.business_key).where(
+    pi.c.id.in_(bindparam("ids", expanding=True))
+)
 
 
 def claim(
-    conn: Connection, token_id: str, owner: str, lease_expires_at: datetime, now: datetime
-) -> tuple[Token, dict[str, Any], str, str | None] | None:
-    """``Ready -> Executing`` for ``owner`` if the token is still Ready and its instance active.
+    conn: Connection,
+    owner: str,
+    until: datetime,
+    now: datetime,
+    *,
+    first: str | None = None,
+    more: int = 0,
+) -> list[tuple[Token, dict[str, Any], str, str | None]]:
+    """``Ready -> Executing`` for ``owner``: the step ``first`` (if still Ready) and up to
+    ``more`` other Ready steps nobody holds, all of active instances, in ONE statement.
 
-    One conditional UPDATE (DESIGN section 5): PostgreSQL re-checks ``state = 'ready'`` after
-    a concurrent claimer commits, so exactly one claimer wins. Returns the token, the
-    instance variables, the definition id and business key, or None when the claim lost.
+    A conditional UPDATE (DESIGN section 5): PostgreSQL re-checks ``state = 'ready'`` after
+    a concurrent claimer commits, so exactly one claimer wins each step, and ``SKIP
+    LOCKED`` lets claimers of "more" pass each other by. Returns each step with its
+    instance's variables, definition id and business key. The commit of a claim may be
+    asynchronous: losing one in a crash only means the step was never claimed.
     """
-    if conn.dialect.name == "postgresql":
-        from bpm.store.pipeline import claim_pipelined
-
-        return claim_pipelined(conn, token_id, owner, lease_expires_at, now)
-    row = conn.execute(
-        _CLAIM,
-        {
-            "claim_token": token_id,
-            "claim_owner": owner,
-            "claim_until": lease_expires_at,
-            "claim_now": now,
-        },
-    ).first()
-    if row is None:
-        return None
-    tok = token_from_row(row)
-    inst = conn.execute(_CLAIMED_INSTANCE, {"claim_instance": tok.instance_id}).one()
-    conn.execute(
-        _CLAIM_EVENT,
-        {
-            "instance_id": tok.instance_id,
-            "token_id": tok.id,
-            "node_id": tok.node_id,
-            "type": "token_executing",
-            "from_state": TokenState.READY.value,
-            "to_state": TokenState.EXECUTING.value,
-            "payload": {"attempt": tok.attempt, "worker": owner},
-            "at": now,
-        },
-    )
-    return tok, dict(inst.variables or {}), inst.definition_id, inst.business_key
+    dialect.asynchronous_commit(conn)
+    params = {"owner": owner, "until": until, "now": now, "first": first, "more": more}
+    if first is not None and more > 0:
+        stmt = _CLAIM_BOTH
+    elif first is not None:
+        stmt = _CLAIM_ONE
+    elif more > 0:
+        stmt = _CLAIM_MORE
+    else:
+        return []
+    tokens = [record_of(Token, r._mapping) for r in conn.execute(stmt, params)]
+    if not tokens:
+        return []
+    ids = sorted({tok.instance_id for tok in tokens})
+    instances = {r.id: r for r in conn.execute(_INSTANCES, {"ids": ids})}
+    out = []
+    for tok in tokens:
+        inst = instances[tok.instance_id]
+        out.append((tok, dict(inst.variables or {}), inst.definition_id, inst.business_key))
+    return out
 
 
-def extend_lease(
-    conn: Connection, token_id: str, owner: str, attempt: int, until: datetime, now: datetime
-) -> bool:
-    res = conn.execute(
-        update(t.token)
+def extend_leases(
+    conn: Connection, leases: Sequence[tuple[str, str, int, datetime]], now: datetime
+) -> int:
+    """Move the expiry of live leases: ``(token id, owner, attempt, until)`` each; returns
+    how many were still held."""
+    if not leases:
+        return 0
+    stmt = (
+        update(tk)
         .where(
-            t.token.c.id == token_id,
-            t.token.c.state == TokenState.EXECUTING.value,
-            t.token.c.lease_owner == owner,
-            t.token.c.attempt == attempt,
-            t.token.c.lease_expires_at > now,
+            tk.c.id == bindparam("tid"),
+            tk.c.state == TokenState.EXECUTING.value,
+            tk.c.lease_owner == bindparam("owner"),
+            tk.c.attempt == bindparam("att"),
+            tk.c.lease_expires_at > bindparam("now", type_=tk.c.lease_expires_at.type),
         )
-        .values(lease_expires_at=until)
+        .values(lease_expires_at=bindparam("until", type_=tk.c.lease_expires_at.type))
     )
-    return res.rowcount == 1
+    rows = [{"tid": i, "owner": o, "att": a, "until": u, "now": now} for i, o, a, u in leases]
+    return int(conn.execute(stmt, rows).rowcount)
 
 
 def stale_ready(conn: Connection, older_than: datetime, limit: int) -> list[str]:
     """Ready tokens of active instances not claimed since ``older_than`` (lost publishes)."""
     q = (
-        select(t.token.c.id)
-        .join(t.process_instance, t.process_instance.c.id == t.token.c.instance_id)
+        select(tk.c.id)
+        .join(pi, pi.c.id == tk.c.instance_id)
         .where(
-            t.token.c.state == TokenState.READY.value,
-            t.token.c.updated_at < older_than,
-            t.process_instance.c.state == InstanceState.ACTIVE.value,
+            tk.c.state == _READY,
+            tk.c.updated_at < older_than,
+            pi.c.state == InstanceState.ACTIVE.value,
         )
-        .order_by(t.token.c.updated_at)
+        .order_by(tk.c.updated_at)
         .limit(limit)
     )
     return [r.id for r in conn.execute(q)]
@@ -120,21 +144,16 @@ def touch(conn: Connection, token_ids: list[str], now: datetime) -> None:
     """Mark Ready tokens as just published, so the sweeper waits before it publishes again."""
     if token_ids:
         conn.execute(
-            update(t.token)
-            .where(t.token.c.id.in_(token_ids), t.token.c.state == TokenState.READY.value)
-            .values(updated_at=now)
+            update(tk).where(tk.c.id.in_(token_ids), tk.c.state == _READY).values(updated_at=now)
         )
 
 
 def expired_leases(conn: Connection, now: datetime, limit: int) -> list[tuple[str, str]]:
     """(instance id, token id) of Executing tokens whose lease has run out."""
     q = (
-        select(t.token.c.instance_id, t.token.c.id)
-        .where(
-            t.token.c.state == TokenState.EXECUTING.value,
-            t.token.c.lease_expires_at < now,
-        )
-        .order_by(t.token.c.lease_expires_at)
+        select(tk.c.instance_id, tk.c.id)
+        .where(tk.c.state == TokenState.EXECUTING.value, tk.c.lease_expires_at < now)
+        .order_by(tk.c.lease_expires_at)
         .limit(limit)
     )
     return [(r.instance_id, r.id) for r in conn.execute(q)]

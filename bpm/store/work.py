@@ -1,204 +1,166 @@
-"""Loading an instance under its lock, and writing back an InstanceWork in one go."""
+"""Loading instances under their locks, and writing back every change of a transaction.
+
+One statement per kind of change, whatever the number of instances: a batch of steps
+finished together writes its tokens in one INSERT and one UPDATE, its history in one
+INSERT, and so on. Column lists come from the table definitions.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from functools import cache
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Table, and_, bindparam, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, insert, select, update
 
-from bpm.errors import NotFound
 from bpm.runtime.records import ForkScope, Instance, Token
 from bpm.runtime.states import LIVE_TOKEN_STATES
-from bpm.runtime.work import InstanceWork
+from bpm.runtime.work import InstanceWork, Item
+from bpm.store import dialect, history
 from bpm.store import tables as t
-from bpm.store.rows import (
-    event_values,
-    instance_from_row,
-    scope_from_row,
-    token_from_row,
-    token_values,
-)
+from bpm.store.rows import record_of, table_of, values_of
 
-_TABLES: dict[str, Table] = {
-    "timer": t.timer,
-    "external_task": t.external_task,
-    "user_task": t.user_task,
-    "incident": t.incident,
-    "token": t.token,
-}
+R = TypeVar("R")
+
 _LIVE = [s.value for s in LIVE_TOKEN_STATES]
+pi = t.process_instance
 
 
-def lock_instance(conn: Connection, instance_id: str) -> Instance:
-    """``SELECT ... FOR UPDATE`` of the instance row: always the first lock a change takes."""
-    row = conn.execute(
-        select(t.process_instance).where(t.process_instance.c.id == instance_id).with_for_update()
-    ).first()
-    if row is None:
-        raise NotFound(f"process instance {instance_id} does not exist")
-    return instance_from_row(row)
+def lock_instances(
+    conn: Connection, instance_ids: Sequence[str], *, skip_locked: bool = False
+) -> dict[str, Instance]:
+    """``SELECT ... FOR UPDATE`` of the instance rows, in id order: the first lock every
+    change of an instance takes. Always in the same order, so two transactions that lock
+    several instances cannot deadlock. ``skip_locked``: never wait, leave out the instances
+    another transaction holds (for a caller that already holds other row locks)."""
+    ids = sorted(set(instance_ids))
+    if not ids:
+        return {}
+    q = (
+        select(pi)
+        .where(pi.c.id.in_(ids))
+        .order_by(pi.c.id)
+        .with_for_update(skip_locked=skip_locked)
+    )
+    return {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
 
 
-def load_work(
-    conn: Connection, instance_id: str, now: datetime, *, max_variable_bytes: int
-) -> InstanceWork:
-    """Lock the instance, then load its live tokens (fork scopes load on first use).
-
-    Two statements on purpose: under READ COMMITTED the token query takes its snapshot after
-    the lock is granted, so it sees every token the previous lock holder committed.
-    """
-    if conn.dialect.name == "postgresql":
-        from bpm.store.pipeline import lock_and_load
-
-        inst, tokens = lock_and_load(conn, instance_id)
-    else:
-        inst = lock_instance(conn, instance_id)
-        rows = conn.execute(
-            select(t.token).where(t.token.c.instance_id == instance_id, t.token.c.state.in_(_LIVE))
-        ).all()
-        tokens = [token_from_row(r) for r in rows]
-
-    return work_from(conn, inst, tokens, now, max_variable_bytes=max_variable_bytes)
+def live_tokens(conn: Connection, instance_ids: Sequence[str]) -> dict[str, list[Token]]:
+    """The live tokens of the instances. A separate statement from the lock on purpose:
+    under READ COMMITTED it takes its snapshot after the locks were granted, so it sees
+    every token the previous lock holder committed."""
+    out: dict[str, list[Token]] = {i: [] for i in instance_ids}
+    if not instance_ids:
+        return out
+    q = select(t.token).where(t.token.c.instance_id.in_(list(instance_ids)))
+    for r in conn.execute(q.where(t.token.c.state.in_(_LIVE))):
+        tok = record_of(Token, r._mapping)
+        out[tok.instance_id].append(tok)
+    return out
 
 
-def work_from(
+class StoreLoader:
+    """Reads the records an instance's transaction needs on first use (under its lock)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def scope(self, scope_id: str) -> ForkScope | None:
+        r = self.conn.execute(select(t.fork_scope).where(t.fork_scope.c.id == scope_id)).first()
+        return record_of(ForkScope, r._mapping) if r else None
+
+    def items(self, kind: type[Item], instance_id: str, *, token_id: str) -> list[Item]:
+        table = table_of(kind)
+        q = select(table).where(table.c.token_id == token_id, table.c.instance_id == instance_id)
+        return [record_of(kind, r._mapping) for r in self.conn.execute(q)]
+
+    def item(self, kind: type[Item], item_id: str) -> Item | None:
+        table = table_of(kind)
+        r = self.conn.execute(select(table).where(table.c.id == item_id)).first()
+        return record_of(kind, r._mapping) if r else None
+
+
+def load(
     conn: Connection,
-    inst: Instance,
-    tokens: list[Token],
+    instance_ids: Sequence[str],
     now: datetime,
     *,
     max_variable_bytes: int,
-) -> InstanceWork:
-    """The change set of an instance whose row this transaction has locked."""
-
-    def load_scope(scope_id: str) -> ForkScope | None:
-        row = conn.execute(
-            select(t.fork_scope).where(
-                t.fork_scope.c.id == scope_id, t.fork_scope.c.instance_id == inst.id
-            )
-        ).first()
-        return scope_from_row(row) if row else None
-
-    return InstanceWork(
-        instance=inst,
-        tokens={tok.id: tok for tok in tokens},
-        scopes={},
-        now=now,
-        max_variable_bytes=max_variable_bytes,
-        scope_loader=load_scope,
-    )
-
-
-def new_work(instance: Instance, now: datetime, *, max_variable_bytes: int) -> InstanceWork:
-    """Work on an instance this transaction creates (it is inserted by :func:`flush_work`)."""
-    return InstanceWork(
-        instance=instance,
-        tokens={},
-        scopes={},
-        now=now,
-        max_variable_bytes=max_variable_bytes,
-        instance_new=True,
-    )
-
-
-def instance_values(inst: Instance) -> dict[str, Any]:
+    skip_locked: bool = False,
+) -> dict[str, InstanceWork]:
+    """Lock the instances (id order) and load their live tokens: one change set each.
+    Instances that do not exist (or, with ``skip_locked``, are busy) are missing."""
+    instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
+    tokens = live_tokens(conn, list(instances))
+    loader = StoreLoader(conn)
     return {
-        "id": inst.id,
-        "definition_id": inst.definition_id,
-        "definition_key": inst.definition_key,
-        "business_key": inst.business_key,
-        "state": inst.state.value,
-        "variables": inst.variables,
-        "idempotency_key": inst.idempotency_key,
-        "created_at": inst.created_at,
-        "updated_at": inst.updated_at,
-        "ended_at": inst.ended_at,
+        iid: InstanceWork(
+            instance=inst,
+            tokens={tok.id: tok for tok in tokens[iid]},
+            now=now,
+            loader=loader,
+            max_variable_bytes=max_variable_bytes,
+        )
+        for iid, inst in instances.items()
     }
 
 
-def flush_work(conn: Connection, work: InstanceWork) -> None:
-    """Write every change of ``work``; the caller commits.
-
-    On PostgreSQL every statement goes out in one pipeline (one round trip); see
-    :mod:`bpm.store.pipeline`. This generic path serves SQLite.
-    """
-    if conn.dialect.name == "postgresql":
-        from bpm.store.pipeline import flush_work_pipelined
-
-        flush_work_pipelined(conn, work)
-        return
-    inst = work.instance
-    if work.instance_new:
-        conn.execute(insert(t.process_instance).values(**instance_values(inst)))
-    elif work.instance_dirty:
-        conn.execute(
-            update(t.process_instance)
-            .where(t.process_instance.c.id == inst.id)
-            .values(
-                state=inst.state.value,
-                variables=inst.variables,
-                updated_at=work.now,
-                ended_at=inst.ended_at,
-            )
-        )
-    if work.new_scopes:
-        conn.execute(
-            insert(t.fork_scope),
-            [
-                {
-                    "id": s.id,
-                    "instance_id": s.instance_id,
-                    "parent_id": s.parent_id,
-                    "fork_node_id": s.fork_node_id,
-                    "expected": s.expected,
-                    "created_at": s.created_at,
-                }
-                for s in (work.scopes[i] for i in work.new_scopes)
-            ],
-        )
-    for sid in work.dirty_scopes:
-        conn.execute(
-            update(t.fork_scope)
-            .where(t.fork_scope.c.id == sid)
-            .values(expected=work.scopes[sid].expected)
-        )
-    if work.new_tokens:
-        conn.execute(insert(t.token), [token_values(work.tokens[i]) for i in work.new_tokens])
-    if work.dirty_tokens:
-        rows = []
-        for tid in work.dirty_tokens:
-            v = token_values(work.tokens[tid])
-            v["b_id"] = v.pop("id")
-            for k in ("instance_id", "node_id", "created_at", "scope_id", "parent_id"):
-                v.pop(k)
-            rows.append(v)
-        conn.execute(
-            update(t.token)
-            .where(t.token.c.id == bindparam("b_id"))
-            .values({k: bindparam(k) for k in rows[0] if k != "b_id"}),
-            rows,
-        )
-    by_table: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in work.rows:
-        by_table[row.table].append(row.values)
-    for name, values in by_table.items():
-        _insert_rows(conn, _TABLES[name], values)
-    for up in work.updates:
-        table = _TABLES[up.table]
-        conn.execute(
-            update(table)
-            .where(and_(*(table.c[k] == v for k, v in up.where.items())))
-            .values(**up.values)
-        )
-    if work.events:
-        conn.execute(insert(t.history_event), [event_values(e) for e in work.events])
-    # work.notify is not used here: NOTIFY exists only on PostgreSQL, whose flush is the
-    # pipelined one (bpm.store.pipeline); SQLite long polls fall back to short sleeps.
+@cache
+def _update_by_id(table: Table) -> Any:
+    """``UPDATE table SET <every other column> WHERE id = :_id``, built once per table."""
+    columns = [c.name for c in table.columns if c.name != "id"]
+    return (
+        update(table)
+        .where(table.c.id == bindparam("_id"))
+        .values({name: bindparam(name, type_=table.c[name].type) for name in columns})
+    )
 
 
-def _insert_rows(conn: Connection, table: Table, values: list[dict[str, Any]]) -> None:
-    # executemany needs the same keys in every row
-    keys = sorted({k for v in values for k in v})
-    conn.execute(insert(table), [{k: v.get(k) for k in keys} for v in values])
+def _updates(records: Sequence[Any]) -> list[dict[str, Any]]:
+    out = []
+    for record in records:
+        values = values_of(record)
+        values["_id"] = values.pop("id")
+        out.append(values)
+    return out
+
+
+def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
+    """Write every change of ``works``: one statement per table and kind of change."""
+    inserts: dict[Table, list[dict[str, Any]]] = defaultdict(list)
+    updates: dict[Table, list[dict[str, Any]]] = defaultdict(list)
+    history_rows = []
+    topics: set[str] = set()
+    for work in works:
+        if work.instance_new:
+            inserts[pi].append(values_of(work.instance))
+        elif work.instance_dirty:
+            updates[pi].extend(_updates([replace(work.instance, updated_at=work.now)]))
+        new_scopes, dirty_scopes = work.scope_changes.written()
+        inserts[t.fork_scope].extend(values_of(s) for s in new_scopes)
+        updates[t.fork_scope].extend(_updates(dirty_scopes))
+        new_tokens, dirty_tokens = work.tokens_written()
+        inserts[t.token].extend(values_of(x) for x in new_tokens)
+        updates[t.token].extend(_updates(dirty_tokens))
+        for kind, new, dirty in work.items_written():
+            table = table_of(kind)
+            inserts[table].extend(values_of(x) for x in new)
+            updates[table].extend(_updates(dirty))
+        if work.events:
+            history_rows.append(history.row(work.instance.id, work.now, work.events))
+        topics |= work.notify
+    # parents before children (foreign keys): the metadata knows the order
+    for table in t.metadata.sorted_tables:
+        if inserts.get(table):
+            conn.execute(insert(table), inserts[table])
+    for table in t.metadata.sorted_tables:
+        if updates.get(table):
+            conn.execute(_update_by_id(table), updates[table])
+    history.append(conn, history_rows)
+    if topics:
+        from bpm.runtime.external import NOTIFY_CHANNEL
+
+        dialect.notify(conn, NOTIFY_CHANNEL, topics)

@@ -50,7 +50,12 @@ def assert_trail_consistent(engine: Engine, inst: Instance) -> list[HistoryEvent
         else:
             assert e.from_state == seen.get(e.token_id), (e, seen.get(e.token_id))
         seen[e.token_id] = e.to_state
-    assert set(seen) == set(tokens)
+    # A token that passed through nodes within one transaction has no row, only its trail,
+    # and ended in that transaction; every row's state is where its trail ends.
+    assert set(tokens) <= set(seen)
     for token_id, state in seen.items():
-        assert tokens[token_id].state.value == state, (token_id, state, tokens[token_id])
+        if token_id in tokens:
+            assert tokens[token_id].state.value == state, (token_id, state, tokens[token_id])
+        else:
+            assert state in ("completed", "terminated"), (token_id, state)
     return history

@@ -14,17 +14,15 @@ from pathlib import Path
 
 import pytest
 import redis
-from sqlalchemy import select
 
 from bpm import Engine, InstanceState
 from bpm.builder import Process
 from bpm.engine.core import utcnow
 from bpm.model.process import ProcessModel
-from bpm.store.tables import history_event
 from tests.e2e.conftest import StartWorkers
 from tests.e2e.procs import ROOT, CeleryProcess
 from tests.e2e_timers.handlers import runs_key
-from tests.support import eventually
+from tests.support import events_per_instance, eventually
 
 pytestmark = pytest.mark.slow
 
@@ -46,11 +44,7 @@ def nap_model(with_retry: bool = True) -> ProcessModel:
 
 
 def fired_per_instance(engine: Engine) -> Counter[str]:
-    with engine.db.connect() as conn:
-        rows = conn.execute(
-            select(history_event.c.instance_id).where(history_event.c.type == "timer_fired")
-        ).all()
-    return Counter(r.instance_id for r in rows)
+    return events_per_instance(engine, "timer_fired")
 
 
 def kill_all(procs: list[CeleryProcess]) -> None:

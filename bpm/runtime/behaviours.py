@@ -1,0 +1,180 @@
+"""What a token arriving at each kind of node does: the table :data:`BEHAVIOURS`.
+
+Every behaviour gets the walker, the Ready token and the node; it either moves the token on
+(:meth:`Walker.leave`), makes it wait (a work item it waits for, or a join), or leaves it
+Ready for a worker (inline service tasks, published after commit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bpm.expressions import ExpressionError, compile_condition
+from bpm.model import nodes as n
+from bpm.runtime import timers
+from bpm.runtime.records import ExternalTask, Token, UserTask
+from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
+from bpm.runtime.walker import Walker
+from bpm.runtime.work import new_id
+
+Behaviour = Callable[[Walker, Token, Any], None]
+
+
+def start_event(walker: Walker, tok: Token, node: n.StartEvent) -> None:
+    walker.leave(tok)
+
+
+def boundary_event(walker: Walker, tok: Token, node: n.BoundaryEvent) -> None:
+    # A token is only ever created here when the boundary event has been triggered.
+    walker.leave(tok)
+
+
+def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
+    w = walker.work
+    w.transition(tok.id, TokenState.COMPLETED)
+    if node.kind is n.EndKind.TERMINATE:
+        walker.terminate_all(f"terminate end event {node.id}")
+        w.set_state(InstanceState.TERMINATED, by=node.id)
+    elif node.kind is n.EndKind.ERROR:
+        w.record(
+            "error_end", token_id=tok.id, node_id=node.id, payload={"error_code": node.error_code}
+        )
+
+
+def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
+    if not walker.enter_activity(tok):
+        return
+    w = walker.work
+    if not node.is_external:
+        # Stays Ready: a worker claims it. Published after commit.
+        w.to_dispatch.append(tok.id)
+        return
+    assert node.topic is not None
+    task = w.add(
+        ExternalTask(
+            id=new_id(),
+            instance_id=tok.instance_id,
+            token_id=tok.id,
+            definition_id=w.instance.definition_id,
+            definition_key=w.instance.definition_key,
+            business_key=w.instance.business_key,
+            node_id=node.id,
+            topic=node.topic,
+            state=TaskState.READY,
+            priority=node.priority,
+            properties=dict(node.properties),
+            created_at=w.now,
+            updated_at=w.now,
+        )
+    )
+    w.notify.add(node.topic)
+    w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.EXTERNAL_TASK, task.id))
+
+
+def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
+    if not walker.enter_activity(tok):
+        return
+    w = walker.work
+    task = w.add(
+        UserTask(
+            id=new_id(),
+            instance_id=tok.instance_id,
+            token_id=tok.id,
+            node_id=node.id,
+            name=node.name,
+            state=UserTaskState.OPEN,
+            assignee=node.assignee,
+            candidate_groups=tuple(node.candidate_groups),
+            created_at=w.now,
+        )
+    )
+    w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.USER_TASK, task.id))
+
+
+def exclusive_gateway(walker: Walker, tok: Token, node: n.ExclusiveGateway) -> None:
+    outgoing = walker.model.outgoing[node.id]
+    if len(outgoing) == 1 and outgoing[0].condition is None:
+        walker.leave(tok, outgoing)
+        return
+    variables = walker.work.instance.variables
+    default = None
+    for f in outgoing:
+        if f.id == node.default_flow:
+            default = f
+            continue
+        if f.condition is None:
+            continue
+        try:
+            matched = compile_condition(f.condition).evaluate(variables)
+        except ExpressionError as exc:
+            walker.fail_token(tok, f"gateway {node.id}, flow {f.id}: {exc}")
+            return
+        if matched:
+            walker.leave(tok, [f])
+            return
+    if default is not None:
+        walker.leave(tok, [default])
+        return
+    walker.fail_token(tok, f"gateway {node.id}: no condition matched and there is no default flow")
+
+
+def parallel_gateway(walker: Walker, tok: Token, node: n.ParallelGateway) -> None:
+    """Fork (one token per outgoing flow, in a new fork scope) and/or join.
+
+    A join records each arriving token of its scope as ``Waiting(join)``; the arrival that
+    completes the set completes them all and goes on with one token. The instance lock is
+    held, so exactly one arrival can be the last.
+    """
+    w = walker.work
+    incoming = len(walker.model.incoming[node.id])
+    if incoming <= 1:
+        _fork(walker, tok, node, tok.scope_id)
+        return
+    w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.JOIN, tok.scope_id or "root"))
+    arrived = [
+        t
+        for t in w.tokens.values()
+        if t.state is TokenState.WAITING
+        and t.node_id == node.id
+        and t.blocked_kind is BlockKind.JOIN
+        and t.scope_id == tok.scope_id
+    ]
+    if len(arrived) < incoming:
+        return
+    arrived = arrived[:incoming]
+    for t in arrived:
+        w.transition(t.id, TokenState.COMPLETED, payload={"joined": True})
+    scope_id = tok.scope_id
+    if scope_id is not None and w.scope(scope_id) is not None:
+        scope = w.shrink_scope(scope_id, incoming - 1)
+        if scope.expected <= 1:
+            scope_id = scope.parent_id
+    w.record(
+        "join_fired",
+        token_id=tok.id,
+        node_id=node.id,
+        payload={"tokens": [t.id for t in arrived], "scope": tok.scope_id},
+    )
+    _fork(walker, w.token(tok.id), node, scope_id)
+
+
+def _fork(walker: Walker, tok: Token, node: n.ParallelGateway, outer: str | None) -> None:
+    outgoing = walker.model.outgoing[node.id]
+    if len(outgoing) <= 1:
+        walker.leave(tok, scope_id=outer, keep_scope=False)
+        return
+    scope = walker.work.open_scope(node.id, len(outgoing), outer)
+    walker.leave(tok, scope_id=scope.id, keep_scope=False)
+
+
+BEHAVIOURS: dict[type[n.Node], Behaviour] = {
+    n.StartEvent: start_event,
+    n.BoundaryEvent: boundary_event,
+    n.EndEvent: end_event,
+    n.ServiceTask: service_task,
+    n.UserTask: user_task,
+    n.ExclusiveGateway: exclusive_gateway,
+    n.ParallelGateway: parallel_gateway,
+    n.TimerCatchEvent: timers.catch_event,
+}
