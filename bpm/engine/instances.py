@@ -37,14 +37,14 @@ def start(
                 existing = store.by_idempotency_key(unit.conn, idempotency_key)
                 if existing is not None:
                     return existing
-            definition = defs_store.latest(unit.conn, key)
-            if definition is None:
+            definition_id = defs_store.latest_id(unit.conn, key)
+            if definition_id is None:
                 raise NotFound(f"no process definition with key '{key}' is deployed")
-            model = unit.model(definition.id)
+            model = unit.model(definition_id)
             at = unit.now
             inst = Instance(
                 id=str(uuid.uuid4()),
-                definition_id=definition.id,
+                definition_id=definition_id,
                 definition_key=key,
                 state=InstanceState.ACTIVE,
                 variables=clean,
@@ -57,7 +57,7 @@ def start(
             work.record(
                 "instance_started",
                 payload={
-                    "definition": definition.id,
+                    "definition": definition_id,
                     "business_key": business_key,
                     "variables": sorted(clean),
                 },

@@ -22,6 +22,15 @@ def latest(conn: Connection, key: str) -> ProcessDefinition | None:
     return definition_from_row(row) if row else None
 
 
+def latest_id(conn: Connection, key: str) -> str | None:
+    """The id of the newest version of ``key`` (what a start needs: no source, no model)."""
+    pd = t.process_definition
+    value = conn.execute(
+        select(pd.c.id).where(pd.c.key == key).order_by(pd.c.version.desc()).limit(1)
+    ).scalar_one_or_none()
+    return None if value is None else str(value)
+
+
 def by_id(conn: Connection, definition_id: str) -> ProcessDefinition | None:
     row = conn.execute(
         select(t.process_definition).where(t.process_definition.c.id == definition_id)

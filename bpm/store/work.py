@@ -95,17 +95,30 @@ def load(
     Instances that do not exist (or, with ``skip_locked``, are busy) are missing."""
     instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
     tokens = live_tokens(conn, list(instances))
+    scopes = fork_scopes(conn, {s for toks in tokens.values() for t in toks if (s := t.scope_id)})
     loader = StoreLoader(conn)
-    return {
-        iid: InstanceWork(
+    works = {}
+    for iid, inst in instances.items():
+        work = InstanceWork(
             instance=inst,
             tokens={tok.id: tok for tok in tokens[iid]},
             now=now,
             loader=loader,
             max_variable_bytes=max_variable_bytes,
         )
-        for iid, inst in instances.items()
-    }
+        for tok in tokens[iid]:
+            if tok.scope_id in scopes:
+                work.scope_changes.records[tok.scope_id] = scopes[tok.scope_id]
+        works[iid] = work
+    return works
+
+
+def fork_scopes(conn: Connection, scope_ids: set[str]) -> dict[str, ForkScope]:
+    """The fork scopes of the live tokens, in one statement (joins need them)."""
+    if not scope_ids:
+        return {}
+    q = select(t.fork_scope).where(t.fork_scope.c.id.in_(sorted(scope_ids)))
+    return {r.id: record_of(ForkScope, r._mapping) for r in conn.execute(q)}
 
 
 @cache
