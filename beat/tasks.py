@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from workers.app import app, get_engine
+from celery import Task, shared_task
+
+from workers.runtime import engine_for
 from workers.settings import env_number
 
 # Stop a sweep after this many full batches; the next tick carries on. Keeps a task short.
@@ -19,11 +21,11 @@ TIMER_BATCH = 500
 REDISPATCH_BATCH = 500
 
 
-@app.task(name="bpm.fire_due_timers")
-def fire_due_timers() -> int:
+@shared_task(name="bpm.fire_due_timers", bind=True)
+def fire_due_timers(self: Task) -> int:  # type: ignore[type-arg]
     """Fire every due timer (claimed with SKIP LOCKED, fired and applied in one
     transaction per batch); returns how many fired. Two beats at once fire each once."""
-    engine = get_engine()
+    engine = engine_for(self.app)
     total = 0
     for _ in range(MAX_BATCHES):
         count = engine.fire_due_timers(limit=TIMER_BATCH)
@@ -33,10 +35,10 @@ def fire_due_timers() -> int:
     return total
 
 
-@app.task(name="bpm.redispatch_stale_ready")
-def redispatch_stale_ready() -> int:
+@shared_task(name="bpm.redispatch_stale_ready", bind=True)
+def redispatch_stale_ready(self: Task) -> int:  # type: ignore[type-arg]
     """Publish again Ready steps whose publish was lost; returns how many."""
-    engine = get_engine()
+    engine = engine_for(self.app)
     total = 0
     for _ in range(MAX_BATCHES):
         count = engine.redispatch_stale_ready(limit=REDISPATCH_BATCH)
@@ -46,10 +48,10 @@ def redispatch_stale_ready() -> int:
     return total
 
 
-@app.task(name="bpm.reclaim_expired_locks")
-def reclaim_expired_locks() -> dict[str, int]:
+@shared_task(name="bpm.reclaim_expired_locks", bind=True)
+def reclaim_expired_locks(self: Task) -> dict[str, int]:  # type: ignore[type-arg]
     """Expired leases become failed attempts ("worker lost"); counts by kind of lock."""
-    engine = get_engine()
+    engine = engine_for(self.app)
     reclaimed: dict[str, int] = {"token_leases": 0, "external_task_locks": 0}
     for _ in range(MAX_BATCHES):
         count = engine.reclaim_expired_leases(limit=RECLAIM_BATCH)
@@ -71,10 +73,10 @@ def retention() -> timedelta | None:
     return timedelta(days=days) if days > 0 else None
 
 
-@app.task(name="bpm.purge_history")
-def purge_history() -> int:
+@shared_task(name="bpm.purge_history", bind=True)
+def purge_history(self: Task) -> int:  # type: ignore[type-arg]
     """Delete ended instances (and their history) older than the retention; returns how many."""
     keep = retention()
     if keep is None:
         return 0
-    return get_engine().purge_history(keep)
+    return engine_for(self.app).purge_history(keep)

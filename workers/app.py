@@ -1,91 +1,68 @@
 """The Celery app: ``celery -A workers.app worker`` and ``celery -A workers.app beat``.
 
-Configuration comes from the environment (see :mod:`workers.settings` and
-``docs/celery.md``). Every process gets one lazily created :class:`bpm.Engine` whose
-dispatcher publishes through this app, so tokens a worker creates are published too.
+:func:`create_app` builds it from one :class:`~workers.settings.WorkerSettings` value (read
+from the environment by default, see ``docs/celery.md``); the task modules are loaded by
+Celery through ``include=`` and never import this module, so nothing imports in a circle.
+The handler modules named in ``BPM_HANDLERS`` are imported here, at start: a module that
+does not import stops the worker (and beat) with the reason, instead of failing the first
+step that needs it.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
-import threading
-from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
 
-from bpm import Engine
-from workers.dispatch import CeleryDispatcher
+from beat.schedule import beat_schedule
+from bpm.errors import ConfigurationError
 from workers.settings import WorkerSettings
 
-log = logging.getLogger("bpm.workers")
-
-settings = WorkerSettings.from_env()
-
-app = Celery("bpm", broker=settings.broker_url)
-app.conf.update(
-    # DESIGN section 9. A message is acknowledged only after run_token returned, and a
-    # message whose worker process died is requeued: the database lease, not the broker,
-    # decides whether the redelivered message may still run anything.
-    task_acks_late=True,
-    task_reject_on_worker_lost=True,
-    # One message at a time per process: a long handler must not hold others hostage.
-    worker_prefetch_multiplier=1,
-    task_serializer="json",
-    accept_content=["json"],
-    result_serializer="json",
-    # run_token's outcome lives in the database; a result backend would be pure overhead.
-    task_ignore_result=True,
-    task_default_queue=settings.queue,
-    broker_connection_retry_on_startup=True,
-    # Publishing happens after a commit; do not let a broken broker block a worker forever.
-    broker_connection_timeout=4.0,
-    timezone="UTC",
-    enable_utc=True,
-)
-
-_engine: Engine | None = None
-_engine_lock = threading.Lock()
+TASK_MODULES = ("workers.tasks", "beat.tasks")
 
 
-def load_handlers(modules: tuple[str, ...] = settings.handler_modules) -> None:
-    """Import the modules named in ``BPM_HANDLERS`` so their handlers register.
-
-    Done when this module is imported, i.e. at worker and beat start: a typo fails the
-    start instead of the first task. Beat needs them too, for handlers' retry policies.
-    """
+def load_handlers(modules: tuple[str, ...]) -> None:
+    """Import the modules that register handlers; a failure says which and why."""
     for name in modules:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"BPM_HANDLERS: cannot import handler module {name!r} "
+                f"({type(exc).__name__}: {exc}); fix it or remove it from BPM_HANDLERS"
+            ) from exc
 
 
-def get_engine() -> Engine:
-    """This process's engine (created on first use, after any fork)."""
-    global _engine
-    if _engine is None:
-        with _engine_lock:
-            if _engine is None:
-                _engine = Engine(
-                    settings.database_url,
-                    dispatcher=CeleryDispatcher(app, queue=settings.queue),
-                )
-    return _engine
+def create_app(settings: WorkerSettings | None = None) -> Celery:
+    """A Celery app configured for the engine (DESIGN section 9)."""
+    settings = settings or WorkerSettings.from_env()
+    load_handlers(settings.handler_modules)
+    app = Celery("bpm", broker=settings.broker_url, include=list(TASK_MODULES))
+    app.conf.update(
+        # A message is acknowledged only after run_token returned, and a message whose
+        # worker process died is requeued: the database lease, not the broker, decides
+        # whether the redelivered message may still run anything.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        # One message at a time per process: a long handler must not hold others hostage.
+        worker_prefetch_multiplier=1,
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        # run_token's outcome lives in the database; a result backend would be overhead.
+        task_ignore_result=True,
+        task_default_queue=settings.queue,
+        broker_connection_retry_on_startup=True,
+        # Publishing happens after a commit; a broken broker must not block a worker.
+        broker_connection_timeout=4.0,
+        timezone="UTC",
+        enable_utc=True,
+        beat_schedule=beat_schedule(),
+    )
+    app.bpm_settings = settings  # type: ignore[attr-defined]  # read by workers.runtime
+    return app
 
 
-@worker_process_init.connect
-def _fresh_pool_in_child(**_: Any) -> None:
-    """A forked child must not share the parent's database connections."""
-    if _engine is not None:
-        _engine.dispose()
+app = create_app()
 
-
-load_handlers()
-
-# Register the tasks last: they import ``app`` and ``get_engine`` from here.
-import beat.tasks  # noqa: E402, F401
-import workers.tasks  # noqa: E402, F401
-from beat.schedule import beat_schedule  # noqa: E402
-
-app.conf.beat_schedule = beat_schedule()
-
-__all__ = ["app", "get_engine", "load_handlers", "settings"]
+__all__ = ["app", "create_app", "load_handlers"]

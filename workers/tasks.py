@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from workers.app import app, get_engine
+from celery import Task, shared_task
+
 from workers.dispatch import RUN_TOKEN
+from workers.runtime import engine_for
 
 
-@app.task(name=RUN_TOKEN)
-def run_token(token_id: str) -> int:
+@shared_task(name=RUN_TOKEN, bind=True)
+def run_token(self: Task, token_id: str) -> int:  # type: ignore[type-arg]
     """Claim, run and finish ``token_id``; returns how many steps ran (0: claim lost).
 
     Thin on purpose: a duplicated or redelivered message loses the claim and does nothing,
     so the task is idempotent without any bookkeeping here.
     """
-    return get_engine().run_token(token_id)
+    return engine_for(self.app).run_token(token_id)
