@@ -14,6 +14,7 @@ import importlib
 
 from celery import Celery
 
+import beat.waiter  # noqa: F401  (starts the timer waiter when beat starts)
 from beat.schedule import beat_schedule
 from bpm.errors import ConfigurationError
 from workers.settings import WorkerSettings

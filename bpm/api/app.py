@@ -27,6 +27,7 @@ from bpm.api.routes_tasks import router as task_router
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
 from bpm.runtime.external import NOTIFY_CHANNEL
+from bpm.store.db import libpq_dsn
 
 PREFIX = "/engine-rest"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
@@ -89,13 +90,6 @@ class _TooLarge(Exception):
     pass
 
 
-def _dsn(engine: Engine) -> str | None:
-    url = engine.db.url
-    if url.get_backend_name() != "postgresql":
-        return None
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 def create_app(
     engine: Engine | None = None,
     *,
@@ -117,7 +111,7 @@ def create_app(
         engine = Engine(url)
     eng = engine
     hub = LongPollHub(
-        _dsn(eng),
+        libpq_dsn(eng.db),
         channel=NOTIFY_CHANNEL,
         max_pending=max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000),
     )

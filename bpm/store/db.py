@@ -60,3 +60,11 @@ def _serialize_sqlite_writers(eng: Engine) -> None:
 
 def is_sqlite(eng: Engine) -> bool:
     return eng.dialect.name == "sqlite"
+
+
+def libpq_dsn(eng: Engine) -> str | None:
+    """The plain libpq connection string of a PostgreSQL engine (for a LISTEN connection of
+    its own), or None for SQLite."""
+    if eng.dialect.name != "postgresql":
+        return None
+    return eng.url.set(drivername="postgresql").render_as_string(hide_password=False)

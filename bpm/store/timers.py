@@ -56,6 +56,18 @@ def claim_due(
     return [timer_from_row(r) for r in conn.execute(q)]
 
 
+def due_before(conn: Connection, until: datetime, limit: int) -> list[datetime]:
+    """Due times of pending timers up to ``until``, earliest first (an index range scan of
+    ``ix_timer_due``: however many timers are pending later, this reads only these)."""
+    q = (
+        select(t.timer.c.fire_at)
+        .where(t.timer.c.state == PENDING, t.timer.c.fire_at <= until)
+        .order_by(t.timer.c.fire_at)
+        .limit(limit)
+    )
+    return list(conn.execute(q).scalars())
+
+
 def next_wakeup(conn: Connection) -> datetime | None:
     """The earliest ``fire_at`` of a pending timer of an active instance, or None."""
     q = (

@@ -10,20 +10,25 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Table, bindparam, insert, select, update
 
-from bpm.runtime.records import ForkScope, Instance, Token
-from bpm.runtime.states import LIVE_TOKEN_STATES
+from bpm.runtime.external import NOTIFY_CHANNEL as EXTERNAL_TASK_CHANNEL
+from bpm.runtime.records import ForkScope, Instance, Timer, Token
+from bpm.runtime.states import LIVE_TOKEN_STATES, TimerState
 from bpm.runtime.work import InstanceWork, Item
 from bpm.store import dialect, history
 from bpm.store import tables as t
 from bpm.store.rows import record_of, table_of, values_of
 
 R = TypeVar("R")
+
+TIMER_CHANNEL = "bpm_timer"
+# A new timer due sooner than this wakes the timer waiters (their look-ahead is a tick).
+TIMER_HORIZON = timedelta(seconds=5)
 
 _LIVE = [s.value for s in LIVE_TOKEN_STATES]
 pi = t.process_instance
@@ -147,6 +152,7 @@ def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
     updates: dict[Table, list[dict[str, Any]]] = defaultdict(list)
     history_rows = []
     topics: set[str] = set()
+    soon: set[str] = set()  # timers due before a waiter's next look (see TimerWaiter)
     for work in works:
         if work.instance_new:
             inserts[pi].append(values_of(work.instance))
@@ -159,6 +165,12 @@ def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
         inserts[t.token].extend(values_of(x) for x in new_tokens)
         updates[t.token].extend(_updates(dirty_tokens))
         for kind, new, dirty in work.items_written():
+            if kind is Timer:
+                soon |= {
+                    x.fire_at.isoformat()
+                    for x in new
+                    if x.state is TimerState.PENDING and x.fire_at - work.now < TIMER_HORIZON
+                }
             table = table_of(kind)
             inserts[table].extend(values_of(x) for x in new)
             updates[table].extend(_updates(dirty))
@@ -174,6 +186,6 @@ def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
             conn.execute(_update_by_id(table), updates[table])
     history.append(conn, history_rows)
     if topics:
-        from bpm.runtime.external import NOTIFY_CHANNEL
-
-        dialect.notify(conn, NOTIFY_CHANNEL, topics)
+        dialect.notify(conn, EXTERNAL_TASK_CHANNEL, topics)
+    if soon:
+        dialect.notify(conn, TIMER_CHANNEL, [min(soon)])

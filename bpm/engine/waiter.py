@@ -1,0 +1,135 @@
+"""Firing timers on time with one query per idle second: the timer waiter.
+
+Each tick (a second by default) the waiter asks the store for the due times of the timers
+due before the next tick, ONE indexed range query however many timers are pending later.
+It sleeps until the earliest of them and fires what is due, and so on through the tick.
+A transaction that creates a timer due sooner than that (a retry backoff, a short delay)
+notifies the waiters (PostgreSQL ``NOTIFY``), which look again at once. Firing itself is
+:meth:`Engine.fire_due_timers`: ``SKIP LOCKED`` and the re-check under the instance lock, so
+two waiters (two beats), or a waiter and a poller, never fire one timer twice.
+
+Celery beat runs one in a thread (:mod:`beat.waiter`), ``bpm timers`` runs one in the
+foreground.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from bpm.store import dialect
+from bpm.store import timers as store
+from bpm.store.db import libpq_dsn
+from bpm.store.work import TIMER_CHANNEL
+
+if TYPE_CHECKING:
+    from bpm.engine import Engine
+
+log = logging.getLogger("bpm.timers")
+
+LOOKAHEAD_LIMIT = 2000
+
+
+class TimerWaiter:
+    """Sleeps until each timer is due, then fires it (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        tick: timedelta = timedelta(seconds=1),
+        batch: int = 500,
+        on_fired: Callable[[int], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.tick = tick
+        self.batch = batch
+        self.on_fired = on_fired
+        self.queries = 0  # look-ahead queries made (the idle cost)
+        self._stop = threading.Event()
+        self._woken = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._listener: threading.Thread | None = None
+
+    # -- running --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Run in background threads (daemon): the waiter, and a listener on PostgreSQL."""
+        self._thread = threading.Thread(target=self.run, name="bpm-timer-waiter", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._woken.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def run(self) -> None:
+        """Until :meth:`stop`: look ahead each tick, sleep until each due time, fire."""
+        log.info("timer waiter started (look-ahead tick %ss)", self.tick.total_seconds())
+        if libpq_dsn(self.engine.db) is not None:
+            self._listener = threading.Thread(
+                target=self._listen, name="bpm-timer-listener", daemon=True
+            )
+            self._listener.start()
+        while not self._stop.is_set():
+            try:
+                self._one_tick()
+            except Exception:  # the database went away: try again next tick
+                log.exception("the timer waiter failed; retrying in %s", self.tick)
+                self._stop.wait(self.tick.total_seconds())
+
+    def _one_tick(self) -> None:
+        core = self.engine.core
+        end = core.now() + self.tick
+        due = self._look_ahead(end)
+        self._fire()  # anything already due (missed while stopped, or just notified)
+        while not self._stop.is_set():
+            now = core.now()
+            if self._woken.is_set():  # a timer due sooner was created: look again
+                self._woken.clear()
+                due = self._look_ahead(end)
+            due = [d for d in due if d > now]
+            if now >= end:
+                return
+            nxt = min(due[0], end) if due else end
+            if self._woken.wait((nxt - now).total_seconds()):
+                continue
+            if due and core.now() >= due[0]:
+                self._fire()
+
+    def _look_ahead(self, until: datetime) -> list[datetime]:
+        self.queries += 1
+        with self.engine.db.connect() as conn:
+            return store.due_before(conn, until, LOOKAHEAD_LIMIT)
+
+    def _fire(self) -> None:
+        total = 0
+        while True:
+            fired = self.engine.fire_due_timers(limit=self.batch)
+            total += fired
+            if fired < self.batch:
+                break
+        if total:
+            log.info("fired %d timers", total)
+            if self.on_fired is not None:
+                self.on_fired(total)
+
+    # -- wake-ups -------------------------------------------------------------------------
+    def _listen(self) -> None:
+        import psycopg
+
+        dsn = libpq_dsn(self.engine.db) or ""
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute(dialect.listen_sql(TIMER_CHANNEL).encode())
+                    self._woken.set()  # anything created while we were not listening
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                            self._woken.set()
+            except Exception:
+                log.warning("timer listener lost its connection; reconnecting", exc_info=True)
+                self._stop.wait(1.0)
