@@ -42,6 +42,11 @@ class Principal:
     def name(self) -> str:
         return self.key.id if self.key else "anonymous"
 
+    @property
+    def topics(self) -> frozenset[str] | None:
+        """The topics this principal may work on; None: every topic."""
+        return None if self.key is None else self.key.topics
+
     def allows_topic(self, topic: str) -> bool:
         return self.key is None or self.key.topics is None or topic in self.key.topics
 

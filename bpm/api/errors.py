@@ -22,6 +22,7 @@ from bpm.errors import (
     BpmError,
     ConfigurationError,
     DeploymentError,
+    Forbidden,
     InvalidOperation,
     LeaseLost,
     NotFound,
@@ -114,6 +115,8 @@ def _bpm_error(exc: BpmError) -> JSONResponse:
         return error_response(400, INVALID_REQUEST, str(exc))
     if isinstance(exc, (LeaseLost, InvalidOperation)):
         return error_response(400, "BadUserRequestException", str(exc))
+    if isinstance(exc, Forbidden):
+        return error_response(403, "AuthorizationException", str(exc))
     if isinstance(exc, ConfigurationError):
         return error_response(500, "ProcessEngineException", str(exc))
     return error_response(400, "ProcessEngineException", str(exc))

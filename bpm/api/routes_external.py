@@ -149,29 +149,20 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
         gone.cancel()
 
 
-async def _check_task_topic(request: Request, who: Principal, task_id: str) -> None:
-    """403 when a topic-limited key touches a task of another topic."""
-    if who.key is None or who.key.topics is None:
-        return
-    task = await run_in_threadpool(_engine(request).external_task, task_id)
-    who.check_topics([task.topic])
-
-
 @router.post("/external-task/{task_id}/complete", status_code=NO_CONTENT)
 async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Who) -> Response:
     variables = from_camunda(body.variables)
     local = from_camunda(body.localVariables, "localVariables")
-    await _check_task_topic(request, who, task_id)
     await run_in_threadpool(
-        _engine(request).complete_external_task, task_id, body.workerId, variables, local
+        lambda: _engine(request).complete_external_task(
+            task_id, body.workerId, variables, local, topics=who.topics
+        )
     )
     return Response(status_code=NO_CONTENT)
 
 
 @router.post("/external-task/{task_id}/failure", status_code=NO_CONTENT)
 async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who) -> Response:
-    await _check_task_topic(request, who, task_id)
-
     def call() -> None:
         _engine(request).fail_external_task(
             task_id,
@@ -180,6 +171,7 @@ async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who)
             body.errorDetails,
             retries=body.retries,
             retry_timeout_ms=body.retryTimeout,
+            topics=who.topics,
         )
 
     await run_in_threadpool(call)
@@ -189,47 +181,52 @@ async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who)
 @router.post("/external-task/{task_id}/bpmnError", status_code=NO_CONTENT)
 async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who: Who) -> Response:
     variables = from_camunda(body.variables)
-    await _check_task_topic(request, who, task_id)
     await run_in_threadpool(
-        _engine(request).external_task_bpmn_error,
-        task_id,
-        body.workerId,
-        body.errorCode,
-        body.errorMessage,
-        variables,
+        lambda: _engine(request).external_task_bpmn_error(
+            task_id,
+            body.workerId,
+            body.errorCode,
+            body.errorMessage,
+            variables,
+            topics=who.topics,
+        )
     )
     return Response(status_code=NO_CONTENT)
 
 
 @router.post("/external-task/{task_id}/extendLock", status_code=NO_CONTENT)
 async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, who: Who) -> Response:
-    await _check_task_topic(request, who, task_id)
     await run_in_threadpool(
-        _engine(request).extend_external_task_lock, task_id, body.workerId, body.newDuration
+        lambda: _engine(request).extend_external_task_lock(
+            task_id, body.workerId, body.newDuration, topics=who.topics
+        )
     )
     return Response(status_code=NO_CONTENT)
 
 
 @router.post("/external-task/{task_id}/lock", status_code=NO_CONTENT)
 async def lock(task_id: str, body: b.LockBody, request: Request, who: Who) -> Response:
-    await _check_task_topic(request, who, task_id)
     await run_in_threadpool(
-        _engine(request).lock_external_task, task_id, body.workerId, body.lockDuration
+        lambda: _engine(request).lock_external_task(
+            task_id, body.workerId, body.lockDuration, topics=who.topics
+        )
     )
     return Response(status_code=NO_CONTENT)
 
 
 @router.post("/external-task/{task_id}/unlock", status_code=NO_CONTENT)
 async def unlock(task_id: str, request: Request, who: Who) -> Response:
-    await _check_task_topic(request, who, task_id)
-    await run_in_threadpool(_engine(request).unlock_external_task, task_id)
+    await run_in_threadpool(
+        lambda: _engine(request).unlock_external_task(task_id, topics=who.topics)
+    )
     return Response(status_code=NO_CONTENT)
 
 
 @router.put("/external-task/{task_id}/retries", status_code=NO_CONTENT)
 async def set_retries(task_id: str, body: b.RetriesBody, request: Request, who: Who) -> Response:
-    await _check_task_topic(request, who, task_id)
-    await run_in_threadpool(_engine(request).set_external_task_retries, task_id, body.retries)
+    await run_in_threadpool(
+        lambda: _engine(request).set_external_task_retries(task_id, body.retries, topics=who.topics)
+    )
     return Response(status_code=NO_CONTENT)
 
 

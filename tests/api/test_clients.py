@@ -331,3 +331,49 @@ def test_auth_basic_bearer_and_topic_limits(pg_database_url: str, tmp_path: Path
     finally:
         server.kill()
         engine.close()
+
+
+def test_a_topic_limited_key_repeating_its_own_report_gets_204(
+    pg_database_url: str, tmp_path: Path
+) -> None:
+    """A worker whose response was lost repeats its complete / bpmnError: 204, not 404."""
+    import httpx
+
+    from bpm import Engine
+
+    server = ApiServer(pg_database_url, keys="w1:s3cret:rep-a", log=tmp_path / "api.log").start()
+    engine = Engine(pg_database_url)
+    try:
+        worker = httpx.Client(base_url=server.base, headers={"Authorization": "Bearer s3cret"})
+        engine.deploy(
+            bpmn(
+                "rep",
+                """
+            <bpmn:startEvent id="s"/><bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+            <bpmn:serviceTask id="t" camunda:type="external" camunda:topic="rep-a"/>
+            <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/><bpmn:endEvent id="e"/>""",
+            )
+        )
+        done, errored = engine.start("rep").id, engine.start("rep").id
+        fetch = {
+            "workerId": "w",
+            "maxTasks": 2,
+            "topics": [{"topicName": "rep-a", "lockDuration": 60000}],
+        }
+        tasks = {t["processInstanceId"]: t["id"] for t in worker.post(
+            "/external-task/fetchAndLock", json=fetch
+        ).json()}  # fmt: skip
+        complete = f"/external-task/{tasks[done]}/complete"
+        for _ in range(2):
+            assert worker.post(complete, json={"workerId": "w"}).status_code == 204
+        error = f"/external-task/{tasks[errored]}/bpmnError"
+        for _ in range(2):
+            r = worker.post(error, json={"workerId": "w", "errorCode": "E1"})
+            assert r.status_code == 204, r.text
+        assert engine.get_instance(done).state.value == "completed"
+        assert engine.get_instance(errored).state.value == "completed"
+        # another worker id repeating it is still refused (404: the task is finished)
+        assert worker.post(complete, json={"workerId": "w2"}).status_code == 404
+    finally:
+        server.kill()
+        engine.close()
