@@ -129,10 +129,9 @@ def _open(
     unit: Unit, task_id: str, topics: Collection[str] | None
 ) -> tuple[InstanceWork, ExternalTask]:
     """Lock the task's instance, then read the task under that lock and check the caller."""
-    instance_id = store.instance_of(unit.conn, task_id)
-    if instance_id is None:
+    work = unit.work_of(ExternalTask, task_id)
+    if work is None:
         raise not_found(task_id)
-    work = unit.work(instance_id)
     task = work.item(ExternalTask, task_id)
     if task is None:
         raise not_found(task_id)

@@ -59,16 +59,13 @@ def retry_incident(core: EngineCore, incident_id: str, *, now: datetime | None =
     was missing) is entered again, so it re-evaluates with the current variables. An
     external task is made fetchable again with one retry.
     """
-    with core.db.connect() as conn:
-        found = store.get(conn, incident_id)
-    if found is None:
-        raise NotFound(
-            f"incident {incident_id} does not exist; list open ones with `bpm incidents`"
-        )
     with unit_of_work(core, now) as unit:
-        work = unit.work(found.instance_id)  # the instance lock, first
-        inc = work.item(Incident, incident_id)  # re-read under the lock: a retry may have won
-        assert inc is not None
+        work = unit.work_of(Incident, incident_id)  # the instance lock, first
+        inc = work.item(Incident, incident_id) if work else None  # read under the lock
+        if work is None or inc is None:
+            raise NotFound(
+                f"incident {incident_id} does not exist; list open ones with `bpm incidents`"
+            )
         if inc.state is not IncidentState.OPEN:
             raise InvalidOperation(
                 f"incident {incident_id} is {inc.state.value}, not open: there is nothing to retry"

@@ -118,14 +118,11 @@ def complete_user_task(
 ) -> None:
     """Complete an open user task: merge ``variables`` and move its token on."""
     check_variables(variables, core.config.max_variable_bytes)
-    with core.db.connect() as conn:
-        found = store.user_task(conn, task_id)
-    if found is None:
-        raise NotFound(f"user task {task_id} does not exist")
     with unit_of_work(core, now) as unit:
-        work = unit.work(found.instance_id)
-        task = work.item(UserTask, task_id)  # re-read under the instance lock
-        assert task is not None
+        work = unit.work_of(UserTask, task_id)
+        task = work.item(UserTask, task_id) if work else None  # read under the lock
+        if work is None or task is None:
+            raise NotFound(f"user task {task_id} does not exist")
         if task.state is not UserTaskState.OPEN or work.instance.ended:
             raise NotFound(f"user task {task_id} is {task.state.value}, not open")
         tok = work.tokens.get(task.token_id)
@@ -145,14 +142,10 @@ def complete_user_task(
 def _assign(
     core: EngineCore, task_id: str, user_id: str | None, *, claim: bool, now: datetime | None
 ) -> UserTask:
-    with core.db.connect() as conn:
-        found = store.user_task(conn, task_id)
-    if found is None:
-        raise NotFound(f"user task {task_id} does not exist or is not open")
     with unit_of_work(core, now) as unit:
-        work = unit.work(found.instance_id)
-        task = work.item(UserTask, task_id)
-        if task is None or task.state is not UserTaskState.OPEN:
+        work = unit.work_of(UserTask, task_id)
+        task = work.item(UserTask, task_id) if work else None
+        if work is None or task is None or task.state is not UserTaskState.OPEN:
             raise NotFound(f"user task {task_id} does not exist or is not open")
         if claim and task.assignee not in (None, user_id):
             raise InvalidOperation(

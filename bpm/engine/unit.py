@@ -24,7 +24,7 @@ from bpm.errors import NotFound
 from bpm.model.process import ProcessModel
 from bpm.runtime.records import Instance
 from bpm.runtime.walker import Walker
-from bpm.runtime.work import InstanceWork
+from bpm.runtime.work import InstanceWork, Item
 from bpm.store import work as work_store
 
 
@@ -62,6 +62,23 @@ class Unit:
     def drop(self, instance_id: str) -> None:
         """Forget the in-memory changes of one instance (nothing of it is written)."""
         self.works.pop(instance_id, None)
+
+    def work_of(self, kind: type[Item], item_id: str) -> InstanceWork | None:
+        """Lock and load the instance that a work item (an external or user task, an
+        incident) belongs to, found through the item in the same statement; None when the
+        item does not exist."""
+        if self._locked:
+            raise RuntimeError("a unit of work locks its instances once, all together")
+        self._locked = True
+        found = work_store.load(
+            self.conn,
+            (),
+            self.now,
+            max_variable_bytes=self.core.config.max_variable_bytes,
+            owner_of=(kind, item_id),
+        )
+        self.works.update(found)
+        return next(iter(found.values()), None)
 
     def work(self, instance_id: str) -> InstanceWork:
         """Lock and load one instance; :class:`NotFound` when it does not exist."""

@@ -8,15 +8,38 @@ writers are serialized at ``BEGIN IMMEDIATE`` instead; see :mod:`bpm.store.db`.)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, cast, func, literal, select
+from sqlalchemy import ColumnElement, Connection, cast, func, literal
 from sqlalchemy.dialects.postgresql import JSONB
 
 
 def is_postgres(conn: Connection) -> bool:
     return conn.dialect.name == "postgresql"
+
+
+@contextmanager
+def pipelined(conn: Connection) -> Iterator[None]:
+    """Send the statements of the block without waiting for each answer (PostgreSQL).
+
+    psycopg's pipeline mode: statements whose rows nobody reads (the writes of a flush)
+    go out together and their answers come back in one round trip, when the block ends.
+    The statements are the same; only their execution differs. A failure surfaces at the
+    end of the block, as the SQLAlchemy error the statement would have raised."""
+    if not is_postgres(conn):
+        yield
+        return
+    import psycopg
+    from sqlalchemy.exc import DBAPIError
+
+    driver: Any = conn.connection.driver_connection
+    try:
+        with driver.pipeline():
+            yield
+    except psycopg.Error as exc:
+        raise DBAPIError.instance("(pipelined statements)", None, exc, psycopg.Error) from exc
 
 
 def asynchronous_commit(conn: Connection) -> None:
@@ -49,8 +72,13 @@ def notify(conn: Connection, channel: str, payloads: Iterable[str]) -> None:
     SQLite has no listeners: the embedded mode's long polls fall back to short sleeps."""
     if not is_postgres(conn):
         return
+    from psycopg import sql
+
+    driver: Any = conn.connection.driver_connection
     for payload in sorted(set(payloads)):
-        conn.execute(select(func.pg_notify(channel, payload)))
+        # NOTIFY returns no rows, so it can go out in a pipeline with the other writes.
+        stmt = sql.SQL("NOTIFY {}, {}").format(sql.Identifier(channel), sql.Literal(payload))
+        conn.exec_driver_sql(stmt.as_string(driver))
 
 
 def listen_sql(channel: str) -> str:

@@ -18,7 +18,7 @@ from bpm.runtime.records import HistoryEvent
 from bpm.store import tables as t
 
 h = t.history
-_INSERT = insert(h)
+_INSERT = insert(h).inline()  # nothing reads the new seq back (no RETURNING)
 
 
 def encode(events: Sequence[HistoryEvent], at: datetime) -> list[dict[str, Any]]:

@@ -32,6 +32,17 @@ TIMER_HORIZON = timedelta(seconds=5)
 
 _LIVE = [s.value for s in LIVE_TOKEN_STATES]
 pi = t.process_instance
+# Inserts go parents first (foreign keys); the metadata knows the order.
+_PARENTS_FIRST = tuple(t.metadata.sorted_tables)
+
+
+def lock_owner_of(conn: Connection, kind: type[Item], item_id: str) -> Instance | None:
+    """Lock the instance a work item belongs to, found through the item, in ONE statement
+    (the item's instance never changes, so reading it without a lock is safe)."""
+    table = table_of(kind)
+    owner = select(table.c.instance_id).where(table.c.id == item_id).scalar_subquery()
+    row = conn.execute(select(pi).where(pi.c.id == owner).with_for_update()).first()
+    return record_of(Instance, row._mapping) if row else None
 
 
 def lock_instances(
@@ -95,10 +106,16 @@ def load(
     *,
     max_variable_bytes: int,
     skip_locked: bool = False,
+    owner_of: tuple[type[Item], str] | None = None,
 ) -> dict[str, InstanceWork]:
     """Lock the instances (id order) and load their live tokens: one change set each.
-    Instances that do not exist (or, with ``skip_locked``, are busy) are missing."""
-    instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
+    Instances that do not exist (or, with ``skip_locked``, are busy) are missing.
+    ``owner_of=(kind, id)``: instead, lock the instance that work item belongs to."""
+    if owner_of is not None:
+        found = lock_owner_of(conn, *owner_of)
+        instances = {found.id: found} if found else {}
+    else:
+        instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
     tokens = live_tokens(conn, list(instances))
     scopes = fork_scopes(conn, {s for toks in tokens.values() for t in toks if (s := t.scope_id)})
     loader = StoreLoader(conn)
@@ -177,15 +194,15 @@ def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
         if work.events:
             history_rows.append(history.row(work.instance.id, work.now, work.events))
         topics |= work.notify
-    # parents before children (foreign keys): the metadata knows the order
-    for table in t.metadata.sorted_tables:
-        if inserts.get(table):
-            conn.execute(insert(table), inserts[table])
-    for table in t.metadata.sorted_tables:
-        if updates.get(table):
-            conn.execute(_update_by_id(table), updates[table])
-    history.append(conn, history_rows)
-    if topics:
-        dialect.notify(conn, EXTERNAL_TASK_CHANNEL, topics)
-    if soon:
-        dialect.notify(conn, TIMER_CHANNEL, [min(soon)])
+    with dialect.pipelined(conn):  # nothing below reads an answer: one round trip
+        for table in _PARENTS_FIRST:
+            if inserts.get(table):
+                conn.execute(insert(table).inline(), inserts[table])
+        for table in _PARENTS_FIRST:
+            if updates.get(table):
+                conn.execute(_update_by_id(table), updates[table])
+        history.append(conn, history_rows)
+        if topics:
+            dialect.notify(conn, EXTERNAL_TASK_CHANNEL, topics)
+        if soon:
+            dialect.notify(conn, TIMER_CHANNEL, [min(soon)])
