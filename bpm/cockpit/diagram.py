@@ -60,6 +60,8 @@ def _node_element(parent: Element, node: n.Node) -> Element:
     attrs = {"id": node.id}
     if node.name:
         attrs["name"] = node.name
+    elif isinstance(node, (n.ServiceTask, n.UserTask)):
+        attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
     if isinstance(node, n.StartEvent):
         return SubElement(parent, _q(BPMN, "startEvent"), attrs)
     if isinstance(node, n.EndEvent):
