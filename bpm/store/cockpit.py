@@ -178,7 +178,8 @@ def list_instances(
             branches.append(select(pi).where(and_(*cond)).order_by(*order).limit(limit))
     if len(branches) == 1:
         return [instance_from_row(r) for r in conn.execute(branches[0])]
-    merged = union_all(*branches).subquery("page")
+    # Each branch is a subquery of its own: SQLite allows no LIMIT in a bare UNION branch.
+    merged = union_all(*(select(b.subquery()) for b in branches)).subquery("page")
     q = select(merged).order_by(merged.c.created_at.desc(), merged.c.id.desc()).limit(limit)
     return [instance_from_row(r) for r in conn.execute(q)]
 
