@@ -51,7 +51,7 @@ export class Diagram {
       if (!parts.length) continue;
       const state = c.failed ? 'failed' : c.executing ? 'executing' : c.waiting ? 'waiting' : 'ready';
       overlays.add(nodeId, 'ck-tokens', {
-        position: { bottom: -6, left: -6 },
+        position: { top: -22, left: -4 },
         html: h('div', { class: `tokens ${state}`, 'data-testid': `overlay-${nodeId}`, 'data-state': state }, parts),
       });
       canvas.addMarker(nodeId, `ck-${state}`);
@@ -68,7 +68,7 @@ export class Diagram {
     for (const [nodeId, n] of Object.entries(counts || {})) {
       if (!registry.get(nodeId)) continue;
       overlays.add(nodeId, 'ck-tokens', {
-        position: { bottom: -6, left: -6 },
+        position: { top: -22, left: -4 },
         html: h('div', { class: 'tokens failed', 'data-testid': `incidents-${nodeId}` }, h('span', { class: 'tok failed' }, `${n} incident${n === 1 ? '' : 's'}`)),
       });
       canvas.addMarker(nodeId, 'ck-incidents');

@@ -66,6 +66,7 @@ function loginForm(message) {
 export async function route() {
   const gen = ++generation;
   stopPolling();
+  document.getElementById('flash').hidden = true;
   if (current && current.dispose) current.dispose();
   current = null;
   try {
