@@ -123,7 +123,7 @@ class Cockpit:
     def definition_summary(self, definition_id: str) -> DefinitionSummary:
         d = self.definition(definition_id)
         with self.core.db.connect() as conn:
-            counts = [c for c in store.instance_counts(conn) if c.definition_id == d.id]
+            counts = store.instance_counts(conn, definition_id=d.id)
             groups = store.incident_groups(conn, definition_id=d.id)
         return DefinitionSummary(
             d, {c.state: c.count for c in counts}, sum(g.count for g in groups)
