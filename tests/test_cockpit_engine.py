@@ -66,7 +66,9 @@ def test_counts_pages_and_filters(database_url: str) -> None:
     assert summaries["pay"].counts == {"active": 4, "suspended": 1}
     assert summaries["pay"].open_incidents == 3
     assert summaries["ping"].counts == {"completed": 4}
-    assert engine.cockpit.definition_summary(summaries["pay"].definition.id).open_incidents == 3
+    one, by_node = engine.cockpit.definition_summary(summaries["pay"].definition.id)
+    assert one.open_incidents == 3 and one.counts == summaries["pay"].counts
+    assert [(g.node_id, g.count) for g in by_node] == [("charge", 3)]
 
     (group,) = engine.cockpit.incident_groups()
     assert (group.definition_key, group.node_id, group.count) == ("pay", "charge", 3)

@@ -175,8 +175,7 @@ async def definition(definition_id: str, request: Request, caller: Reader) -> Re
     cockpit = engine_of(request).cockpit
 
     def read() -> dict[str, Any]:
-        summary = cockpit.definition_summary(definition_id)
-        groups = cockpit.incident_groups(definition_id)
+        summary, groups = cockpit.definition_summary(definition_id)
         return {**j.summary_json(summary), "incidentsByNode": [j.group_json(g) for g in groups]}
 
     return JSONResponse(await run_in_threadpool(read))

@@ -120,14 +120,18 @@ class Cockpit:
             raise NotFound(f"process definition {definition_id} does not exist")
         return found
 
-    def definition_summary(self, definition_id: str) -> DefinitionSummary:
+    def definition_summary(
+        self, definition_id: str
+    ) -> tuple[DefinitionSummary, list[IncidentGroup]]:
+        """One definition with its instance counts, and its open incidents by node."""
         d = self.definition(definition_id)
         with self.core.db.connect() as conn:
             counts = store.instance_counts(conn, definition_id=d.id)
             groups = store.incident_groups(conn, definition_id=d.id)
-        return DefinitionSummary(
+        summary = DefinitionSummary(
             d, {c.state: c.count for c in counts}, sum(g.count for g in groups)
         )
+        return summary, groups
 
     def incident_groups(self, definition_id: str | None = None) -> list[IncidentGroup]:
         with self.core.db.connect() as conn:

@@ -8,7 +8,7 @@ pending timers, open incidents) or, for instances, an index-only scan of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -179,7 +179,8 @@ def list_instances(
     base = _instance_conditions(f) + _older_than(cursor)
     order = (pi.c.created_at.desc(), pi.c.id.desc())
     if f.has_incident and conn.dialect.name == "postgresql":
-        return _with_open_incidents(conn, base, states, definition_ids, limit)
+        rest = _instance_conditions(replace(f, has_incident=None)) + _older_than(cursor)
+        return _with_open_incidents(conn, rest, states, definition_ids, limit)
     if f.has_incident or len(states) * len(defs) > MAX_BRANCHES:
         q: Select[Any] = select(pi).where(*base, pi.c.state.in_(states))
         if definition_ids is not None:
