@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpm.api import errors
 from bpm.api.auth import ApiKey, Authenticator, keys_from_env
+from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
 from bpm.api.longpoll import LongPollHub
@@ -164,6 +165,8 @@ def create_app(
     app.state.auth = auth
     app.state.longpoll = hub
     app.state.sessions = Sessions()
+    broker = os.environ.get("BPM_BROKER_URL")
+    app.state.celery_workers = CeleryWorkers(broker) if broker else None
     app.state.cockpit_open_actions = cockpit_open_actions and auth.open
     errors.install(app)
     meta = APIRouter()

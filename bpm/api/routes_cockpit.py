@@ -6,6 +6,7 @@ bounded. Actions are in :mod:`bpm.api.routes_cockpit_actions`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bpm.api import cockpit_json as j
 from bpm.api.auth import Authenticator, Principal
+from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import (
     COOKIE,
     Caller,
@@ -318,8 +320,12 @@ async def incidents(
 
 @router.get("/work")
 async def work(request: Request, caller: Reader) -> Response:
-    """Queues and who works on them: ready tokens, topics, due timers, lock owners."""
+    """Queues and who works on them: ready tokens, topics, due timers, lock owners, and
+    the Celery workers that answer a ping (when ``BPM_BROKER_URL`` is set)."""
     overview = await run_in_threadpool(engine_of(request).cockpit.work)
+    celery: CeleryWorkers | None = getattr(request.app.state, "celery_workers", None)
+    if celery is not None:
+        overview = replace(overview, celery_workers=await run_in_threadpool(celery.names))
     return JSONResponse(j.work_json(overview))
 
 
