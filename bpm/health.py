@@ -75,7 +75,9 @@ def check_broker(url: str | None, *, timeout: float = 3.0) -> Check:
         except ImportError:
             raise RuntimeError("kombu is not installed: pip install 'bpm-celery[celery]'") from None
         with Connection(url, connect_timeout=timeout) as conn:
-            conn.ensure_connection(max_retries=1, timeout=int(max(timeout, 1)))
+            conn.ensure_connection(
+                max_retries=1, interval_start=0, interval_step=0, timeout=int(max(timeout, 1))
+            )
             transport = conn.transport_cls
         return f"{transport} broker accepts connections"
 

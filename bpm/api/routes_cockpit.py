@@ -25,12 +25,10 @@ from bpm.api.cockpit_auth import (
     Sessions,
     check_origin,
     cockpit_caller,
-    cockpit_operator,
 )
 from bpm.api.errors import ApiError, bad_request
 from bpm.engine import Engine
 from bpm.engine.cockpit import InstanceFilter
-from bpm.errors import NotFound
 from bpm.runtime.states import InstanceState
 
 STATIC = Path(__file__).resolve().parent.parent / "cockpit" / "static"
@@ -43,8 +41,6 @@ CSP = (
 router = APIRouter()
 pages = APIRouter()
 Reader = Annotated[Caller, Depends(cockpit_caller)]
-Operator = Annotated[Caller, Depends(cockpit_operator)]
-PathId = Annotated[str, Field(max_length=300)]
 ShortText = Annotated[str | None, Query(max_length=255)]
 MAX_PAGE = 200
 
@@ -327,10 +323,3 @@ async def work(request: Request, caller: Reader) -> Response:
     if celery is not None:
         overview = replace(overview, celery_workers=await run_in_threadpool(celery.names))
     return JSONResponse(j.work_json(overview))
-
-
-def not_found_json(message: str) -> ApiError:
-    return ApiError(404, "RestException", message)
-
-
-__all__ = ["NotFound", "Operator", "engine_of", "not_found_json", "pages", "router"]

@@ -19,7 +19,7 @@ from bpm.api import cockpit_json as j
 from bpm.api.cockpit_auth import Caller, cockpit_operator
 from bpm.api.errors import ApiError, bad_request, validation_message
 from bpm.api.routes_cockpit import check_id, engine_of
-from bpm.errors import BpmError, InvalidOperation, NotFound
+from bpm.errors import BpmError, InvalidOperation
 from bpm.runtime.external import TaskState
 
 router = APIRouter()
@@ -173,6 +173,3 @@ async def unlock(task_id: str, request: Request, caller: Operator) -> Response:
         return j.external_task_json(engine.external_task(task_id))
 
     return JSONResponse(await run_in_threadpool(run))
-
-
-__all__ = ["NotFound", "router"]
