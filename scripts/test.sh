@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the project with its dev extras, starts PostgreSQL and
-# Redis when they are down, then runs ruff, mypy --strict and pytest. Extra arguments go
+# Redis when they are down, installs Debian's chromium for the browser tests, then runs
+# ruff, mypy --strict and pytest. Extra arguments go
 # to pytest (e.g. `bash scripts/test.sh -k join`).
 source "$(dirname "$0")/env.sh"
 install_project "[dev]"
 bash scripts/services.sh
+bash scripts/browser.sh
 echo "== ruff" >&2
 "$BIN/ruff" check .
 "$BIN/ruff" format --check .

@@ -1,4 +1,5 @@
-"""The FastAPI application: ``/engine-rest`` (Camunda 7 compatible) and ``/openapi.json``.
+"""The FastAPI application: ``/engine-rest`` (Camunda 7 compatible), the cockpit
+(``/cockpit`` pages, ``/api`` native JSON), ``/health/*`` and ``/openapi.json``.
 
 Configuration comes from arguments or the environment: ``BPM_DATABASE_URL``,
 ``BPM_API_KEYS`` (see :mod:`bpm.api.auth`), ``BPM_API_INSECURE_NO_AUTH=1`` to serve without
@@ -15,13 +16,22 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
+from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpm.api import errors
 from bpm.api.auth import ApiKey, Authenticator, keys_from_env
+from bpm.api.celery_workers import CeleryWorkers
+from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
 from bpm.api.longpoll import LongPollHub
+from bpm.api.routes_cockpit import STATIC
+from bpm.api.routes_cockpit import pages as cockpit_pages
+from bpm.api.routes_cockpit import router as cockpit_router
+from bpm.api.routes_cockpit_actions import router as cockpit_actions
 from bpm.api.routes_external import router as external_router
+from bpm.api.routes_health import router as health_router
 from bpm.api.routes_process import router as process_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.engine import Engine
@@ -90,6 +100,16 @@ class _TooLarge(Exception):
     pass
 
 
+class CockpitStatic(StaticFiles):
+    """The cockpit's assets, with headers that stop content sniffing."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        resp = await super().get_response(path, scope)
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        resp.headers["Cache-Control"] = "no-cache"
+        return resp
+
+
 def create_app(
     engine: Engine | None = None,
     *,
@@ -98,8 +118,12 @@ def create_app(
     open_access: bool | None = None,
     max_pending_polls: int | None = None,
     max_body_bytes: int | None = None,
+    cockpit_open_actions: bool = False,
 ) -> FastAPI:
-    """Build the app. Without arguments everything comes from the environment."""
+    """Build the app. Without arguments everything comes from the environment.
+
+    ``cockpit_open_actions``: with no API keys, let the keyless cockpit act from localhost
+    (only ``bpm dev`` sets it)."""
     keys = api_keys if api_keys is not None else keys_from_env()
     if open_access is None:
         open_access = os.environ.get("BPM_API_INSECURE_NO_AUTH", "") in ("1", "true", "yes")
@@ -134,6 +158,10 @@ def create_app(
     app.state.engine = eng
     app.state.auth = auth
     app.state.longpoll = hub
+    app.state.sessions = Sessions()
+    broker = os.environ.get("BPM_BROKER_URL")
+    app.state.celery_workers = CeleryWorkers(broker) if broker else None
+    app.state.cockpit_open_actions = cockpit_open_actions and auth.open
     errors.install(app)
     meta = APIRouter()
 
@@ -149,6 +177,11 @@ def create_app(
     app.include_router(external_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)
+    app.include_router(cockpit_router, prefix="/api")
+    app.include_router(cockpit_actions, prefix="/api")
+    app.include_router(cockpit_pages)
+    app.include_router(health_router)
+    app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
     app.add_middleware(BodyLimit, limit=limit)
     return app

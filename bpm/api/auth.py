@@ -1,9 +1,13 @@
-"""API keys: ``BPM_API_KEYS="id:secret[:topicA|topicB],..."``.
+"""API keys: ``BPM_API_KEYS="id:secret[:topicA|topicB|role=viewer],..."``.
 
 A request authenticates with HTTP Basic (``id`` / ``secret``) or ``Authorization: Bearer
 secret``. Missing or wrong credentials answer 401 (``WWW-Authenticate: Basic``); a key limited
 to topics answers 403 for any other topic, and for the process endpoints (deploy, start),
 which only unrestricted keys may use.
+
+Roles: a key without topics is an ``operator`` (it may read and act: deploy, start,
+terminate, retry...). ``id:secret:role=viewer`` is a read-only key: it may only read
+(GET), everything else answers 403. A key with topics is a worker key.
 """
 
 from __future__ import annotations
@@ -23,13 +27,22 @@ from bpm.errors import ConfigurationError
 ENV_VAR = "BPM_API_KEYS"
 
 
+OPERATOR = "operator"
+VIEWER = "viewer"
+ROLES = (OPERATOR, VIEWER)
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 @dataclass(frozen=True)
 class ApiKey:
-    """One credential; ``topics`` None means every topic and every endpoint."""
+    """One credential; ``topics`` None means every topic and every endpoint.
+
+    ``role`` is ``operator`` (may act) or ``viewer`` (may only read)."""
 
     id: str
     secret: str
     topics: frozenset[str] | None = None
+    role: str = OPERATOR
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,15 @@ class Principal:
             if not self.allows_topic(topic):
                 raise forbidden(f"API key '{self.name}' may not use topic '{topic}'")
 
+    @property
+    def read_only(self) -> bool:
+        return self.key is not None and self.key.role == VIEWER
+
+    @property
+    def may_act(self) -> bool:
+        """An operator key: not limited to topics, not read-only."""
+        return self.key is not None and self.key.topics is None and self.key.role == OPERATOR
+
     def check_unrestricted(self, what: str) -> None:
         """403 for keys limited to topics: they are worker keys, not admin keys."""
         if self.key is not None and self.key.topics is not None:
@@ -76,16 +98,25 @@ def parse_api_keys(text: str | None) -> list[ApiKey]:
         parts = item.split(":")
         if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
             raise ConfigurationError(
-                f"{ENV_VAR}: entry {parts[0]!r}... is not id:secret or id:secret:topicA|topicB"
+                f"{ENV_VAR}: entry {parts[0]!r}... is not id:secret, id:secret:topicA|topicB "
+                "or id:secret:role=viewer"
             )
         topics = None
-        if len(parts) == 3:
+        role = OPERATOR
+        if len(parts) == 3 and parts[2].strip().startswith("role="):
+            role = parts[2].strip()[len("role=") :]
+            if role not in ROLES:
+                raise ConfigurationError(
+                    f"{ENV_VAR}: key {parts[0]!r} has role {role!r}; use role=viewer or "
+                    "role=operator"
+                )
+        elif len(parts) == 3:
             topics = frozenset(x.strip() for x in parts[2].split("|") if x.strip())
             if not topics:
                 raise ConfigurationError(f"{ENV_VAR}: key {parts[0]!r} lists no topics")
         if any(k.id == parts[0] for k in keys):
             raise ConfigurationError(f"{ENV_VAR}: key id {parts[0]!r} appears twice")
-        keys.append(ApiKey(parts[0], parts[1], topics))
+        keys.append(ApiKey(parts[0], parts[1], topics, role))
     return keys
 
 
@@ -105,11 +136,17 @@ class Authenticator:
         self.keys = keys
         self.open = not keys
 
-    def authenticate(self, header: str | None) -> Principal:
+    def authenticate(self, header: str | None, *, challenge: bool = True) -> Principal:
+        """The key of an ``Authorization`` header; 401 when it is missing or wrong.
+
+        ``challenge=False`` leaves out ``WWW-Authenticate`` (the cockpit's JSON API: a
+        browser must not pop up its Basic login box)."""
         if self.open:
             return Principal(None)
         if not header:
-            raise _unauthorized("authentication required: HTTP Basic or Bearer API key")
+            raise _unauthorized(
+                "authentication required: HTTP Basic or Bearer API key", challenge=challenge
+            )
         scheme, _, value = header.partition(" ")
         value = value.strip()
         scheme = scheme.lower()
@@ -121,25 +158,39 @@ class Authenticator:
             try:
                 user, _, secret = base64.b64decode(value, validate=True).decode().partition(":")
             except (binascii.Error, UnicodeDecodeError, ValueError):
-                raise _unauthorized("malformed Basic credentials") from None
+                raise _unauthorized("malformed Basic credentials", challenge=challenge) from None
             for key in self.keys:
                 if hmac.compare_digest(key.id.encode(), user.encode()) and hmac.compare_digest(
                     key.secret.encode(), secret.encode()
                 ):
                     return Principal(key)
-        raise _unauthorized("wrong credentials")
+        raise _unauthorized("wrong credentials", challenge=challenge)
+
+    def by_secret(self, secret: str) -> ApiKey | None:
+        """The key whose secret this is (the cockpit's login form)."""
+        for key in self.keys:
+            if hmac.compare_digest(key.secret.encode(), secret.encode()):
+                return key
+        return None
 
 
-def _unauthorized(message: str) -> ApiError:
+def _unauthorized(message: str, *, challenge: bool = True) -> ApiError:
     return ApiError(
         401,
         "AuthenticationException",
         message,
-        headers={"WWW-Authenticate": 'Basic realm="default"'},
+        headers={"WWW-Authenticate": 'Basic realm="default"'} if challenge else None,
     )
 
 
 async def principal(request: Request) -> Principal:
-    """FastAPI dependency: the authenticated caller of this request."""
+    """FastAPI dependency: the authenticated caller of this request.
+
+    A read-only (viewer) key may only read: any other method answers 403."""
     auth: Authenticator = request.app.state.auth
-    return auth.authenticate(request.headers.get("authorization"))
+    who = auth.authenticate(request.headers.get("authorization"))
+    if who.read_only and request.method not in SAFE_METHODS:
+        raise forbidden(
+            f"API key '{who.name}' is read-only (role viewer) and may not change anything"
+        )
+    return who

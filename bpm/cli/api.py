@@ -30,9 +30,10 @@ def api(
     ] = False,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
 ) -> None:
-    """Serve the Camunda-7-compatible REST API under /engine-rest (uvicorn).
+    """Serve the Camunda-7-compatible REST API under /engine-rest and the cockpit at
+    /cockpit (uvicorn); /health/live and /health/ready for load balancers.
 
-    Workers authenticate with BPM_API_KEYS="id:secret[:topicA|topicB],...". Without keys the
+    Keys: BPM_API_KEYS="id:secret[:topicA|topicB|role=viewer],...". Without keys the
     server refuses to start unless --insecure-no-auth is given.
     """
     import uvicorn
@@ -116,7 +117,7 @@ def start_dev_api(engine: Any, *, port: int = 8080) -> threading.Thread:
 
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(engine, api_keys=[], open_access=True),
+            create_app(engine, api_keys=[], open_access=True, cockpit_open_actions=True),
             host="127.0.0.1",
             port=port,
             log_level="warning",
@@ -127,6 +128,6 @@ def start_dev_api(engine: Any, *, port: int = 8080) -> threading.Thread:
     thread.start()
     err_console.print(
         f"REST API open WITHOUT authentication on http://127.0.0.1:{port}"
-        "/engine-rest (localhost only)"
+        f"/engine-rest (localhost only); cockpit: http://127.0.0.1:{port}/cockpit"
     )
     return thread

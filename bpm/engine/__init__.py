@@ -15,7 +15,9 @@ from bpm.engine import external_tasks as _ext
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
 from bpm.engine import retention as _retention
+from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
+from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.engine.transactions import TransactionSource
@@ -98,6 +100,11 @@ class Engine:
     @dispatcher.setter
     def dispatcher(self, value: Dispatcher) -> None:
         self.core.dispatcher = value
+
+    @property
+    def cockpit(self) -> Cockpit:
+        """The cockpit's read-only views (counts, pages of instances, queues, workers)."""
+        return Cockpit(self.core)
 
     def upgrade(self) -> None:
         """Create or upgrade the schema (the same as ``bpm db upgrade``)."""
@@ -187,6 +194,18 @@ class Engine:
     def resume(self, instance_id: str, *, now: datetime | None = None) -> Instance:
         return _inst.resume(self.core, instance_id, now=now)
 
+    def set_variables(
+        self,
+        instance_id: str,
+        variables: dict[str, Any],
+        *,
+        by: str | None = None,
+        now: datetime | None = None,
+    ) -> Instance:
+        """Merge ``variables`` into a running instance (an operator's edit; ``by`` is
+        recorded in the ``variables_updated`` event)."""
+        return _steering.set_variables(self.core, instance_id, variables, by=by, now=now)
+
     # -- user tasks -----------------------------------------------------------------------
     def user_tasks(
         self,
@@ -233,6 +252,13 @@ class Engine:
         the same transaction, and concurrent pollers never fire one twice. Returns how
         many fired. Celery beat and ``bpm timers`` call this."""
         return _timers.fire_due_timers(self.core, now=now, limit=limit)
+
+    def fire_timer_now(
+        self, timer_id: str, *, by: str | None = None, now: datetime | None = None
+    ) -> Timer:
+        """Make a pending timer due now (the next poll fires it); recorded as
+        ``timer_due_now``."""
+        return _steering.fire_timer_now(self.core, timer_id, by=by, now=now)
 
     def next_wakeup(self) -> datetime | None:
         """The earliest due time of a pending timer (of an active instance), or None."""

@@ -94,6 +94,8 @@ process_instance = Table(
     Index("ix_process_instance_state_created", "state", "created_at"),
     Index("ix_process_instance_business_key", "business_key"),
     Index("ix_process_instance_definition_key", "definition_key"),
+    # counts by definition and state, lists by definition (migration 0002, the cockpit)
+    Index("ix_process_instance_definition_state_created", "definition_id", "state", "created_at"),
 )
 
 token = Table(

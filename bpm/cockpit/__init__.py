@@ -1,0 +1,2 @@
+"""The cockpit: its static pages (``static/``, bpmn-js vendored under ``static/vendor``) and
+the automatic diagram layout for models that carry no diagram information."""

@@ -1,0 +1,100 @@
+"""Operator actions that had no engine operation of their own: fire a timer now, set
+variables. Each is one transaction that takes the instance lock first and records a
+history event, like every other change of an instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from bpm.engine.core import EngineCore
+from bpm.engine.unit import unit_of_work
+from bpm.errors import InvalidOperation, NotFound, VariableError
+from bpm.runtime.records import Instance, Timer
+from bpm.runtime.states import InstanceState, TimerState
+from bpm.runtime.work import check_variables
+from bpm.store import cockpit as cockpit_store
+
+MAX_VARIABLES_PER_EDIT = 100
+
+
+def fire_timer_now(
+    core: EngineCore, timer_id: str, *, by: str | None = None, now: datetime | None = None
+) -> Timer:
+    """Make a pending timer due now; the next poll (beat, ``bpm dev``) fires it.
+
+    Only the due time changes, in the transaction that records ``timer_due_now``: firing
+    itself stays the poller's job, so a timer still fires exactly once.
+    """
+    with unit_of_work(core, now) as unit:
+        work = unit.work_of(Timer, timer_id)  # the instance lock, first
+        timer = work.item(Timer, timer_id) if work else None  # read under the lock
+        if work is None or timer is None:
+            raise NotFound(f"timer {timer_id} does not exist")
+        if timer.state is not TimerState.PENDING:
+            raise InvalidOperation(f"timer {timer_id} is {timer.state.value}, not pending")
+        if work.instance.state is not InstanceState.ACTIVE:
+            raise InvalidOperation(
+                f"instance {work.instance.id} is {work.instance.state.value}; resume it first"
+            )
+        work.change(
+            timer,
+            event="timer_due_now",
+            payload={
+                "kind": timer.kind,
+                "was_due": timer.fire_at.isoformat(),
+                "by": by or "operator",
+            },
+            fire_at=unit.now,
+        )
+    return _timer_after(core, timer_id)
+
+
+def _timer(conn: Connection, timer_id: str) -> Timer:
+    found = cockpit_store.timer_by_id(conn, timer_id)
+    if found is None:
+        raise NotFound(f"timer {timer_id} does not exist")
+    return found
+
+
+def _timer_after(core: EngineCore, timer_id: str) -> Timer:
+    with core.db.connect() as conn:
+        return _timer(conn, timer_id)
+
+
+def set_variables(
+    core: EngineCore,
+    instance_id: str,
+    variables: dict[str, Any],
+    *,
+    by: str | None = None,
+    now: datetime | None = None,
+) -> Instance:
+    """Merge ``variables`` into a running (active or suspended) instance's variables.
+
+    Checked before anything is written (names, JSON, the per-variable size limit); the
+    change and its ``variables_updated`` event are one transaction under the instance lock.
+    """
+    if not isinstance(variables, dict) or not variables:
+        raise VariableError("give at least one variable to set, as a JSON object")
+    if len(variables) > MAX_VARIABLES_PER_EDIT:
+        raise VariableError(
+            f"{len(variables)} variables in one edit; set at most {MAX_VARIABLES_PER_EDIT}"
+        )
+    clean = check_variables(variables, core.config.max_variable_bytes)
+    with unit_of_work(core, now) as unit:
+        work = unit.work(instance_id)
+        if work.instance.ended:
+            raise InvalidOperation(
+                f"instance {instance_id} is {work.instance.state.value}; only a running "
+                "instance's variables can be changed"
+            )
+        # One event, of the usual type, that also says who changed them.
+        work.instance = replace(work.instance, variables={**work.instance.variables, **clean})
+        work.instance_dirty = True
+        work.record("variables_updated", payload={"names": sorted(clean), "by": by or "operator"})
+    return work.instance
