@@ -111,6 +111,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         variables=dict(step.variables),
         business_key=step.business_key,
         _extend=extend,
+        script=getattr(step.node, "script", None),  # script tasks run as handlers
     )
     try:
         spec = core.registry.get(step.node.handler or "")

@@ -16,6 +16,7 @@ from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.records import Token
 from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.usertasks import user_task_fields
 from bpm.runtime.work import InstanceWork
 
 Behaviour = Callable[["Flow", Token, Any], None]
@@ -222,9 +223,8 @@ def _user(flow: Flow, tok: Token, node: n.UserTask) -> None:
         node_id=node.id,
         name=node.name,
         state="open",
-        assignee=node.assignee,
-        candidate_groups=list(node.candidate_groups),
         created_at=w.now,
+        **user_task_fields(node, w.instance.variables, w.now),  # assignee, candidates, form...
     )
     w.transition(tok.id, T.WAITING, blocked=(BlockKind.USER_TASK, task_id))
 
@@ -241,8 +241,9 @@ def _exclusive(flow: Flow, tok: Token, node: n.ExclusiveGateway) -> None:
         if f.id == node.default_flow:
             default = f
             continue
-        if f.condition is None:
-            continue
+        if f.condition is None:  # taken, as Camunda does (flows are tried in order)
+            flow.leave(tok, [f])
+            return
         try:
             matched = compile_condition(f.condition).evaluate(variables)
         except ExpressionError as exc:

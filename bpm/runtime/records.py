@@ -94,6 +94,7 @@ class ProcessDefinition:
     resource: str | None = None
     deployment_id: str | None = None
     version_tag: str | None = None
+    suspended: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,13 @@ class UserTask:
     assignee: str | None = None
     candidate_groups: tuple[str, ...] = ()
     completed_at: datetime | None = None
+    candidate_users: tuple[str, ...] = ()
+    due_at: datetime | None = None
+    follow_up_at: datetime | None = None
+    priority: int = 50
+    form_key: str | None = None
+    form_ref: dict[str, str] | None = field(default=None, compare=False)
+    """Camunda Forms reference: ``key``, ``binding`` (latest, deployment, version), ``version``."""
 
     @classmethod
     def from_mapping(cls, m: dict[str, Any]) -> UserTask:
@@ -124,4 +132,10 @@ class UserTask:
             assignee=m["assignee"],
             candidate_groups=tuple(m["candidate_groups"] or ()),
             completed_at=m["completed_at"],
+            candidate_users=tuple(m.get("candidate_users") or ()),
+            due_at=m.get("due_at"),
+            follow_up_at=m.get("follow_up_at"),
+            priority=int(m.get("priority") or 50) if m.get("priority") != 0 else 0,
+            form_key=m.get("form_key"),
+            form_ref=dict(m["form_ref"]) if m.get("form_ref") else None,
         )
