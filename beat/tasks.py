@@ -16,6 +16,7 @@ from workers.settings import env_number
 MAX_BATCHES = 20
 RECLAIM_BATCH = 100
 TIMER_BATCH = 500
+TIMER_START_BATCH = 100
 REDISPATCH_BATCH = 500
 
 
@@ -29,6 +30,21 @@ def fire_due_timers() -> int:
         count = engine.fire_due_timers(limit=TIMER_BATCH)
         total += count
         if count < TIMER_BATCH:
+            break
+    return total
+
+
+@app.task(name="bpm.fire_timer_starts")
+def fire_timer_starts() -> int:
+    """Start an instance for every due timer start event (each schedule locked with SKIP
+    LOCKED, each due time recorded under a unique key); returns how many started. Two
+    beats at once start each due time once."""
+    engine = get_engine()
+    total = 0
+    for _ in range(MAX_BATCHES):
+        count = engine.fire_due_schedules(limit=TIMER_START_BATCH)
+        total += count
+        if count < TIMER_START_BATCH:
             break
     return total
 

@@ -6,14 +6,15 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from bpm.engine.core import EngineCore
 from bpm.errors import InvalidOperation, NotFound
 from bpm.runtime.advance import Flow
-from bpm.runtime.records import HistoryEvent, Instance, UserTask
+from bpm.runtime.records import HistoryEvent, Instance, ProcessDefinition, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TokenState
-from bpm.runtime.work import check_variables
+from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import definitions as defs_store
 from bpm.store import instances as store
 from bpm.store import work as work_store
@@ -27,8 +28,11 @@ def start(
     business_key: str | None = None,
     idempotency_key: str | None = None,
     now: datetime | None = None,
+    start_event: str | None = None,
 ) -> Instance:
-    """Start the latest version of ``key``; a repeated ``idempotency_key`` returns the first."""
+    """Start the latest version of ``key``; a repeated ``idempotency_key`` returns the first.
+
+    ``start_event`` names the start event (default: the none start event)."""
     clean = check_variables(variables, core.config.max_variable_bytes)
     at = core.now(now)
     try:
@@ -40,29 +44,16 @@ def start(
             definition = defs_store.latest(conn, key)
             if definition is None:
                 raise NotFound(f"no process definition with key '{key}' is deployed")
-            model = core.model(conn, definition.id)
-            inst = Instance(
-                id=str(uuid.uuid4()),
-                definition_id=definition.id,
-                definition_key=key,
-                state=InstanceState.ACTIVE,
-                variables=clean,
-                created_at=at,
-                updated_at=at,
+            work = begin_instance(
+                core,
+                conn,
+                definition,
+                clean,
+                at,
                 business_key=business_key,
                 idempotency_key=idempotency_key,
+                start_event=start_event,
             )
-            work = work_store.new_work(inst, at, max_variable_bytes=core.config.max_variable_bytes)
-            work.record(
-                "instance_started",
-                payload={
-                    "definition": definition.id,
-                    "business_key": business_key,
-                    "variables": sorted(clean),
-                },
-            )
-            first = work.create_token(model.start_events[0].id, scope_id=None, parent_id=None)
-            Flow(work, model).run([first.id])
             core.flush(conn, work)
     except IntegrityError:
         if idempotency_key is None:
@@ -74,6 +65,50 @@ def start(
         return existing
     core.dispatch(work.to_dispatch)
     return work.instance
+
+
+def begin_instance(
+    core: EngineCore,
+    conn: Connection,
+    definition: ProcessDefinition,
+    variables: dict[str, Any],
+    at: datetime,
+    *,
+    business_key: str | None = None,
+    idempotency_key: str | None = None,
+    start_event: str | None = None,
+) -> InstanceWork:
+    """A new instance of ``definition`` advanced to its first wait states, not yet
+    flushed (the caller flushes it in its transaction and dispatches after commit)."""
+    if definition.suspended:
+        raise InvalidOperation(
+            f"process definition '{definition.key}' is suspended: activate it to start instances"
+        )
+    model = core.model(conn, definition.id)
+    first_node = model.initial_start(start_event)
+    inst = Instance(
+        id=str(uuid.uuid4()),
+        definition_id=definition.id,
+        definition_key=definition.key,
+        state=InstanceState.ACTIVE,
+        variables=variables,
+        created_at=at,
+        updated_at=at,
+        business_key=business_key,
+        idempotency_key=idempotency_key,
+    )
+    work = work_store.new_work(inst, at, max_variable_bytes=core.config.max_variable_bytes)
+    payload: dict[str, Any] = {
+        "definition": definition.id,
+        "business_key": business_key,
+        "variables": sorted(variables),
+    }
+    if len(model.start_events) > 1:
+        payload["start_event"] = first_node.id
+    work.record("instance_started", payload=payload)
+    first = work.create_token(first_node.id, scope_id=None, parent_id=None)
+    Flow(work, model).run([first.id])
+    return work
 
 
 def get(core: EngineCore, instance_id: str) -> Instance:

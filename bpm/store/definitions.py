@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, func, insert, select, update
 
 from bpm.runtime.records import ProcessDefinition
 from bpm.store import tables as t
@@ -68,3 +68,13 @@ def list_all(conn: Connection, key: str | None = None) -> list[ProcessDefinition
     if key is not None:
         q = q.where(t.process_definition.c.key == key)
     return [definition_from_row(r) for r in conn.execute(q)]
+
+
+def set_suspended(conn: Connection, key: str, suspended: bool) -> int:
+    """Suspend or activate every version of ``key``; returns how many rows matched."""
+    result = conn.execute(
+        update(t.process_definition)
+        .where(t.process_definition.c.key == key)
+        .values(suspended=suspended)
+    )
+    return int(result.rowcount or 0)

@@ -125,4 +125,5 @@ def definition_from_row(r: Row[Any] | Any) -> ProcessDefinition:
         resource=m["resource"],
         deployment_id=m["deployment_id"],
         version_tag=m["version_tag"],
+        suspended=bool(m.get("suspended", False)),
     )
