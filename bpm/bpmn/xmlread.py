@@ -121,6 +121,15 @@ def read_xml(source: str | bytes, resource: str | None = None) -> Document:
             ),
             resource,
         ) from exc
+    except (LookupError, UnicodeError) as exc:  # an encoding Python does not know
+        raise DeploymentError(
+            Problem(
+                f"the file cannot be decoded ({exc}): save it as UTF-8 and declare "
+                '<?xml version="1.0" encoding="UTF-8"?>',
+                line=1,
+            ),
+            resource,
+        ) from exc
     except DefusedXmlException as exc:
         expat = parser.parser
         if isinstance(exc, DTDForbidden):

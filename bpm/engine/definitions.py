@@ -157,6 +157,11 @@ def create_deployment(
     )
 
 
+def _short(text: str | None, limit: int = 255) -> str | None:
+    """Names and labels are kept to the column's length (ids are checked at validation)."""
+    return text if text is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _store(
     core: EngineCore, conn: Connection, parsed: list[_Parsed], name: str | None
 ) -> Deployment:
@@ -172,7 +177,7 @@ def _store(
             continue
         if dep_id is None:
             dep_id = str(uuid.uuid4())
-            store.insert_deployment(conn, dep_id, name, item.resource, now)
+            store.insert_deployment(conn, dep_id, _short(name), _short(item.resource), now)
         version = store.next_version(conn, model.key)
         def_id = f"{model.key}:{version}:{uuid.uuid4()}"
         store.insert_definition(
@@ -180,10 +185,10 @@ def _store(
             id=def_id,
             key=model.key,
             version=version,
-            name=model.name,
-            version_tag=model.version_tag,
+            name=_short(model.name),
+            version_tag=_short(model.version_tag),
             checksum=checksum,
-            resource=item.resource,
+            resource=_short(item.resource),
             deployment_id=dep_id,
             source=item.text,
             model=model.to_dict(),

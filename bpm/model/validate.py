@@ -50,6 +50,7 @@ def check_model(
     problems += _degrees(model, placeholders)
     problems += _conditions(model, warnings)
     problems += _tasks(model, warnings)
+    problems += _user_tasks(model)
     problems += _timers(model, warnings)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
@@ -59,7 +60,18 @@ def _at(node: n.Node | n.Flow, message: str) -> Problem:
     return Problem(message, node.id, node.line)
 
 
+MAX_ID = 255
+"""Longest process key and element id the store keeps."""
+
+
 def _flow_ends(model: ProcessModel) -> Iterator[Problem]:
+    if len(model.key) > MAX_ID:
+        yield Problem(f"the process id is {len(model.key)} characters long: use {MAX_ID} or fewer")
+    for node in model.nodes.values():
+        if len(node.id) > MAX_ID:
+            yield _at(
+                node, f"the id of '{node.id[:40]}...' is too long: use {MAX_ID} characters or fewer"
+            )
     if not model.start_events:
         yield Problem(f"process '{model.key}' has no start event: add a startEvent")
     for flow in model.flows:
@@ -247,6 +259,20 @@ def _tasks(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
             )
         if node.lease_seconds is not None and node.lease_seconds <= 0:
             yield _at(node, f"service task '{node.id}' has a lease <= 0: use PT30S or more")
+        if node.topic is not None and len(node.topic) > MAX_ID:
+            yield _at(
+                node, f"the topic of '{node.id}' is too long: use {MAX_ID} characters or fewer"
+            )
+        if not -(2**63) <= node.priority < 2**63:
+            yield _at(node, f"the priority of '{node.id}' is out of range: use a 64-bit integer")
+
+
+def _user_tasks(model: ProcessModel) -> Iterator[Problem]:
+    for node in model.nodes.values():
+        if isinstance(node, n.UserTask) and node.priority is not None:
+            text = node.priority.strip()
+            if text.lstrip("-").isdigit() and not -(2**31) <= int(text) < 2**31:
+                yield _at(node, f"the priority of '{node.id}' is out of range: use 0 to 100")
 
 
 def _cel_script(node: n.ScriptTask) -> Iterator[Problem]:

@@ -221,10 +221,9 @@ def _user(flow: Flow, tok: Token, node: n.UserTask) -> None:
         instance_id=tok.instance_id,
         token_id=tok.id,
         node_id=node.id,
-        name=node.name,
         state="open",
         created_at=w.now,
-        **user_task_fields(node, w.instance.variables, w.now),  # assignee, candidates, form...
+        **user_task_fields(node, w.instance.variables, w.now),  # name, assignee, form...
     )
     w.transition(tok.id, T.WAITING, blocked=(BlockKind.USER_TASK, task_id))
 

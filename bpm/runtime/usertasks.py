@@ -25,8 +25,12 @@ def _read(text: str | None, variables: Mapping[str, Any]) -> Any:
     return variables.get(name) if name is not None else text
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)
+def _text(value: Any, limit: int = 255) -> str | None:
+    """Text for a column of ``limit`` characters (a long name is cut, not refused)."""
+    if value is None or value == "":
+        return None
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _names(items: tuple[str, ...], variables: Mapping[str, Any]) -> list[str]:
@@ -59,12 +63,12 @@ def _priority(text: str | None, variables: Mapping[str, Any]) -> int:
     value = _read(text, variables)
     if isinstance(value, bool):
         return 50
-    if isinstance(value, int):
-        return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return 50  # Camunda's default priority
+    if not isinstance(value, int):
+        try:
+            value = int(str(value).strip())
+        except ValueError:
+            return 50  # Camunda's default priority
+    return max(-(2**31), min(value, 2**31 - 1))  # the column is 32-bit
 
 
 def user_task_fields(
@@ -73,12 +77,13 @@ def user_task_fields(
     """The ``user_task`` columns that come from the model (assignee, candidates, dates,
     priority, form), with ``${name}`` read from ``variables``."""
     return {
+        "name": _text(node.name),
         "assignee": _text(_read(node.assignee, variables)),
         "candidate_groups": _names(node.candidate_groups, variables),
         "candidate_users": _names(node.candidate_users, variables),
         "due_at": _when(node.due_date, variables, now),
         "follow_up_at": _when(node.follow_up_date, variables, now),
         "priority": _priority(node.priority, variables) if node.priority is not None else 50,
-        "form_key": _text(_read(node.form_key, variables)),
+        "form_key": _text(_read(node.form_key, variables), 1000),
         "form_ref": dict(node.form_ref) or None,
     }

@@ -78,8 +78,9 @@ def record_fire(
         dialect.insert(t.schedule_fire)
         .values(schedule_id=schedule_id, due_at=due_at, instance_id=instance_id, fired_at=now)
         .on_conflict_do_nothing(index_elements=["schedule_id", "due_at"])
+        .returning(t.schedule_fire.c.schedule_id)  # rowcount is not reliable here
     )
-    return conn.execute(stmt).rowcount == 1
+    return conn.execute(stmt).first() is not None
 
 
 def advance(
