@@ -102,7 +102,8 @@ def _problem_kind(problem: Any, kinds: dict[str, str]) -> str:
     if element_id and element_id in kinds:
         return kinds[element_id]
     message = str(getattr(problem, "message", problem))
-    return "(file) " + re.sub(r"'[^']*'", "'…'", message)[:60]
+    message = re.sub(r"\d+", "N", re.sub(r"'[^']*'", "'…'", message))
+    return "(file) " + message[:60]
 
 
 class Deployer:
