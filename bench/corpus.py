@@ -21,9 +21,9 @@ Each file is deployed on the embedded default (SQLite, in a temporary folder) ex
 Only *valid executable models* count in the ratio: well-formed XML whose root is BPMN
 ``definitions`` with at least one ``process`` that is ``isExecutable="true"`` or has no
 ``isExecutable`` attribute. Other files (diagram-only exports, non-executable collaboration
-models, DMN or CMMN saved as .bpmn) are counted apart. Files whose name says they are broken
-on purpose (``invalid``, ``broken``, ``illegal``... see ``--broken``) are listed apart too:
-each of them should be refused.
+models, DMN or CMMN saved as .bpmn) are counted apart. Files whose path (within their
+source folder) says they are broken on purpose (``invalid``, ``broken``, ``illegal``... see
+``--broken``) are listed apart too: each of them should be refused.
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ def run_one(deployer: Deployer, root: Path, path: Path, broken: re.Pattern[str])
     source = rel.parts[0] if len(rel.parts) > 1 else "."
     data = path.read_bytes()
     valid, kinds, why = classify(data)
-    out = Outcome(str(rel), source, valid, bool(broken.search(path.name)), "skipped")
+    inside = "/".join(rel.parts[1:])  # the path within its source, folders included
+    out = Outcome(str(rel), source, valid, bool(broken.search(inside)), "skipped")
     try:
         out.processes, out.warnings = deployer.deploy(path)
         out.result = "deployed"
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="Write the per-file outcomes here.")
     parser.add_argument("--top", type=int, default=30, help="How many refusing kinds to rank.")
     parser.add_argument(
-        "--broken", default=DEFAULT_BROKEN, help="File names (regex) of broken-on-purpose models."
+        "--broken", default=DEFAULT_BROKEN, help="Paths (regex) of broken-on-purpose models."
     )
     args = parser.parse_args(argv)
     root: Path = args.folder.resolve()
