@@ -110,3 +110,25 @@ def test_schedules_and_suspending_a_definition(tmp_path: Path) -> None:
     assert "active" in bpm("activate-definition", "nightly", "--db", db).stdout
     res = bpm("suspend-definition", "nope", "--db", db)
     assert res.returncode == 2 and "no process definition with key 'nope'" in res.stderr
+
+
+def test_timers_loop_fires_timer_starts(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    assert bpm("db", "upgrade", "--db", db).returncode == 0
+    model = tmp_path / "once.bpmn"
+    model.write_text(
+        (DATA / "timer_start.bpmn")
+        .read_text()
+        .replace(
+            "<bpmn:timeCycle>R3/PT1H</bpmn:timeCycle>",
+            "<bpmn:timeDate>2020-01-01T00:00:00Z</bpmn:timeDate>",
+        )
+    )
+    assert bpm("deploy", str(model), "--db", db).returncode == 0
+    res = bpm("timers", "--once", "--db", db)
+    assert res.returncode == 0 and "fired 1 timer(s)" in res.stdout, res.stdout + res.stderr
+    assert "every_hour" not in bpm("schedules", "--db", db).stdout  # ended: not listed
+    ended = bpm("schedules", "--all", "--db", db).stdout
+    assert "every_hour" in ended and "ended" in ended
+    listed = bpm("instances", "--db", db)
+    assert listed.stdout.count("nightly") == 1

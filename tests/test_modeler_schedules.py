@@ -176,3 +176,20 @@ def test_beat_schedules_the_timer_start_task() -> None:
     schedule = beat_schedule({})
     assert schedule["bpm.fire_timer_starts"]["schedule"] == timedelta(seconds=1)
     assert "bpm.fire_timer_starts" not in beat_schedule({"BPM_BEAT_TIMER_START_SECONDS": "0"})
+
+
+def test_the_embedded_loop_fires_timer_starts(sqlite_database_url: str) -> None:
+    from bpm.local import LocalLoop
+
+    engine = at(sqlite_database_url, T0)
+    engine.upgrade()
+    loop = LocalLoop(engine)
+    model = ticking("embedded", "R/PT1H")
+    tick = n.StartEvent("tick", timer=n.TimerSpec(n.TimerKind.DATE, "2020-01-01T00:00:00Z"))
+    engine.deploy(
+        ProcessModel(key="embedded", nodes={**model.nodes, "tick": tick}, flows=model.flows)
+    )
+    assert loop.tick() >= 1
+    assert len(started_at_tick(engine, "embedded")) == 1
+    loop.tick()
+    assert len(started_at_tick(engine, "embedded")) == 1
