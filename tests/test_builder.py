@@ -223,3 +223,8 @@ def test_conditions_in_other_spellings_are_translated_or_refused_once() -> None:
         gateway("skipParallel == False").build()
     assert [p.element_id for p in info.value.problems] == ["c"]
     assert "CEL writes false" in info.value.problems[0].message
+    with pytest.raises(DeploymentError) as info:
+        Process("p").start("s").service_task("t").end("e").sequence("s", "t", "e").build()
+    assert [(p.element_type, p.element_id) for p in info.value.problems] == [
+        ("bpmn:serviceTask", "t")
+    ]

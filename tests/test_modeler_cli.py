@@ -47,7 +47,7 @@ def test_lint_errors_exit_2_with_file_line_and_element(tmp_path: Path) -> None:
     assert "Traceback" not in res.stdout + res.stderr
     errors = [line for line in lines(res.stdout) if ": error: " in line]
     assert errors[0].startswith(f"{broken}:15: error: sequence flow 'f5' has target 'nowhere'")
-    assert errors[0].endswith("[f5]")
+    assert errors[0].endswith("[bpmn:sequenceFlow f5]")
     assert errors[1].startswith(f"{broken}:16: error: 'end' cannot be reached")
     assert lines(res.stdout)[-1] == "2 file(s): 2 error(s), 0 warning(s)"
     missing = bpm("lint", str(tmp_path / "missing.bpmn"))

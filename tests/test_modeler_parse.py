@@ -80,6 +80,8 @@ def test_boundary_with_an_unsupported_definition_is_one_problem_not_a_crash(kind
     assert [p.element_id for p in problems] == ["b"], problems  # nothing blamed downstream
     assert f"bpmn:{kind}EventDefinition on bpmn:boundaryEvent 'b'" in problems[0].message
     assert problems[0].line == 10 + 5  # the definition's line, inside the boundary event
+    assert problems[0].element_type == "bpmn:boundaryEvent"
+    assert "(bpmn:boundaryEvent 'b', line 15)" in str(problems[0])
 
 
 def test_flow_without_id_gets_a_stable_id_and_blames_nobody() -> None:

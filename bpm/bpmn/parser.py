@@ -210,7 +210,11 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
         version_tag=java_value(process, "versionTag") or None,
     )
     graph, warnings = check_model(model, placeholders=frozenset(ctx.placeholders))
-    problems = ctx.problems + graph
+    kinds = {el.get("id"): pretty(el.tag) for el in process.iter() if el.get("id")}
+    problems = [
+        dataclasses.replace(p, element_type=kinds[p.element_id]) if p.element_id in kinds else p
+        for p in ctx.problems + graph
+    ]
     merged = tuple(dict.fromkeys(ctx.warnings + warnings))
     return dataclasses.replace(model, warnings=merged), problems
 

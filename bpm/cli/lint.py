@@ -34,7 +34,8 @@ def _lint_file(path: Path, check_handlers: bool) -> tuple[list[str], list[str]]:
         errors = []
         for problem in exc.problems:
             where = f"{path}:{problem.line}" if problem.line is not None else str(path)
-            element = f" [{problem.element_id}]" if problem.element_id else ""
+            kind = f"{problem.element_type} " if problem.element_type else ""
+            element = f" [{kind}{problem.element_id}]" if problem.element_id else ""
             errors.append(f"{where}: error: {problem.message}{element}")
         return errors, []
     errors = []

@@ -57,7 +57,18 @@ def check_model(
 
 
 def _at(node: n.Node | n.Flow, message: str) -> Problem:
-    return Problem(message, node.id, node.line)
+    return Problem(message, node.id, node.line, element_type=element_type(node))
+
+
+def element_type(node: n.Node | n.Flow) -> str:
+    """The BPMN element a node stands for (``bpmn:serviceTask``), for messages."""
+    if isinstance(node, n.PassThrough):
+        return f"bpmn:{node.element}"
+    kind = {
+        n.Flow: "sequenceFlow",
+        n.TimerCatchEvent: "intermediateCatchEvent",
+    }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
+    return f"bpmn:{kind}"
 
 
 MAX_ID = 255
