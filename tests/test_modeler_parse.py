@@ -190,6 +190,7 @@ def test_java_engine_bindings_name_inline_handlers() -> None:
 
 
 def test_zeebe_task_definition_is_an_external_topic_with_headers_and_retries() -> None:
+    assert load("zeebe.bpmn").version_tag == "2.0"
     collect = load("zeebe.bpmn").node("collect")
     assert isinstance(collect, n.ServiceTask) and collect.is_external
     assert collect.topic == "collect-money"

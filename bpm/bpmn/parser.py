@@ -175,8 +175,9 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
     """The model of one process and its problems (parse and graph checks)."""
     ctx.problems, ctx.warnings, ctx.placeholders = [], [], set()
     _assign_flow_ids(process)
-    read_extensions(process, ctx)
+    ext = read_extensions(process, ctx, frozenset({"versionTag"}))
     warn_attributes(process, ctx, _PROCESS_USES)
+    zeebe_tag = ext.zeebe["versionTag"].get("value") if "versionTag" in ext.zeebe else None
     nodes: dict[str, n.Node] = {}
     flows: list[n.Flow] = []
     first_line: dict[str, int | None] = {}
@@ -207,7 +208,7 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
         nodes=nodes,
         flows=tuple(flows),
         name=process.get("name") or None,
-        version_tag=java_value(process, "versionTag") or None,
+        version_tag=java_value(process, "versionTag") or zeebe_tag or None,
     )
     graph, warnings = check_model(model, placeholders=frozenset(ctx.placeholders))
     kinds = {el.get("id"): pretty(el.tag) for el in process.iter() if el.get("id")}
