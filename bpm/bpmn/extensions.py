@@ -38,6 +38,8 @@ _REASONS = {
     "resultVariable": "return the result from the handler as a variable",
     "formData": "forms are not rendered by this engine",
     "formKey": "start forms are not rendered by this engine",
+    "formDefinition": "start forms are not rendered by this engine",
+    "userTaskForm": "forms are not rendered by this engine (user tasks keep their formKey)",
     "formRef": "start forms are not rendered by this engine",
     "candidateStarterGroups": "anyone allowed to start instances may start this process",
     "candidateStarterUsers": "anyone allowed to start instances may start this process",
