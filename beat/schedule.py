@@ -26,6 +26,7 @@ class Periodic:
 # periodic sweep as well is off by default (BPM_BEAT_TIMER_SWEEP_SECONDS > 0 turns it on).
 PERIODIC: tuple[Periodic, ...] = (
     Periodic("bpm.fire_due_timers", "BPM_BEAT_TIMER_SWEEP_SECONDS", 0.0),
+    Periodic("bpm.fire_timer_starts", "BPM_BEAT_TIMER_SWEEP_SECONDS", 0.0),
     Periodic("bpm.redispatch_stale_ready", "BPM_BEAT_REDISPATCH_SECONDS", 5.0),
     Periodic("bpm.reclaim_expired_locks", "BPM_BEAT_RECLAIM_SECONDS", 5.0),
     Periodic("bpm.purge_history", "BPM_BEAT_PURGE_SECONDS", 3600.0),

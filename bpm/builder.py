@@ -36,8 +36,9 @@ from typing import Self
 
 import isodate
 
+from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, Problem
-from bpm.expressions import unwrap
+from bpm.expressions import ExpressionError
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate import check_model
@@ -258,7 +259,7 @@ class Process:
         default: bool = False,
         name: str | None = None,
     ) -> Self:
-        """A sequence flow; ``condition`` is CEL (``${...}`` accepted and unwrapped).
+        """A sequence flow; ``condition`` is CEL (or ``${JUEL}`` / ``=FEEL``, translated).
 
         Without ``id`` the flow is named ``Flow_<source>_<target>``. ``default=True``
         makes it the default flow of its (exclusive gateway) source.
@@ -267,7 +268,12 @@ class Process:
         if flow_id in self._nodes or any(f.id == flow_id for f in self._flows):
             self._problems.append(Problem(f"id '{flow_id}' is used twice: rename one", flow_id))
             return self
-        text = unwrap(condition) if condition is not None else None
+        text: str | None = None
+        if condition is not None and condition.strip():
+            try:
+                text = to_cel(condition)  # CEL, ${JUEL} or =FEEL, as in BPMN files
+            except ExpressionError as exc:
+                self._problems.append(Problem(f"flow '{flow_id}': {exc}", flow_id))
         self._flows.append(n.Flow(flow_id, source, target, text or None, name))
         if default:
             if source in self._defaults:

@@ -20,11 +20,13 @@ class Problem:
     element_id: str | None = None
     line: int | None = None
     column: int | None = None
+    element_type: str | None = None
+    """The element's kind as written in the file, e.g. ``bpmn:serviceTask``."""
 
     def __str__(self) -> str:
         where = []
         if self.element_id:
-            where.append(f"element '{self.element_id}'")
+            where.append(f"{self.element_type or 'element'} '{self.element_id}'")
         if self.line is not None:
             where.append(f"line {self.line}")
         return f"{self.message} ({', '.join(where)})" if where else self.message

@@ -66,21 +66,53 @@ class Condition:
         return result
 
 
-@lru_cache(maxsize=4096)
-def compile_condition(source: str) -> Condition:
-    """Compile ``source`` (optionally ``${...}``), refusing anything outside standard CEL."""
-    text = unwrap(source)
+@dataclass(frozen=True)
+class Expression:
+    """A compiled CEL expression of any type (a CEL script task's value)."""
+
+    source: str
+    program: Any
+
+    def evaluate(self, variables: Mapping[str, Any]) -> Any:
+        """The expression's value; an error names the expression and the cause."""
+        try:
+            return self.program.execute(dict(variables))
+        except Exception as exc:  # the CEL runtime raises several unrelated types
+            raise ExpressionError(f"expression `{self.source}` failed: {exc}") from exc
+
+
+def _compile(text: str, what: str) -> Any:
     if not text:
-        raise ExpressionError("empty condition")
+        raise ExpressionError(f"empty {what}")
+    from bpm.dialects import python_spellings  # the dialects build on this module
+
+    spelling = python_spellings(text)
+    if spelling is not None:
+        raise ExpressionError(spelling)
     try:
         program = cel.compile(text)
     except (ValueError, RuntimeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ExpressionError(f"condition `{text}` does not compile: {first}") from exc
+        raise ExpressionError(f"{what} `{text}` does not compile: {first}") from exc
     unknown = sorted(set(program.functions()) - _ALLOWED_FUNCTIONS)
     if unknown:
         raise ExpressionError(
-            f"condition `{text}` calls {', '.join(unknown)}: only standard CEL functions "
+            f"{what} `{text}` calls {', '.join(unknown)}: only standard CEL functions "
             "are allowed (no Python)"
         )
-    return Condition(text, program)
+    return program
+
+
+@lru_cache(maxsize=4096)
+def compile_condition(source: str) -> Condition:
+    """Compile ``source`` (optionally ``${...}``), refusing anything outside standard CEL
+    and Python spellings (``True``, ``and``...) with the CEL to write instead."""
+    text = unwrap(source)
+    return Condition(text, _compile(text, "condition"))
+
+
+@lru_cache(maxsize=1024)
+def compile_expression(source: str) -> Expression:
+    """Compile a CEL expression of any type, with the same checks as conditions."""
+    text = source.strip()
+    return Expression(text, _compile(text, "expression"))

@@ -30,6 +30,8 @@ class TaskContext:
     variables: Mapping[str, Any]
     business_key: str | None = None
     _extend: LeaseExtender | None = field(default=None, repr=False, compare=False)
+    script: str | None = None
+    """The script text of a script task run by this handler (None for service tasks)."""
 
     @property
     def idempotency_key(self) -> str:

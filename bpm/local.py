@@ -66,6 +66,7 @@ class LocalLoop:
         """One round of everything beat and the workers would do."""
         work = self.run_ready()
         work += self.engine.fire_due_timers()
+        work += self.engine.fire_due_schedules()
         work += self.engine.reclaim_expired_leases()
         work += self.engine.redispatch_stale_ready()
         return work + self.run_ready()

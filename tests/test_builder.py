@@ -202,3 +202,29 @@ def test_python_in_condition_is_refused() -> None:
     p.flow("s", "g").flow("g", "e", id="d").flow("g", "e", "${__import__('os').system('ls')}")
     with pytest.raises(DeploymentError, match="only standard CEL"):
         p.build()
+
+
+def test_conditions_in_other_spellings_are_translated_or_refused_once() -> None:
+    def gateway(condition: str) -> Process:
+        return (
+            Process("p")
+            .start("s")
+            .exclusive("g", default="d")
+            .end("e")
+            .flow("s", "g")
+            .flow("g", "e", id="d")
+            .flow("g", "e", condition, id="c")
+        )
+
+    model = gateway("${x gt 1 and not done}").build()
+    assert [f.condition for f in model.flows if f.id == "c"] == ["x > 1 && ! done"]
+    assert [f.condition for f in gateway('= x = "a"').build().flows if f.id == "c"] == ['x == "a"']
+    with pytest.raises(DeploymentError) as info:
+        gateway("skipParallel == False").build()
+    assert [p.element_id for p in info.value.problems] == ["c"]
+    assert "CEL writes false" in info.value.problems[0].message
+    with pytest.raises(DeploymentError) as info:
+        Process("p").start("s").service_task("t").end("e").sequence("s", "t", "e").build()
+    assert [(p.element_type, p.element_id) for p in info.value.problems] == [
+        ("bpmn:serviceTask", "t")
+    ]

@@ -75,9 +75,11 @@ def test_boundary_events_are_reachable_through_their_task() -> None:
     assert validate(m) == m
 
 
-def test_error_boundary_needs_an_outgoing_flow() -> None:
-    found = messages(simple(n.BoundaryEvent("err", attached_to="t")))
-    assert any("'err' has no outgoing" in x for x in found)
+def test_error_boundary_without_outgoing_flow_ends_its_path() -> None:
+    m = simple(n.BoundaryEvent("err", attached_to="t"))  # BPMN: the token ends there
+    assert validate(m) == m
+    gateway = simple(n.ExclusiveGateway("g"), n.Flow("f3", "t", "g"))
+    assert any("gateway 'g' has no outgoing" in x for x in messages(gateway))
 
 
 def test_non_interrupting_error_boundary_is_refused() -> None:
@@ -101,7 +103,7 @@ def test_exclusive_without_default_warns() -> None:
     assert any("'g' has no default flow" in w for w in checked.warnings)
 
 
-def test_unconditioned_non_default_flow_out_of_exclusive_is_refused() -> None:
+def test_unconditioned_non_default_flow_out_of_exclusive_is_taken_with_a_warning() -> None:
     m = model(
         n.StartEvent("s"),
         n.ExclusiveGateway("g", default_flow="a"),
@@ -109,8 +111,11 @@ def test_unconditioned_non_default_flow_out_of_exclusive_is_refused() -> None:
         n.Flow("f1", "s", "g"),
         n.Flow("a", "g", "e"),
         n.Flow("b", "g", "e"),
+        n.Flow("c", "g", "e", "x > 1"),
     )
-    assert any("would never be taken" in x for x in messages(m))
+    (warning,) = validate(m).warnings
+    assert "'b' leaves exclusive gateway 'g' without a condition" in warning
+    assert "so c are never taken" in warning
 
 
 def test_condition_outside_gateway_is_refused() -> None:

@@ -103,6 +103,7 @@ def _bpm_error(exc: BpmError) -> JSONResponse:
                         "line": p.line,
                         "column": p.column,
                         "mainBpmnElementId": p.element_id,
+                        "elementType": p.element_type,
                         "bpmnElementIds": [p.element_id] if p.element_id else [],
                     }
                     for p in exc.problems

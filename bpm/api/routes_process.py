@@ -14,7 +14,7 @@ from bpm.api import bodies as b
 from bpm.api.auth import Principal, principal
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.variables import format_date, from_camunda, to_camunda
-from bpm.engine import Engine, Incident
+from bpm.engine import Deployment, Engine, Incident
 from bpm.errors import NotFound
 from bpm.runtime.records import Instance, ProcessDefinition
 from bpm.runtime.states import InstanceState
@@ -45,7 +45,7 @@ def definition_json(d: ProcessDefinition) -> dict[str, Any]:
         "resource": d.resource,
         "deploymentId": d.deployment_id,
         "diagram": None,
-        "suspended": False,
+        "suspended": d.suspended,
         "tenantId": None,
         "versionTag": d.version_tag,
         "historyTimeToLive": None,
@@ -93,29 +93,32 @@ async def deployment_create(request: Request, who: Who) -> Response:
     if not files:
         raise bad_request("no resource: attach at least one .bpmn file part")
     engine = _engine(request)
-    deployed: list[ProcessDefinition] = []
     label = name if isinstance(name, str) else None
-    for filename, data in files:
-        deployed.append(await run_in_threadpool(_deploy, engine, data, label, filename))
-    first = deployed[0]
+    deployment = await run_in_threadpool(_deploy, engine, files, label)
+    first = deployment.definitions[0]
     return JSONResponse(
         {
-            "id": first.deployment_id,
-            "name": name if isinstance(name, str) else None,
+            "id": deployment.id,
+            "name": label,
             "source": source if isinstance(source, str) else None,
-            "deploymentTime": format_date(first.created_at),
+            "deploymentTime": format_date(deployment.created_at or first.created_at),
             "tenantId": None,
-            "deployedProcessDefinitions": {d.id: definition_json(d) for d in deployed},
+            "deployedProcessDefinitions": {
+                d.id: definition_json(d) for d in deployment.definitions
+            },
             "deployedCaseDefinitions": None,
             "deployedDecisionDefinitions": None,
             "deployedDecisionRequirementsDefinitions": None,
             "links": [],
+            # Not in Camunda's answer: settings of the models that are not honoured here.
+            "warnings": list(deployment.warnings),
         }
     )
 
 
-def _deploy(engine: Engine, data: bytes, name: str | None, resource: str) -> ProcessDefinition:
-    return engine.deploy(data, name=name, resource=resource)
+def _deploy(engine: Engine, files: list[tuple[str, bytes]], name: str | None) -> Deployment:
+    """Every executable process of every file, in one deployment (all or nothing)."""
+    return engine.create_deployment(*files, name=name)
 
 
 @router.get("/process-definition")

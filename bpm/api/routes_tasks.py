@@ -33,14 +33,14 @@ def task_json(task: UserTask, definition_id: str | None) -> dict[str, Any]:
         "assignee": task.assignee,
         "owner": None,
         "created": format_date(task.created_at),
-        "due": None,
-        "followUp": None,
+        "due": format_date(task.due_at) if task.due_at else None,
+        "followUp": format_date(task.follow_up_at) if task.follow_up_at else None,
         "lastUpdated": None,
         "delegationState": None,
         "description": None,
         "executionId": task.token_id,
         "parentTaskId": None,
-        "priority": 50,
+        "priority": task.priority,
         "processDefinitionId": definition_id,
         "processInstanceId": task.instance_id,
         "taskDefinitionKey": task.node_id,
@@ -48,8 +48,11 @@ def task_json(task: UserTask, definition_id: str | None) -> dict[str, Any]:
         "caseInstanceId": None,
         "caseDefinitionId": None,
         "suspended": False,
-        "formKey": None,
-        "camundaFormRef": None,
+        "formKey": task.form_key,
+        "camundaFormRef": dict(task.form_ref) if task.form_ref else None,
+        # Not in Camunda's task: its candidates, which Camunda serves from identity links.
+        "candidateUsers": list(task.candidate_users),
+        "candidateGroups": list(task.candidate_groups),
         "tenantId": None,
     }
 
@@ -74,6 +77,7 @@ async def tasks(
     taskDefinitionKey: Id = None,
     assignee: Id = None,
     candidateGroup: Id = None,
+    candidateUser: Id = None,
     firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
     maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None,
 ) -> Response:
@@ -85,6 +89,8 @@ async def tasks(
         found = engine.user_tasks(processInstanceId, node_id=taskDefinitionKey, assignee=assignee)
         if candidateGroup is not None:
             found = [t for t in found if candidateGroup in t.candidate_groups]
+        if candidateUser is not None:
+            found = [t for t in found if candidateUser in t.candidate_users]
         end = None if maxResults is None else firstResult + maxResults
         defs: dict[str, str | None] = {}
         out = []

@@ -7,15 +7,17 @@
 from __future__ import annotations
 
 from bpm.bpmn.namespaces import BPM_NS, BPMN_NS, CAMUNDA_NS
-from bpm.bpmn.parser import parse_bpmn
+from bpm.bpmn.parser import BpmnFile, parse_bpmn, parse_bpmn_file
 from bpm.bpmn.retryspec import RetrySpecError, parse_retry, parse_retry_cycle
 
 __all__ = [
     "BPMN_NS",
     "BPM_NS",
     "CAMUNDA_NS",
+    "BpmnFile",
     "RetrySpecError",
     "parse_bpmn",
+    "parse_bpmn_file",
     "parse_retry",
     "parse_retry_cycle",
 ]

@@ -10,7 +10,23 @@ CAMUNDA_NS = "http://camunda.org/schema/1.0/bpmn"
 """Camunda 7 extension attributes and elements (``camunda:``)."""
 BPM_NS = "http://bpm-celery.dev/schema/1.0/bpmn"
 """This engine's own extension attributes (``bpm:handler``, ``bpm:retry``, ``bpm:lease``)."""
+ZEEBE_NS = "http://camunda.org/schema/zeebe/1.0"
+"""Camunda 8 (Zeebe) extension elements (``zeebe:taskDefinition``...)."""
+ACTIVITI_NS = "http://activiti.org/bpmn"
+"""Activiti (and Camunda 7.0) extensions: read like ``camunda:``."""
+FLOWABLE_NS = "http://flowable.org/bpmn"
+"""Flowable extensions: read like ``camunda:``."""
+JAVA_ENGINE_NS = (CAMUNDA_NS, ACTIVITI_NS, FLOWABLE_NS)
+"""Namespaces whose attributes mean the same: Camunda 7, Activiti, Flowable."""
 XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
+PREFIXES = {
+    BPMN_NS: "bpmn",
+    CAMUNDA_NS: "camunda",
+    BPM_NS: "bpm",
+    ZEEBE_NS: "zeebe",
+    ACTIVITI_NS: "activiti",
+    FLOWABLE_NS: "flowable",
+}
 
 
 def split(tag: str) -> tuple[str, str]:
@@ -32,6 +48,22 @@ def camunda(el: Element, name: str) -> str | None:
     return el.get(f"{{{CAMUNDA_NS}}}{name}")
 
 
+def java_engine(el: Element, name: str) -> tuple[str, str] | None:
+    """``(camunda:name, value)`` for the first of ``camunda:``, ``activiti:``,
+    ``flowable:`` that ``el`` sets (with the prefix the file used), else None."""
+    for ns in JAVA_ENGINE_NS:
+        value = el.get(f"{{{ns}}}{name}")
+        if value is not None:
+            return f"{PREFIXES[ns]}:{name}", value
+    return None
+
+
+def java_value(el: Element, name: str) -> str | None:
+    """The value of :func:`java_engine` only."""
+    found = java_engine(el, name)
+    return found[1] if found else None
+
+
 def ours(el: Element, name: str) -> str | None:
     """The ``bpm:name`` attribute of ``el``."""
     return el.get(f"{{{BPM_NS}}}{name}")
@@ -40,7 +72,7 @@ def ours(el: Element, name: str) -> str | None:
 def pretty(tag: str) -> str:
     """A readable name for a tag: ``bpmn:subProcess``, ``camunda:field``, or ``{ns}x``."""
     ns, name = split(tag)
-    prefix = {BPMN_NS: "bpmn", CAMUNDA_NS: "camunda", BPM_NS: "bpm"}.get(ns)
+    prefix = PREFIXES.get(ns)
     if prefix:
         return f"{prefix}:{name}"
     return f"{{{ns}}}{name}" if ns else name

@@ -1,26 +1,31 @@
-"""BPMN 2.0 XML -> :class:`ProcessModel`: pick the process, parse its elements, validate."""
+"""BPMN 2.0 XML -> :class:`ProcessModel` s: pick the executable processes, parse their
+elements, validate each; one file may hold several processes (Camunda deploys them all)."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn.elements import ELEMENTS, Context
-from bpm.bpmn.namespaces import BPMN_NS, camunda, local, pretty
-from bpm.bpmn.xmlread import read_xml
+from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.namespaces import BPMN_NS, ZEEBE_NS, java_value, local, pretty, split
+from bpm.bpmn.xmlread import Document, read_xml
 from bpm.errors import DeploymentError, Problem
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate import check_model
 
-__all__ = ["parse_bpmn"]
+__all__ = ["BpmnFile", "parse_bpmn", "parse_bpmn_file"]
 
 # Allowed inside a process, with no effect on execution.
 _IGNORED = frozenset(
     {
         "documentation", "extensionElements", "laneSet", "textAnnotation", "association",
         "dataObject", "dataObjectReference", "dataStoreReference", "group", "property",
-        "ioSpecification", "category",
+        "ioSpecification", "category", "auditing", "monitoring", "correlationSubscription",
+        "supportedInterfaceRef", "resourceRole", "performer", "humanPerformer",
+        "potentialOwner", "laneSetRef", "artifact",
     }
 )  # fmt: skip
 # Real BPMN flow elements that this engine does not run (yet).
@@ -32,26 +37,49 @@ _UNSUPPORTED = {
     "inclusiveGateway": "inclusive gateways",
     "complexGateway": "complex gateways",
     "eventBasedGateway": "event-based gateways",
-    "scriptTask": "script tasks (scripts never run here; use a service task handler)",
-    "manualTask": "manual tasks (use a user task)",
     "receiveTask": "receive tasks",
-    "task": "untyped tasks (use a service or user task)",
-    "intermediateThrowEvent": "intermediate throw events",
     "implicitThrowEvent": "implicit throw events",
+    "callChoreography": "choreographies",
+    "choreographyTask": "choreographies",
+    "subChoreography": "choreographies",
 }
 _SUPPORTED = (
-    "start/end events, service/user tasks, exclusive and parallel gateways, timer "
-    "catch events, timer and error boundary events"
+    "start/end events, service/send/business-rule/script/user/manual tasks, exclusive and "
+    "parallel gateways, timer catch events, none throw events, timer and error boundary events"
 )
+_PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
+
+
+@dataclass(frozen=True)
+class BpmnFile:
+    """Every executable process of one BPMN file, in document order, and file warnings."""
+
+    models: tuple[ProcessModel, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def all_warnings(self) -> tuple[str, ...]:
+        """The file's warnings and every model's, without repeats."""
+        found = list(self.warnings)
+        for model in self.models:
+            found += model.warnings
+        return tuple(dict.fromkeys(found))
 
 
 def parse_bpmn(source: str | bytes, resource: str | None = None) -> ProcessModel:
-    """Read a BPMN 2.0 file (e.g. exported by Camunda Modeler) into a validated model.
+    """Read a BPMN 2.0 file into the validated model of its first executable process.
 
-    ``resource`` (a file name) is only used in error messages. Raises
-    :class:`~bpm.errors.DeploymentError` listing every problem found, each naming the
-    element id and the XML line.
+    The whole file is checked (every executable process); ``resource`` (a file name) is
+    only used in error messages. Raises :class:`~bpm.errors.DeploymentError` listing every
+    problem found, each naming the element id and the XML line.
     """
+    return parse_bpmn_file(source, resource).models[0]
+
+
+def parse_bpmn_file(source: str | bytes, resource: str | None = None) -> BpmnFile:
+    """Read every executable process of a BPMN 2.0 file (str, or bytes decoded as the XML
+    declaration says). A process is executable when ``isExecutable="true"``; when no
+    process says so, those without the attribute are (as Camunda reads them)."""
     doc = read_xml(source, resource)
     root = doc.root
     if root.tag != f"{{{BPMN_NS}}}definitions":
@@ -63,8 +91,93 @@ def parse_bpmn(source: str | bytes, resource: str | None = None) -> ProcessModel
             ),
             resource,
         )
-    process = _pick_process(root, resource)
-    ctx = Context(doc, {e.get("id", ""): e for e in root if local(e) == "error" and e.get("id")})
+    processes, warnings = _executable(root, doc, resource)
+    errors = {e.get("id", ""): e for e in root if local(e) == "error" and e.get("id")}
+    ctx = Context(doc, errors, zeebe=_uses_zeebe(root))
+    models: list[ProcessModel] = []
+    problems: list[Problem] = []
+    keys: dict[str, int | None] = {}
+    for process in processes:
+        key = process.get("id", "")
+        if key and key in keys:
+            problems.append(
+                Problem(
+                    f"process id '{key}' is used twice (first on line {keys[key]}): rename one",
+                    key,
+                    doc.line(process),
+                )
+            )
+            continue
+        keys[key] = doc.line(process)
+        model, found = _parse_process(process, ctx)
+        models.append(model)
+        problems += found
+    if problems:
+        problems.sort(key=lambda p: (p.line is None, p.line or 0))
+        raise DeploymentError(problems, resource)
+    return BpmnFile(tuple(models), tuple(warnings))
+
+
+def _uses_zeebe(root: Element) -> bool:
+    for el in root.iter():
+        if split(el.tag)[0] == ZEEBE_NS or any(k.startswith(f"{{{ZEEBE_NS}}}") for k in el.attrib):
+            return True
+    return False
+
+
+def _executable(
+    root: Element, doc: Document, resource: str | None
+) -> tuple[list[Element], list[str]]:
+    processes = [el for el in root if local(el) == "process"]
+    flags = {id(p): (p.get("isExecutable") or "").strip().lower() for p in processes}
+    chosen = [p for p in processes if flags[id(p)] == "true"] or [
+        p for p in processes if flags[id(p)] == ""
+    ]
+    if not chosen:
+        what = "is not executable" if processes else "is missing"
+        raise DeploymentError(
+            Problem(
+                f'the bpmn:process {what}: add <bpmn:process id="..." isExecutable="true">',
+                line=doc.line(processes[0]) if processes else doc.line(root),
+            ),
+            resource,
+        )
+    skipped = [p.get("id") or "?" for p in processes if p not in chosen]
+    warnings = [f"process '{key}' is not executable: not deployed" for key in skipped]
+    # A pool drawn without content (no isExecutable either) is a diagram, not a process.
+    empty = [p for p in chosen if flags[id(p)] == "" and not _has_flow_elements(p)]
+    if empty and len(empty) < len(chosen):
+        chosen = [p for p in chosen if p not in empty]
+        warnings += [f"process '{p.get('id') or '?'}' is empty: not deployed" for p in empty]
+    return chosen, warnings
+
+
+def _has_flow_elements(process: Element) -> bool:
+    return any(local(el) in ELEMENTS or local(el) in _UNSUPPORTED for el in process)
+
+
+def _assign_flow_ids(process: Element) -> None:
+    """A sequence flow without an id gets ``Flow_<source>_<target>`` (stable: the same
+    file always gives the same ids), so neither end is blamed for a missing flow."""
+    taken = {el.get("id") for el in process.iter() if el.get("id")}
+    for el in process:
+        if local(el) != "sequenceFlow" or el.get("id"):
+            continue
+        stem = f"Flow_{el.get('sourceRef', '')}_{el.get('targetRef', '')}"
+        candidate, i = stem, 2
+        while candidate in taken:
+            candidate, i = f"{stem}_{i}", i + 1
+        taken.add(candidate)
+        el.set("id", candidate)
+
+
+def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[Problem]]:
+    """The model of one process and its problems (parse and graph checks)."""
+    ctx.problems, ctx.warnings, ctx.placeholders = [], [], set()
+    _assign_flow_ids(process)
+    ext = read_extensions(process, ctx, frozenset({"versionTag"}))
+    warn_attributes(process, ctx, _PROCESS_USES)
+    zeebe_tag = ext.zeebe["versionTag"].get("value") if "versionTag" in ext.zeebe else None
     nodes: dict[str, n.Node] = {}
     flows: list[n.Flow] = []
     first_line: dict[str, int | None] = {}
@@ -90,35 +203,21 @@ def parse_bpmn(source: str | bytes, resource: str | None = None) -> ProcessModel
     key = process.get("id", "")
     if not key:
         ctx.report(process, 'the process has no id: add id="..." (it becomes the process key)')
-    if len([p for p in root if local(p) == "process" and p.get("isExecutable") == "true"]) > 1:
-        ctx.warnings.append(f"several executable processes: only '{key}' is deployed")
     model = ProcessModel(
         key=key,
         nodes=nodes,
         flows=tuple(flows),
         name=process.get("name") or None,
-        version_tag=camunda(process, "versionTag") or None,
+        version_tag=java_value(process, "versionTag") or zeebe_tag or None,
     )
-    problems, warnings = check_model(model)
-    problems = ctx.problems + [p for p in problems if p.element_id not in ctx.placeholders]
-    if problems:
-        problems.sort(key=lambda p: (p.line is None, p.line or 0))
-        raise DeploymentError(problems, resource)
-    return dataclasses.replace(model, warnings=tuple(dict.fromkeys(ctx.warnings + warnings)))
-
-
-def _pick_process(root: Element, resource: str | None) -> Element:
-    processes = [el for el in root if local(el) == "process"]
-    chosen = [p for p in processes if p.get("isExecutable") == "true"] or [
-        p for p in processes if p.get("isExecutable") != "false"
+    graph, warnings = check_model(model, placeholders=frozenset(ctx.placeholders))
+    kinds = {el.get("id"): pretty(el.tag) for el in process.iter() if el.get("id")}
+    problems = [
+        dataclasses.replace(p, element_type=kinds[p.element_id]) if p.element_id in kinds else p
+        for p in ctx.problems + graph
     ]
-    if not chosen:
-        what = "is not executable" if processes else "is missing"
-        raise DeploymentError(
-            f'the bpmn:process {what}: add <bpmn:process id="..." isExecutable="true">',
-            resource,
-        )
-    return chosen[0]
+    merged = tuple(dict.fromkeys(ctx.warnings + warnings))
+    return dataclasses.replace(model, warnings=merged), problems
 
 
 def _parse_element(el: Element, ctx: Context) -> n.Node | n.Flow | None:
@@ -127,6 +226,9 @@ def _parse_element(el: Element, ctx: Context) -> n.Node | n.Flow | None:
     if parse is not None:
         return parse(el, ctx)
     if name in _IGNORED:
+        return None
+    if not name:  # not BPMN: some tool's extension, outside extensionElements
+        ctx.warn(el, el, f"<{pretty(el.tag)}> is not BPMN and is ignored")
         return None
     if name in _UNSUPPORTED:
         ctx.report(

@@ -72,6 +72,13 @@ def parse_retry(spec: str) -> RetryPolicy:
 
 def parse_retry_cycle(spec: str) -> RetryPolicy:
     """Camunda's ``R4/PT5S`` -> ``RetryPolicy.fixed(4, 5 s)``."""
+    zero = re.fullmatch(r"\s*R(?P<n>[1-9]\d*)/(?P<d>\S+)\s*", spec)
+    if zero is not None:
+        try:
+            if parse_duration(zero["d"]) == timedelta(0):
+                return RetryPolicy.fixed(int(zero["n"]), timedelta(0))  # R1/PT0S: at once
+        except TimerError:
+            pass  # parse_cycle says what is wrong
     try:
         repeat, interval = parse_cycle(spec)
     except TimerError as exc:

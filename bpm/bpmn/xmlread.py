@@ -8,6 +8,8 @@ line when each element starts.
 
 from __future__ import annotations
 
+import codecs
+import re
 from xml.etree.ElementTree import Element, ParseError, TreeBuilder
 
 from defusedxml import DefusedXmlException, DTDForbidden
@@ -15,7 +17,44 @@ from defusedxml.ElementTree import DefusedXMLParser
 
 from bpm.errors import DeploymentError, Problem
 
-__all__ = ["Document", "read_xml"]
+__all__ = ["Document", "decode_xml", "read_xml"]
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_DECLARED = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+def _encoding(data: bytes) -> tuple[str, int]:
+    """(encoding, BOM length) of XML bytes: BOM, then the declaration, else UTF-8."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name, len(bom)
+    if data.startswith(b"<\x00?\x00"):
+        return "utf-16-le", 0
+    if data.startswith(b"\x00<\x00?"):
+        return "utf-16-be", 0
+    match = _DECLARED.match(data)
+    if match:
+        name = match.group(1).decode("ascii")
+        try:
+            codecs.lookup(name)
+        except LookupError:
+            return "utf-8", 0
+        return name, 0
+    return "utf-8", 0
+
+
+def decode_xml(data: bytes) -> str:
+    """XML bytes as text, decoded as their byte-order mark or XML declaration says
+    (UTF-16, ISO-8859-1...), the way the XML parser reads them; undecodable bytes are
+    replaced (the text is kept for people, the parser reads the bytes)."""
+    name, skip = _encoding(data)
+    return data[skip:].decode(name, errors="replace")
 
 
 class Document:
@@ -79,6 +118,15 @@ def read_xml(source: str | bytes, resource: str | None = None) -> Document:
                 "export it again from the modeler",
                 line=line,
                 column=column + 1,
+            ),
+            resource,
+        ) from exc
+    except (LookupError, UnicodeError) as exc:  # an encoding Python does not know
+        raise DeploymentError(
+            Problem(
+                f"the file cannot be decoded ({exc}): save it as UTF-8 and declare "
+                '<?xml version="1.0" encoding="UTF-8"?>',
+                line=1,
             ),
             resource,
         ) from exc

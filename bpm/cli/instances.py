@@ -55,15 +55,17 @@ def db_upgrade(db: DbOpt = None) -> None:
 
 @app.command()
 def deploy(file: Annotated[Path, typer.Argument(help="A .bpmn file.")], db: DbOpt = None) -> None:
-    """Deploy a BPMN file. Unchanged content keeps its version; changed content adds one."""
+    """Deploy every executable process of a BPMN file. Unchanged content keeps its version;
+    changed content adds one. Settings the engine does not honour are printed as warnings."""
     with user_errors():
         if not file.is_file():
             fail(f"{file} is not a file")
         engine = _engine(db)
-        d = engine.deploy(file)
-        console.print(f"deployed [bold]{d.key}[/] version {d.version} ({d.id})")
-        for warning in engine.model(d.id).warnings:
-            console.print(f"[yellow]warning:[/] {warning}")
+        deployment = engine.create_deployment(file)
+        for d in deployment.definitions:
+            console.print(f"deployed [bold]{d.key}[/] version {d.version} ({d.id})")
+        for warning in deployment.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -74,13 +76,21 @@ def start(
     idempotency_key: Annotated[
         str | None, typer.Option("--idempotency-key", help="A repeated key returns the first.")
     ] = None,
+    start_event: Annotated[
+        str | None,
+        typer.Option("--start-event", help="The start event to start at (default: the none one)."),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Start an instance of the latest version of KEY; workers drive it from there."""
     with user_errors():
         variables = parse_vars(var)
         inst = _engine(db).start(
-            key, variables, business_key=business_key, idempotency_key=idempotency_key
+            key,
+            variables,
+            business_key=business_key,
+            idempotency_key=idempotency_key,
+            start_event=start_event,
         )
         console.print(f"started {inst.id} ({inst.state.value})")
 

@@ -66,6 +66,7 @@ def timers_loop(
             while not stop.is_set():
                 started = time.monotonic()
                 fired = engine.fire_due_timers(limit=limit)
+                fired += engine.fire_due_schedules()  # timer start events
                 total += fired
                 if fired and not quiet:
                     console.print(

@@ -15,15 +15,18 @@ from bpm.engine import external_tasks as _ext
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
 from bpm.engine import retention as _retention
+from bpm.engine import schedules as _schedules
 from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
+from bpm.engine.definitions import Deployment
 from bpm.engine.transactions import TransactionSource
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.model.process import ProcessModel
+from bpm.recurrence import Schedule
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.records import (
     ExternalTask,
@@ -38,11 +41,13 @@ from bpm.store import db as _db
 from bpm.store import migrate as _migrate
 
 __all__ = [
+    "Deployment",
     "Engine",
     "EngineConfig",
     "ExternalTask",
     "FetchRequest",
     "Incident",
+    "Schedule",
     "Timer",
     "TopicRequest",
 ]
@@ -121,8 +126,27 @@ class Engine:
     def deploy(
         self, source: Any, *, name: str | None = None, resource: str | None = None
     ) -> ProcessDefinition:
-        """Deploy a .bpmn path, BPMN XML text, a builder ``Process`` or a ``ProcessModel``."""
+        """Deploy a .bpmn path, BPMN XML text, a builder ``Process`` or a ``ProcessModel``.
+
+        Every executable process of the file is deployed; this returns the definition of
+        the first one (document order). :meth:`create_deployment` returns them all, with
+        the warnings."""
         return _defs.deploy(self.core, source, name=name, resource=resource)
+
+    def create_deployment(self, *sources: Any, name: str | None = None) -> Deployment:
+        """Deploy every executable process of every source in one transaction (all or
+        nothing). A source is what :meth:`deploy` takes, or a ``(resource name, source)``
+        pair; the :class:`Deployment` lists each definition and every warning."""
+        return _defs.create_deployment(self.core, sources, name=name)
+
+    def suspend_definition(self, key: str) -> list[ProcessDefinition]:
+        """Suspend every version of ``key``: no new instances, timer starts paused."""
+        return _defs.set_suspended(self.core, key, True)
+
+    def activate_definition(self, key: str) -> list[ProcessDefinition]:
+        """Undo :meth:`suspend_definition`; paused timer starts resume (a due time missed
+        while suspended fires once)."""
+        return _defs.set_suspended(self.core, key, False)
 
     def definition(self, key: str) -> ProcessDefinition:
         return _defs.latest(self.core, key)
@@ -142,8 +166,10 @@ class Engine:
         business_key: str | None = None,
         idempotency_key: str | None = None,
         now: datetime | None = None,
+        start_event: str | None = None,
     ) -> Instance:
-        """Start the latest version of process ``key``."""
+        """Start the latest version of process ``key`` at its none start event, or at
+        ``start_event`` (the id of another start event of the process)."""
         return _inst.start(
             self.core,
             key,
@@ -151,6 +177,7 @@ class Engine:
             business_key=business_key,
             idempotency_key=idempotency_key,
             now=now,
+            start_event=start_event,
         )
 
     def get_instance(self, instance_id: str) -> Instance:
@@ -259,6 +286,21 @@ class Engine:
         """Make a pending timer due now (the next poll fires it); recorded as
         ``timer_due_now``."""
         return _steering.fire_timer_now(self.core, timer_id, by=by, now=now)
+
+    def fire_due_schedules(self, now: datetime | None = None, limit: int = 100) -> int:
+        """Start an instance for every timer start event due at ``now``; each due time
+        starts exactly one instance, however many pollers run. Returns how many started."""
+        return _schedules.fire_due_schedules(self.core, now=now, limit=limit)
+
+    def schedules(
+        self, key: str | None = None, *, include_inactive: bool = False
+    ) -> list[Schedule]:
+        """Schedules of timer start events (active and paused; all with include_inactive)."""
+        return _schedules.schedules(self.core, key, include_inactive=include_inactive)
+
+    def schedule_fires(self, schedule_id: str) -> list[tuple[datetime, str]]:
+        """(due time, instance id) of every instance a schedule started, in due order."""
+        return _schedules.fired(self.core, schedule_id)
 
     def next_wakeup(self) -> datetime | None:
         """The earliest due time of a pending timer (of an active instance), or None."""

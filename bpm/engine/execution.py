@@ -145,6 +145,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         variables=dict(step.variables),
         business_key=step.business_key,
         _extend=extend,
+        script=getattr(step.node, "script", None),  # script tasks run as handlers
     )
     started = time.perf_counter()
     try:

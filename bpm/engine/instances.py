@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from bpm.engine.core import EngineCore
-from bpm.engine.unit import unit_of_work
+from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import InvalidOperation, NotFound
-from bpm.runtime.records import HistoryEvent, Instance, UserTask
+from bpm.runtime.records import HistoryEvent, Instance, ProcessDefinition, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TokenState, UserTaskState
-from bpm.runtime.work import check_variables, claim_event
+from bpm.runtime.work import InstanceWork, check_variables, claim_event
 from bpm.store import definitions as defs_store
 from bpm.store import history as history_store
 from bpm.store import instances as store
@@ -28,8 +28,11 @@ def start(
     business_key: str | None = None,
     idempotency_key: str | None = None,
     now: datetime | None = None,
+    start_event: str | None = None,
 ) -> Instance:
-    """Start the latest version of ``key``; a repeated ``idempotency_key`` returns the first."""
+    """Start the latest version of ``key``; a repeated ``idempotency_key`` returns the first.
+
+    ``start_event`` names the start event (default: the none start event)."""
     clean = check_variables(variables, core.config.max_variable_bytes)
     try:
         with unit_of_work(core, now) as unit:
@@ -37,33 +40,17 @@ def start(
                 existing = store.by_idempotency_key(unit.conn, idempotency_key)
                 if existing is not None:
                     return existing
-            definition_id = defs_store.latest_id(unit.conn, key)
-            if definition_id is None:
+            definition = defs_store.latest(unit.conn, key)
+            if definition is None:
                 raise NotFound(f"no process definition with key '{key}' is deployed")
-            model = unit.model(definition_id)
-            at = unit.now
-            inst = Instance(
-                id=str(uuid.uuid4()),
-                definition_id=definition_id,
-                definition_key=key,
-                state=InstanceState.ACTIVE,
-                variables=clean,
-                created_at=at,
-                updated_at=at,
+            work = begin_instance(
+                unit,
+                definition,
+                clean,
                 business_key=business_key,
                 idempotency_key=idempotency_key,
+                start_event=start_event,
             )
-            work = unit.new(inst)
-            work.record(
-                "instance_started",
-                payload={
-                    "definition": definition_id,
-                    "business_key": business_key,
-                    "variables": sorted(clean),
-                },
-            )
-            first = work.create_token(model.start_events[0].id, scope_id=None, parent_id=None)
-            unit.walker(work).run([first.id])
     except IntegrityError:
         if idempotency_key is None:
             raise
@@ -73,6 +60,49 @@ def start(
             raise
         return existing
     return work.instance
+
+
+def begin_instance(
+    unit: Unit,
+    definition: ProcessDefinition,
+    variables: dict[str, Any],
+    *,
+    business_key: str | None = None,
+    idempotency_key: str | None = None,
+    start_event: str | None = None,
+) -> InstanceWork:
+    """A new instance of ``definition`` in ``unit``, advanced to its first wait states
+    (written when the unit of work ends)."""
+    if definition.suspended:
+        raise InvalidOperation(
+            f"process definition '{definition.key}' is suspended: activate it to start instances"
+        )
+    model = unit.model(definition.id)
+    first_node = model.initial_start(start_event)
+    at = unit.now
+    inst = Instance(
+        id=str(uuid.uuid4()),
+        definition_id=definition.id,
+        definition_key=definition.key,
+        state=InstanceState.ACTIVE,
+        variables=variables,
+        created_at=at,
+        updated_at=at,
+        business_key=business_key,
+        idempotency_key=idempotency_key,
+    )
+    work = unit.new(inst)
+    payload: dict[str, Any] = {
+        "definition": definition.id,
+        "business_key": business_key,
+        "variables": sorted(variables),
+    }
+    if len(model.start_events) > 1:
+        payload["start_event"] = first_node.id
+    work.record("instance_started", payload=payload)
+    first = work.create_token(first_node.id, scope_id=None, parent_id=None)
+    unit.walker(work).run([first.id])
+    return work
 
 
 def get(core: EngineCore, instance_id: str) -> Instance:

@@ -1,8 +1,8 @@
 """Firing timers on time with one query per idle second: the timer waiter.
 
 Each tick (a second by default) the waiter asks the store for the due times of the timers
-due before the next tick, ONE indexed range query however many timers are pending later.
-It sleeps until the earliest of them and fires what is due, and so on through the tick.
+(and timer start events) due before the next tick: ONE indexed range query, however many
+are pending later. It sleeps until the earliest and fires what is due, and so on.
 A transaction that creates a timer due sooner than that (a retry backoff, a short delay)
 notifies the waiters (PostgreSQL ``NOTIFY``), which look again at once. Firing itself is
 :meth:`Engine.fire_due_timers`: ``SKIP LOCKED`` and the re-check under the instance lock, so
@@ -112,6 +112,7 @@ class TimerWaiter:
             total += fired
             if fired < self.batch:
                 break
+        total += self.engine.fire_due_schedules()  # timer start events
         if total:
             log.info("fired %d timers", total)
             if self.on_fired is not None:

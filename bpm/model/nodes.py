@@ -25,7 +25,10 @@ class Node:
 
 @dataclass(frozen=True)
 class StartEvent(Node):
-    pass
+    """Where an instance starts. A ``timer`` start event also starts instances on a
+    schedule (beat); without one it is a none start event."""
+
+    timer: TimerSpec | None = None
 
 
 class EndKind(StrEnum):
@@ -61,10 +64,39 @@ class ServiceTask(Node):
 
 
 @dataclass(frozen=True)
+class ScriptTask(ServiceTask):
+    """A script task. ``cel`` scripts are evaluated by the engine (``result_variable``
+    receives the value); any other language runs as the inline handler ``handler`` (the
+    task id), which finds the script text on ``ctx.script``. Nothing is evaluated as Python.
+    """
+
+    script: str | None = None
+    script_format: str | None = None
+    result_variable: str | None = None
+
+    @property
+    def is_cel(self) -> bool:
+        return (self.script_format or "").strip().lower() == "cel"
+
+    @property
+    def waits(self) -> bool:
+        return not self.is_cel
+
+
+@dataclass(frozen=True)
 class UserTask(Node):
+    """A task for a person. Every setting is text as written in the model; ``${name}``
+    reads a variable when the task is created (see :mod:`bpm.runtime.usertasks`)."""
+
     assignee: str | None = None
     candidate_groups: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
+    candidate_users: tuple[str, ...] = ()
+    due_date: str | None = None
+    follow_up_date: str | None = None
+    priority: str | None = None
+    form_key: str | None = None
+    form_ref: Mapping[str, str] = field(default_factory=dict)  # key, binding, version
 
     @property
     def waits(self) -> bool:
@@ -79,6 +111,15 @@ class ExclusiveGateway(Node):
 @dataclass(frozen=True)
 class ParallelGateway(Node):
     pass
+
+
+@dataclass(frozen=True)
+class PassThrough(Node):
+    """``task``, ``manualTask`` and a none ``intermediateThrowEvent``: the token moves on
+    at once (BPMN gives them no behaviour an engine performs). ``element`` is the BPMN
+    local name, for messages and the trail."""
+
+    element: str = "task"
 
 
 class TimerKind(StrEnum):

@@ -17,6 +17,8 @@ _KINDS: dict[str, type[n.Node]] = {
     "start_event": n.StartEvent,
     "end_event": n.EndEvent,
     "service_task": n.ServiceTask,
+    "script_task": n.ScriptTask,
+    "pass_through": n.PassThrough,
     "user_task": n.UserTask,
     "exclusive_gateway": n.ExclusiveGateway,
     "parallel_gateway": n.ParallelGateway,
@@ -63,6 +65,46 @@ class ProcessModel:
     @cached_property
     def start_events(self) -> tuple[n.StartEvent, ...]:
         return tuple(x for x in self.nodes.values() if isinstance(x, n.StartEvent))
+
+    @cached_property
+    def timer_starts(self) -> tuple[n.StartEvent, ...]:
+        """Start events with a timer: beat starts instances on their schedule."""
+        return tuple(x for x in self.start_events if x.timer is not None)
+
+    def initial_start(self, start_event: str | None = None) -> n.StartEvent:
+        """The start event an instance starts at: ``start_event`` when given, else the
+        (first) none start event, else the only start event there is.
+
+        Raises :class:`~bpm.errors.InvalidOperation` saying which ids may be given.
+        """
+        from bpm.errors import InvalidOperation
+
+        ids = ", ".join(s.id for s in self.start_events) or "none"
+        if start_event is not None:
+            node = self.nodes.get(start_event)
+            if not isinstance(node, n.StartEvent):
+                raise InvalidOperation(
+                    f"process '{self.key}' has no start event '{start_event}': use one of {ids}"
+                )
+            return node
+        plain = [s for s in self.start_events if s.timer is None]
+        if plain:
+            return plain[0]
+        if len(self.start_events) == 1:
+            return self.start_events[0]
+        raise InvalidOperation(
+            f"process '{self.key}' has no none start event: pass start_event= one of {ids}"
+        )
+
+    def handler_names(self) -> dict[str, list[str]]:
+        """Inline handler name -> ids of the tasks that run it (external tasks excluded)."""
+        out: dict[str, list[str]] = {}
+        for node in self.nodes.values():
+            if isinstance(node, n.ServiceTask) and node.handler and not node.is_external:
+                if isinstance(node, n.ScriptTask) and node.is_cel:
+                    continue
+                out.setdefault(node.handler, []).append(node.id)
+        return out
 
     def node(self, node_id: str) -> n.Node:
         return self.nodes[node_id]
@@ -123,7 +165,7 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
             value = n.TimerSpec(n.TimerKind(value["kind"]), value["expression"])
         elif f.name == "kind" and cls is n.EndEvent:
             value = n.EndKind(value)
-        elif f.name == "candidate_groups":
+        elif isinstance(value, list):
             value = tuple(value)
         kwargs[f.name] = value
     return cls(**kwargs)

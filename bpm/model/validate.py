@@ -10,14 +10,16 @@ from collections import deque
 from collections.abc import Iterator
 
 from bpm.errors import DeploymentError, Problem
-from bpm.expressions import ExpressionError, compile_condition
+from bpm.expressions import ExpressionError, compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, check
 
 __all__ = ["check_model", "validate"]
 
-_ACTIVITIES = (n.ServiceTask, n.UserTask)
+_ACTIVITIES = (n.ServiceTask, n.UserTask, n.PassThrough)
+_GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway)
 
 
 def validate(model: ProcessModel) -> ProcessModel:
@@ -32,25 +34,55 @@ def validate(model: ProcessModel) -> ProcessModel:
     return dataclasses.replace(model, warnings=merged)
 
 
-def check_model(model: ProcessModel) -> tuple[list[Problem], list[str]]:
-    """All problems and warnings of ``model``, without raising."""
+def check_model(
+    model: ProcessModel, *, placeholders: frozenset[str] = frozenset()
+) -> tuple[list[Problem], list[str]]:
+    """All problems and warnings of ``model``, without raising.
+
+    ``placeholders`` are ids of elements the parser already refused (kept as bare nodes so
+    flows to them resolve): nothing is reported about them or because of them.
+    """
     problems: list[Problem] = []
     warnings: list[str] = []
     problems += _flow_ends(model)
-    problems += _boundaries(model)
-    problems += _reachability(model)
-    problems += _degrees(model)
+    problems += _boundaries(model, placeholders, warnings)
+    problems += _reachability(model, placeholders)
+    problems += _degrees(model, placeholders)
     problems += _conditions(model, warnings)
-    problems += _tasks(model)
+    problems += _tasks(model, warnings)
+    problems += _user_tasks(model)
     problems += _timers(model, warnings)
-    return problems, warnings
+    _starts(model, warnings)
+    return [p for p in problems if p.element_id not in placeholders], warnings
 
 
 def _at(node: n.Node | n.Flow, message: str) -> Problem:
-    return Problem(message, node.id, node.line)
+    return Problem(message, node.id, node.line, element_type=element_type(node))
+
+
+def element_type(node: n.Node | n.Flow) -> str:
+    """The BPMN element a node stands for (``bpmn:serviceTask``), for messages."""
+    if isinstance(node, n.PassThrough):
+        return f"bpmn:{node.element}"
+    kind = {
+        n.Flow: "sequenceFlow",
+        n.TimerCatchEvent: "intermediateCatchEvent",
+    }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
+    return f"bpmn:{kind}"
+
+
+MAX_ID = 255
+"""Longest process key and element id the store keeps."""
 
 
 def _flow_ends(model: ProcessModel) -> Iterator[Problem]:
+    if len(model.key) > MAX_ID:
+        yield Problem(f"the process id is {len(model.key)} characters long: use {MAX_ID} or fewer")
+    for node in model.nodes.values():
+        if len(node.id) > MAX_ID:
+            yield _at(
+                node, f"the id of '{node.id[:40]}...' is too long: use {MAX_ID} characters or fewer"
+            )
     if not model.start_events:
         yield Problem(f"process '{model.key}' has no start event: add a startEvent")
     for flow in model.flows:
@@ -63,17 +95,24 @@ def _flow_ends(model: ProcessModel) -> Iterator[Problem]:
                 )
 
 
-def _bad_boundary(model: ProcessModel, node: n.Node) -> bool:
-    if not isinstance(node, n.BoundaryEvent):
+def _bad_boundary(model: ProcessModel, node: n.Node, placeholders: frozenset[str]) -> bool:
+    if not isinstance(node, n.BoundaryEvent) or node.attached_to in placeholders:
         return False
     return not isinstance(model.nodes.get(node.attached_to), _ACTIVITIES)
 
 
-def _boundaries(model: ProcessModel) -> Iterator[Problem]:
+def _boundaries(
+    model: ProcessModel, placeholders: frozenset[str], warnings: list[str]
+) -> Iterator[Problem]:
     for node in model.nodes.values():
-        if not isinstance(node, n.BoundaryEvent):
+        if not isinstance(node, n.BoundaryEvent) or node.attached_to in placeholders:
             continue
         host = model.nodes.get(node.attached_to)
+        if isinstance(host, n.PassThrough) or (isinstance(host, n.ScriptTask) and host.is_cel):
+            warnings.append(
+                f"boundary event '{node.id}' is attached to '{host.id}', which completes at "
+                "once: it never fires"
+            )
         if host is None:
             yield _at(
                 node,
@@ -94,9 +133,10 @@ def _boundaries(model: ProcessModel) -> Iterator[Problem]:
             )
 
 
-def _reachability(model: ProcessModel) -> Iterator[Problem]:
+def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:
     seen: set[str] = set()
-    queue = deque(s.id for s in model.start_events)
+    # What only a refused element leads to is not a second problem: start there too.
+    queue = deque([*(s.id for s in model.start_events), *placeholders])
     while queue:
         node_id = queue.popleft()
         if node_id in seen or node_id not in model.nodes:
@@ -107,7 +147,7 @@ def _reachability(model: ProcessModel) -> Iterator[Problem]:
     if not model.start_events:
         return  # already reported; every node would be unreachable
     for node in model.nodes.values():
-        if node.id not in seen and not _bad_boundary(model, node):
+        if node.id not in seen and not _bad_boundary(model, node, placeholders):
             yield _at(
                 node,
                 f"'{node.id}' cannot be reached from a start event: connect it with a "
@@ -115,19 +155,23 @@ def _reachability(model: ProcessModel) -> Iterator[Problem]:
             )
 
 
-def _degrees(model: ProcessModel) -> Iterator[Problem]:
+def _degrees(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:
     for node in model.nodes.values():
+        if node.id in placeholders:
+            continue
         outgoing = model.outgoing.get(node.id, ())
         incoming = model.incoming.get(node.id, ())
         if isinstance(node, n.EndEvent):
             if outgoing:
                 yield _at(node, f"end event '{node.id}' has outgoing flows: remove them")
             continue
-        if not outgoing:
+        # Anything else may end a path (BPMN: its token is consumed there); a gateway
+        # with nowhere to go is a drawing mistake.
+        if not outgoing and isinstance(node, _GATEWAYS):
             yield _at(
                 node,
-                f"'{node.id}' has no outgoing sequence flow, so a token would stop there: "
-                "connect it to the next step or to an end event",
+                f"gateway '{node.id}' has no outgoing sequence flow: connect it to the next "
+                "step or to an end event",
             )
         if isinstance(node, n.StartEvent | n.BoundaryEvent) and incoming:
             kind = "start" if isinstance(node, n.StartEvent) else "boundary"
@@ -176,6 +220,7 @@ def _exclusive(
             f"the default flow '{node.default_flow}' of gateway '{node.id}' is not one of "
             f"its outgoing flows ({', '.join(ids) or 'none'}): pick one of them",
         )
+    always: n.Flow | None = None  # the first flow without a condition (not the default)
     for flow in outgoing:
         if flow.condition is not None:
             try:
@@ -187,22 +232,28 @@ def _exclusive(
                     f"flow '{flow.id}' is the default of gateway '{node.id}'; its condition "
                     "is ignored"
                 )
-        elif len(outgoing) > 1 and flow.id != node.default_flow:
-            yield _at(
-                flow,
-                f"flow '{flow.id}' leaves exclusive gateway '{node.id}' without a condition "
-                "and is not its default, so it would never be taken: add a condition or "
-                "make it the gateway's default flow",
-            )
-    if len(outgoing) > 1 and node.default_flow is None:
+        elif flow.id != node.default_flow and always is None:
+            always = flow
+    later = [f.id for f in outgoing if f.id != node.default_flow]
+    if always is not None and len(outgoing) > 1:
+        after = later[later.index(always.id) + 1 :]
+        warnings.append(
+            f"flow '{always.id}' leaves exclusive gateway '{node.id}' without a condition: "
+            "it is taken whenever no flow before it matches"
+            + (f", so {', '.join(after)} are never taken" if after else "")
+        )
+    if len(outgoing) > 1 and node.default_flow is None and always is None:
         warnings.append(
             f"exclusive gateway '{node.id}' has no default flow: an instance where no "
             "condition is true stops there with an incident"
         )
 
 
-def _tasks(model: ProcessModel) -> Iterator[Problem]:
+def _tasks(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
     for node in model.nodes.values():
+        if isinstance(node, n.ScriptTask) and node.is_cel:
+            yield from _cel_script(node)
+            continue
         if not isinstance(node, n.ServiceTask):
             continue
         if node.handler is not None and node.topic is not None:
@@ -219,10 +270,51 @@ def _tasks(model: ProcessModel) -> Iterator[Problem]:
             )
         if node.lease_seconds is not None and node.lease_seconds <= 0:
             yield _at(node, f"service task '{node.id}' has a lease <= 0: use PT30S or more")
+        if node.topic is not None and len(node.topic) > MAX_ID:
+            yield _at(
+                node, f"the topic of '{node.id}' is too long: use {MAX_ID} characters or fewer"
+            )
+        if not -(2**63) <= node.priority < 2**63:
+            yield _at(node, f"the priority of '{node.id}' is out of range: use a 64-bit integer")
+
+
+def _user_tasks(model: ProcessModel) -> Iterator[Problem]:
+    for node in model.nodes.values():
+        if isinstance(node, n.UserTask) and node.priority is not None:
+            text = node.priority.strip()
+            if text.lstrip("-").isdigit() and not -(2**31) <= int(text) < 2**31:
+                yield _at(node, f"the priority of '{node.id}' is out of range: use 0 to 100")
+
+
+def _cel_script(node: n.ScriptTask) -> Iterator[Problem]:
+    if not (node.script or "").strip():
+        yield _at(node, f"CEL script task '{node.id}' has no script: write the expression")
+        return
+    try:
+        compile_expression(node.script or "")
+    except ExpressionError as exc:
+        yield _at(node, f"script of '{node.id}': {exc}")
+    if node.handler is not None or node.topic is not None:
+        yield _at(node, f"CEL script task '{node.id}' also names a handler or topic: keep one")
+
+
+def _starts(model: ProcessModel, warnings: list[str]) -> None:
+    plain = [s.id for s in model.start_events if s.timer is None]
+    if len(plain) > 1:
+        warnings.append(
+            f"process '{model.key}' has several none start events ({', '.join(plain)}): "
+            f"start() uses '{plain[0]}' unless start_event= names another"
+        )
 
 
 def _timers(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
     for node in model.nodes.values():
+        if isinstance(node, n.StartEvent) and node.timer is not None:
+            try:
+                recurrence(node.timer)
+            except TimerError as exc:
+                yield _at(node, f"timer of start event '{node.id}': {exc}")
+            continue
         if isinstance(node, n.TimerCatchEvent) and node.timer is None:
             yield _at(
                 node,

@@ -10,18 +10,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bpm.expressions import ExpressionError, compile_condition
+from bpm.errors import BpmError
+from bpm.expressions import ExpressionError, compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.runtime import timers
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
+from bpm.runtime.usertasks import user_task_fields
 from bpm.runtime.walker import Walker
 from bpm.runtime.work import new_id
 
 Behaviour = Callable[[Walker, Token, Any], None]
 
+SCRIPT_INCIDENT = "failedScript"
+"""Incident type of a CEL script that could not be evaluated or stored."""
+
 
 def start_event(walker: Walker, tok: Token, node: n.StartEvent) -> None:
+    walker.leave(tok)
+
+
+def pass_through(walker: Walker, tok: Token, node: n.PassThrough) -> None:
+    """``task``, ``manualTask``, a none intermediate throw event: nothing to do.
+
+    (A node without outgoing flows needs nothing special anywhere: leaving it completes the
+    token, and the instance completes when no token is left, BPMN's implicit end.)"""
     walker.leave(tok)
 
 
@@ -72,6 +85,24 @@ def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
     w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.EXTERNAL_TASK, task.id))
 
 
+def script_task(walker: Walker, tok: Token, node: n.ScriptTask) -> None:
+    """A CEL script is evaluated here, its value stored in the result variable; a script in
+    any other language is an inline step like any other (the handler named by the task id,
+    which finds the script on ``ctx.script``). Nothing is ever evaluated as Python."""
+    if not node.is_cel:
+        service_task(walker, tok, node)
+        return
+    w = walker.work
+    try:
+        value = compile_expression(node.script or "").evaluate(w.instance.variables)
+        if node.result_variable:
+            w.merge_variables({node.result_variable: value}, source=node.id, token_id=tok.id)
+    except BpmError as exc:  # ExpressionError, VariableError: the model's or the data's fault
+        walker.fail_token(tok, f"script of {node.id}: {exc}", incident_type=SCRIPT_INCIDENT)
+        return
+    walker.leave(tok)
+
+
 def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
     if not walker.enter_activity(tok):
         return
@@ -82,11 +113,9 @@ def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
             instance_id=tok.instance_id,
             token_id=tok.id,
             node_id=node.id,
-            name=node.name,
             state=UserTaskState.OPEN,
-            assignee=node.assignee,
-            candidate_groups=tuple(node.candidate_groups),
             created_at=w.now,
+            **user_task_fields(node, w.instance.variables, w.now),  # name, assignee, form...
         )
     )
     w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.USER_TASK, task.id))
@@ -103,8 +132,9 @@ def exclusive_gateway(walker: Walker, tok: Token, node: n.ExclusiveGateway) -> N
         if f.id == node.default_flow:
             default = f
             continue
-        if f.condition is None:
-            continue
+        if f.condition is None:  # taken, as Camunda does (flows are tried in order)
+            walker.leave(tok, [f])
+            return
         try:
             matched = compile_condition(f.condition).evaluate(variables)
         except ExpressionError as exc:
@@ -170,6 +200,8 @@ def _fork(walker: Walker, tok: Token, node: n.ParallelGateway, outer: str | None
 
 BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.StartEvent: start_event,
+    n.PassThrough: pass_through,
+    n.ScriptTask: script_task,
     n.BoundaryEvent: boundary_event,
     n.EndEvent: end_event,
     n.ServiceTask: service_task,

@@ -126,6 +126,7 @@ class ProcessDefinition:
     resource: str | None = None
     deployment_id: str | None = None
     version_tag: str | None = None
+    suspended: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,13 @@ class UserTask:
     assignee: str | None = None
     candidate_groups: tuple[str, ...] = ()
     completed_at: datetime | None = None
+    candidate_users: tuple[str, ...] = ()
+    due_at: datetime | None = None
+    follow_up_at: datetime | None = None
+    priority: int = 50
+    form_key: str | None = None
+    form_ref: dict[str, str] | None = field(default=None, compare=False)
+    """Camunda Forms reference: ``key``, ``binding`` (latest, deployment, version), ``version``."""
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, func, insert, select, update
 
 from bpm.runtime.records import ProcessDefinition
 from bpm.store import tables as t
 from bpm.store.rows import definition_from_row
 
+# A definition's record: every column but the source and the compiled model (big).
+_RECORD = [c for c in t.process_definition.c if c.name not in ("source", "model")]
+
 
 def latest(conn: Connection, key: str) -> ProcessDefinition | None:
     row = conn.execute(
-        select(t.process_definition)
+        select(*_RECORD)
         .where(t.process_definition.c.key == key)
         .order_by(t.process_definition.c.version.desc())
         .limit(1)
@@ -22,19 +25,8 @@ def latest(conn: Connection, key: str) -> ProcessDefinition | None:
     return definition_from_row(row) if row else None
 
 
-def latest_id(conn: Connection, key: str) -> str | None:
-    """The id of the newest version of ``key`` (what a start needs: no source, no model)."""
-    pd = t.process_definition
-    value = conn.execute(
-        select(pd.c.id).where(pd.c.key == key).order_by(pd.c.version.desc()).limit(1)
-    ).scalar_one_or_none()
-    return None if value is None else str(value)
-
-
 def by_id(conn: Connection, definition_id: str) -> ProcessDefinition | None:
-    row = conn.execute(
-        select(t.process_definition).where(t.process_definition.c.id == definition_id)
-    ).first()
+    row = conn.execute(select(*_RECORD).where(t.process_definition.c.id == definition_id)).first()
     return definition_from_row(row) if row else None
 
 
@@ -77,3 +69,13 @@ def list_all(conn: Connection, key: str | None = None) -> list[ProcessDefinition
     if key is not None:
         q = q.where(t.process_definition.c.key == key)
     return [definition_from_row(r) for r in conn.execute(q)]
+
+
+def set_suspended(conn: Connection, key: str, suspended: bool) -> int:
+    """Suspend or activate every version of ``key``; returns how many rows matched."""
+    result = conn.execute(
+        update(t.process_definition)
+        .where(t.process_definition.c.key == key)
+        .values(suspended=suspended)
+    )
+    return int(result.rowcount or 0)

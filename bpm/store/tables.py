@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -75,6 +77,8 @@ process_definition = Table(
     Column("source", Text, nullable=False),
     Column("model", JSONDoc, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # Suspended definitions start no instances and their timer start events pause.
+    Column("suspended", Boolean, nullable=False, server_default=false()),
     UniqueConstraint("key", "version", name="uq_process_definition_key_version"),
 )
 
@@ -228,8 +232,51 @@ user_task = Table(
     Column("candidate_groups", JSONDoc, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("completed_at", UTCDateTime),
+    Column("candidate_users", JSONDoc),
+    Column("due_at", UTCDateTime),
+    Column("follow_up_at", UTCDateTime),
+    Column("priority", Integer, nullable=False, server_default=text("50")),
+    Column("form_key", String(1000)),
+    Column("form_ref", JSONDoc),
     Index("ix_user_task_instance", "instance_id"),
     Index("ix_user_task_open", "state", "created_at"),
+)
+
+# The schedule of one timer start event of one definition version: beat starts an
+# instance at each due time. A new version replaces its key's schedules.
+timer_schedule = Table(
+    "timer_schedule",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("definition_id", String(300), ForeignKey("process_definition.id"), nullable=False),
+    Column("definition_key", String(255), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("expression", String(1000), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("next_due", UTCDateTime),
+    Column("fired_count", Integer, nullable=False, server_default=text("0")),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index(
+        "ix_timer_schedule_due",
+        "next_due",
+        postgresql_where=text("state = 'active'"),
+        sqlite_where=text("state = 'active'"),
+    ),
+    Index("ix_timer_schedule_key", "definition_key"),
+)
+
+# One row per due time that started an instance: the unique key makes a second start
+# for the same due time impossible, whatever two beats do.
+schedule_fire = Table(
+    "schedule_fire",
+    metadata,
+    Column("schedule_id", String(64), ForeignKey("timer_schedule.id"), nullable=False),
+    Column("due_at", UTCDateTime, nullable=False),
+    Column("instance_id", String(64), nullable=False),
+    Column("fired_at", UTCDateTime, nullable=False),
+    UniqueConstraint("schedule_id", "due_at", name="uq_schedule_fire_due"),
 )
 
 incident = Table(
@@ -264,5 +311,5 @@ history = Table(  # one row per transaction and instance: its events, in order
 
 TABLES_IN_DROP_ORDER = (
     history, incident, user_task, external_task, timer, fork_scope, token,
-    process_instance, process_definition, deployment,
+    process_instance, schedule_fire, timer_schedule, process_definition, deployment,
 )  # fmt: skip

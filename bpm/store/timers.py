@@ -7,10 +7,10 @@ until it is resumed, and they fire on the first poll after that.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, union_all
 
 from bpm.runtime.records import Timer
 from bpm.runtime.states import InstanceState, TimerState
@@ -57,15 +57,33 @@ def claim_due(
 
 
 def due_before(conn: Connection, until: datetime, limit: int) -> list[datetime]:
-    """Due times of pending timers up to ``until``, earliest first (an index range scan of
-    ``ix_timer_due``: however many timers are pending later, this reads only these)."""
-    q = (
-        select(t.timer.c.fire_at)
+    """Due times up to ``until`` of pending timers and of timer start events, earliest first.
+
+    One statement, two index range scans (``ix_timer_due``, ``ix_timer_schedule_due``):
+    however many are due later, this reads only these."""
+    ts = t.timer_schedule
+    timers = (
+        select(t.timer.c.fire_at.label("due"))
         .where(t.timer.c.state == PENDING, t.timer.c.fire_at <= until)
         .order_by(t.timer.c.fire_at)
         .limit(limit)
+        .subquery()
     )
-    return list(conn.execute(q).scalars())
+    starts = (
+        select(ts.c.next_due.label("due"))
+        .where(ts.c.state == "active", ts.c.next_due <= until)
+        .order_by(ts.c.next_due)
+        .limit(limit)
+        .subquery()
+    )
+    both = union_all(select(timers.c.due), select(starts.c.due)).subquery()
+    q = select(both.c.due).order_by(both.c.due).limit(limit)
+    return sorted(_aware(d) for d in conn.execute(q).scalars())
+
+
+def _aware(value: datetime) -> datetime:
+    # a UNION loses the column type on SQLite: its values come back naive (UTC)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def next_wakeup(conn: Connection) -> datetime | None:

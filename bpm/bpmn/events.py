@@ -1,0 +1,196 @@
+"""Events: start (none, timer), end (none, terminate, error), intermediate catch (timer),
+intermediate throw (none: pass through), boundary (timer, error)."""
+
+from __future__ import annotations
+
+import re
+from xml.etree.ElementTree import Element
+
+from bpm.bpmn.context import Context, base, event_definitions
+from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.namespaces import local, pretty
+from bpm.model import nodes as n
+
+__all__ = [
+    "parse_boundary",
+    "parse_catch",
+    "parse_end",
+    "parse_start",
+    "parse_throw",
+]
+
+_TIMER_KINDS = {
+    "timeDuration": n.TimerKind.DURATION,
+    "timeDate": n.TimerKind.DATE,
+    "timeCycle": n.TimerKind.CYCLE,
+}
+_TIMER = frozenset({"timerEventDefinition"})
+
+
+def _common(el: Element, ctx: Context, uses: frozenset[str] = frozenset()) -> None:
+    read_extensions(el, ctx)
+    warn_attributes(el, ctx, uses)
+
+
+def error_code(defn: Element, owner: Element, ctx: Context, *, required: bool) -> str | None:
+    """The ``errorCode`` of the ``bpmn:error`` that ``defn`` (an error definition) names."""
+    ref = defn.get("errorRef")
+    if not ref:
+        if required:
+            ctx.report_in(owner, defn, "an error end event needs errorRef to a bpmn:error")
+        return None
+    error = ctx.errors.get(ref) or ctx.errors.get(ref.rpartition(":")[2])
+    if error is None:
+        ctx.report_in(
+            owner, defn, f"errorRef '{ref}' names no bpmn:error: add <bpmn:error id=\"{ref}\">"
+        )
+        return None
+    code = error.get("errorCode") or None
+    if code is None and required:
+        ctx.report_in(owner, defn, f"bpmn:error '{ref}' has no errorCode: add errorCode=\"...\"")
+    return code
+
+
+def timer(defn: Element, owner: Element, ctx: Context) -> n.TimerSpec | None:
+    """The one ``timeDuration``, ``timeDate`` or ``timeCycle`` of a timer definition."""
+    found = [(kind, child) for child in defn if (kind := _TIMER_KINDS.get(local(child)))]
+    if len(found) != 1:
+        ctx.report_in(
+            owner,
+            defn,
+            f"timer of '{owner.get('id')}' needs exactly one of timeDuration, timeDate or "
+            f"timeCycle (found {len(found)})",
+        )
+        return None
+    kind, child = found[0]
+    text = (child.text or "").strip()
+    if not text:
+        ctx.report_in(owner, child, f"timer of '{owner.get('id')}' is empty: write e.g. PT5M")
+        return None
+    text = _literal(text)
+    if ctx.zeebe and kind is n.TimerKind.CYCLE:
+        text = _spring_weekdays(text)
+    return n.TimerSpec(kind, text)
+
+
+def _literal(text: str) -> str:
+    """Other spellings of the same timer: a quoted literal (SpiffWorkflow's Python, Zeebe's
+    ``="PT5M"``) is its text; ``#{name}`` and Zeebe's ``=name`` read variable ``name``."""
+    body = text[1:].strip() if text.startswith("=") else text
+    if len(body) >= 2 and body[0] == body[-1] and body[0] in "\"'":
+        return body[1:-1].strip()
+    if text.startswith("=") and re.fullmatch(r"[A-Za-z_]\w*", body):
+        return f"${{{body}}}"
+    if match := re.fullmatch(r"#\{\s*([A-Za-z_]\w*)\s*\}", text):
+        return f"${{{match[1]}}}"
+    return text
+
+
+def _spring_weekdays(text: str) -> str:
+    """Zeebe's cron counts weekdays from Sunday = 0 (or 7); store names, which mean the
+    same in every dialect, so the model reads alike whoever wrote it."""
+    fields = text.split()
+    if len(fields) != 6:
+        return text
+    names = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+    out = []
+    for part in fields[5].split(","):
+        step = ""
+        if "/" in part:
+            part, step = part.split("/", 1)
+            step = "/" + step
+        bounds = part.split("-")
+        if all(b.isdigit() and int(b) <= 7 for b in bounds):
+            part = "-".join(names[int(b)] for b in bounds)
+        out.append(part + step)
+    return " ".join([*fields[:5], ",".join(out)])
+
+
+def parse_start(el: Element, ctx: Context) -> n.Node:
+    """``startEvent``: none, or with a timer (instances start on its schedule)."""
+    _common(el, ctx)
+    node_id, name, line = base(el, ctx)
+    defs = event_definitions(el, ctx, _TIMER)
+    if not defs:
+        return n.StartEvent(node_id, name, line)
+    spec = timer(defs[0], el, ctx)
+    if spec is None:
+        return ctx.placeholder(el)
+    return n.StartEvent(node_id, name, line, timer=spec)
+
+
+def parse_end(el: Element, ctx: Context) -> n.Node:
+    """``endEvent``: none, terminate or error."""
+    _common(el, ctx)
+    node_id, name, line = base(el, ctx)
+    allowed = frozenset({"terminateEventDefinition", "errorEventDefinition"})
+    before = len(ctx.problems)
+    defs = event_definitions(el, ctx, allowed)
+    if len(ctx.problems) > before:
+        return ctx.placeholder(el)
+    if not defs:
+        return n.EndEvent(node_id, name, line)
+    if local(defs[0]) == "terminateEventDefinition":
+        return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
+    code = error_code(defs[0], el, ctx, required=True)
+    return n.EndEvent(node_id, name, line, kind=n.EndKind.ERROR, error_code=code)
+
+
+def parse_catch(el: Element, ctx: Context) -> n.Node:
+    """``intermediateCatchEvent``: only timers are supported."""
+    _common(el, ctx)
+    node_id, name, line = base(el, ctx)
+    before = len(ctx.problems)
+    defs = event_definitions(el, ctx, _TIMER)
+    spec = timer(defs[0], el, ctx) if defs else None
+    if spec is None:
+        if len(ctx.problems) == before:
+            ctx.report(el, f"intermediate catch event '{node_id}' needs a timerEventDefinition")
+        return ctx.placeholder(el)
+    return n.TimerCatchEvent(node_id, name, line, timer=spec)
+
+
+def parse_throw(el: Element, ctx: Context) -> n.Node:
+    """``intermediateThrowEvent`` without a definition: the token passes through."""
+    _common(el, ctx)
+    node_id, name, line = base(el, ctx)
+    before = len(ctx.problems)
+    event_definitions(el, ctx, frozenset())
+    if len(ctx.problems) > before:
+        return ctx.placeholder(el)
+    return n.PassThrough(node_id, name, line, element=local(el))
+
+
+def parse_boundary(el: Element, ctx: Context) -> n.Node:
+    """``boundaryEvent``: a timer (interrupting or not) or an error catch."""
+    _common(el, ctx)
+    node_id, name, line = base(el, ctx)
+    allowed = frozenset({"timerEventDefinition", "errorEventDefinition"})
+    before = len(ctx.problems)
+    defs = event_definitions(el, ctx, allowed)
+    if len(ctx.problems) > before:
+        return ctx.placeholder(el)  # an unsupported definition, already reported
+    if not defs:
+        ctx.report(
+            el,
+            f"{pretty(el.tag)} '{node_id}' has no event definition: add a timer or error "
+            "event definition",
+        )
+        return ctx.placeholder(el)
+    spec: n.TimerSpec | None = None
+    code: str | None = None
+    if local(defs[0]) == "timerEventDefinition":
+        spec = timer(defs[0], el, ctx)
+        if spec is None:
+            return ctx.placeholder(el)
+    else:
+        code = error_code(defs[0], el, ctx, required=False)
+    return n.BoundaryEvent(
+        node_id,
+        name,
+        line,
+        attached_to=el.get("attachedToRef", ""),
+        cancel_activity=el.get("cancelActivity", "true").strip().lower() != "false",
+        timer=spec,
+        error_code=code,
+    )

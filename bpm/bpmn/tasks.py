@@ -1,0 +1,173 @@
+"""Tasks: service, send and business-rule (bound as :mod:`bpm.bpmn.bindings` says), script
+(CEL evaluated, anything else a handler), user, and ``task`` / ``manualTask`` (pass through).
+"""
+
+from __future__ import annotations
+
+from xml.etree.ElementTree import Element
+
+from bpm.bpmn import bindings, usertasks
+from bpm.bpmn.context import Context, base, event_definitions
+from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.namespaces import java_engine, local, ours
+from bpm.dialects import translate_feel
+from bpm.expressions import ExpressionError
+from bpm.model import nodes as n
+from bpm.timeexpr import TimerError, parse_duration
+
+__all__ = ["parse_pass_through", "parse_script", "parse_service", "parse_user"]
+
+
+def _priority(el: Element, ctx: Context) -> int:
+    found = java_engine(el, "taskPriority")
+    if found is None:
+        return 0
+    try:
+        return int(found[1])
+    except ValueError:
+        ctx.report(el, f"{found[0]} '{found[1]}' must be a whole number")
+        return 0
+
+
+def _lease(el: Element, ctx: Context) -> float | None:
+    text = ours(el, "lease")
+    if text is None:
+        return None
+    try:
+        return parse_duration(text).total_seconds()
+    except TimerError as exc:
+        ctx.report(el, f"bpm:lease: {exc}")
+        return None
+
+
+def parse_service(el: Element, ctx: Context) -> n.Node:
+    """``serviceTask``, ``sendTask``, ``businessRuleTask``: inline or external work."""
+    event_definitions(el, ctx, frozenset())
+    node_id, name, line = base(el, ctx)
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES)
+    warn_attributes(el, ctx, bindings.USES)
+    binding = bindings.bind(el, ctx, ext)
+    return n.ServiceTask(
+        node_id,
+        name,
+        line,
+        handler=binding.handler,
+        topic=binding.topic,
+        retry=binding.retry,
+        priority=_priority(el, ctx),
+        properties={**ext.properties, **binding.properties},
+        lease_seconds=_lease(el, ctx),
+    )
+
+
+def _script_text(el: Element) -> str | None:
+    for child in el:
+        if local(child) == "script":
+            return child.text or ""
+    return None
+
+
+def parse_script(el: Element, ctx: Context) -> n.Node:
+    """``scriptTask``: ``scriptFormat="cel"`` is evaluated by the engine; any other language
+    runs as the inline handler named by the task id (the script on ``ctx.script``);
+    ``zeebe:script`` (FEEL) is translated to CEL; ``zeebe:taskDefinition`` is a job."""
+    event_definitions(el, ctx, frozenset())
+    node_id, name, line = base(el, ctx)
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | {"script"})
+    warn_attributes(el, ctx, bindings.USES | {"resultVariable", "resource"})
+    result = java_engine(el, "resultVariable")
+    priority, lease = _priority(el, ctx), _lease(el, ctx)
+    feel = ext.zeebe.get("script")
+    if "taskDefinition" in ext.zeebe:
+        binding = bindings.bind(el, ctx, ext)
+        return n.ServiceTask(
+            node_id,
+            name,
+            line,
+            handler=binding.handler,
+            topic=binding.topic,
+            retry=binding.retry,
+            properties={**ext.properties, **binding.properties},
+            priority=priority,
+            lease_seconds=lease,
+        )
+    if feel is not None:
+        expression = (feel.get("expression") or "").strip()
+        try:
+            cel = translate_feel(expression[1:] if expression.startswith("=") else expression)
+        except ExpressionError as exc:
+            ctx.report(el, f"zeebe:script of '{node_id}': {exc}")
+            cel = ""
+        return n.ScriptTask(
+            node_id,
+            name,
+            line,
+            script=cel,
+            script_format="cel",
+            result_variable=(feel.get("resultVariable") or "").strip() or None,
+            properties=ext.properties,
+            priority=priority,
+            lease_seconds=lease,
+        )
+    script_format = (el.get("scriptFormat") or "").strip() or None
+    script = _script_text(el)
+    resource = java_engine(el, "resource")
+    is_cel = (script_format or "").lower() == "cel"
+    if resource is not None:
+        if is_cel:
+            ctx.report(el, f"{resource[0]} on a CEL script task: write the script inline")
+        else:
+            ctx.warn(el, el, f"{resource[0]} '{resource[1]}' is not loaded: ctx.script is None")
+    if result is not None and not is_cel:
+        ctx.warn(
+            el,
+            el,
+            f"{result[0]} on a {script_format or 'script'} task run by a handler is "
+            f"ignored: return {{'{result[1]}': value}} from the handler",
+        )
+    if is_cel:
+        return n.ScriptTask(
+            node_id,
+            name,
+            line,
+            properties=ext.properties,
+            script=(script or "").strip(),
+            script_format=script_format,
+            result_variable=(result[1].strip() or None) if result is not None else None,
+            priority=priority,
+            lease_seconds=lease,
+        )
+    binding = bindings.bind(el, ctx, ext)  # bpm:handler may name it; else the task id
+    return n.ScriptTask(
+        node_id,
+        name,
+        line,
+        handler=binding.handler,
+        topic=binding.topic,
+        retry=binding.retry,
+        properties=ext.properties,
+        script=script,
+        script_format=script_format,
+        priority=priority,
+        lease_seconds=lease,
+    )
+
+
+def parse_user(el: Element, ctx: Context) -> n.Node:
+    """``userTask`` with its assignee, candidates, dates, priority and form."""
+    event_definitions(el, ctx, frozenset())
+    node_id, name, line = base(el, ctx)
+    ext = read_extensions(el, ctx, usertasks.ZEEBE_USES)
+    warn_attributes(el, ctx, usertasks.USES)
+    return n.UserTask(
+        node_id, name, line, properties=ext.properties, **usertasks.user_settings(el, ctx, ext)
+    )
+
+
+def parse_pass_through(el: Element, ctx: Context) -> n.Node:
+    """``task`` and ``manualTask``: no work for the engine, the token moves on."""
+    event_definitions(el, ctx, frozenset())
+    node_id, name, line = base(el, ctx)
+    read_extensions(el, ctx)
+    warn_attributes(el, ctx)
+    return n.PassThrough(node_id, name, line, element=local(el))

@@ -1,0 +1,190 @@
+"""User-task settings in every spelling: ``camunda:``, ``activiti:``/``flowable:``,
+``zeebe:`` extension elements, and BPMN ``humanPerformer`` / ``potentialOwner``.
+
+Values stay text in the model. ``${name}`` (and Zeebe's ``=name``) reads a variable when
+the task is created; other expressions are not evaluated and deploy with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from xml.etree.ElementTree import Element
+
+from bpm.bpmn.context import Context
+from bpm.bpmn.extensions import Extensions
+from bpm.bpmn.namespaces import java_engine, local
+from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
+
+__all__ = ["USES", "ZEEBE_USES", "user_settings"]
+
+USES = frozenset(
+    {
+        "assignee",
+        "candidateUsers",
+        "candidateGroups",
+        "dueDate",
+        "followUpDate",
+        "priority",
+        "formKey",
+        "formRef",
+        "formRefBinding",
+        "formRefVersion",
+    }
+)
+ZEEBE_USES = frozenset(
+    {"assignmentDefinition", "taskSchedule", "priorityDefinition", "formDefinition", "userTask"}
+)
+
+_FEEL_PATH = re.compile(r"^=\s*(?P<path>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)\s*$")
+_FEEL_STRING = re.compile(r'^=\s*"(?P<text>[^"\\]*)"\s*$')
+_FEEL_LIST = re.compile(r'^=\s*\[(?P<items>\s*"[^"\\]*"\s*(?:,\s*"[^"\\]*"\s*)*)\]\s*$')
+_USER = re.compile(r"^user\((?P<name>[^()]*)\)$")
+_GROUP = re.compile(r"^group\((?P<name>[^()]*)\)$")
+
+
+def _value(text: str | None, what: str, el: Element, ctx: Context) -> str | None:
+    """A setting as stored: literal text, or ``${name}`` for a variable; None if unusable."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if text.startswith("="):
+        if match := _FEEL_STRING.match(text):
+            return match["text"]
+        if match := _FEEL_PATH.match(text):
+            return f"${{{match['path']}}}"
+        ctx.warn(el, el, f"{what} '{text}' is a FEEL expression this engine does not evaluate")
+        return None
+    if "${" in text or "#{" in text:
+        if variable_name(text) is not None:
+            return text
+        ctx.warn(
+            el,
+            el,
+            f"{what} '{text}' is an expression this engine does not evaluate (only "
+            "${variable} is read)",
+        )
+        return None
+    return text
+
+
+def _items(text: str | None, what: str, el: Element, ctx: Context) -> list[str]:
+    if text is None or not text.strip():
+        return []
+    if match := _FEEL_LIST.match(text.strip()):
+        return re.findall(r'"([^"\\]*)"', match["items"])
+    if text.strip().startswith("="):
+        single = _value(text, what, el, ctx)
+        return [single] if single else []
+    out = []
+    for part in text.split(","):
+        value = _value(part, what, el, ctx)
+        if value:
+            out.append(value)
+    return out
+
+
+def _formal(el: Element, kind: str) -> list[str]:
+    """Texts of ``<kind><resourceAssignmentExpression><formalExpression>``."""
+    out = []
+    for child in el:
+        if local(child) != kind:
+            continue
+        for expr in child.iter():
+            if local(expr) == "formalExpression" and (expr.text or "").strip():
+                out.append((expr.text or "").strip())
+    return out
+
+
+def _check_date(value: str | None, what: str, el: Element, ctx: Context) -> str | None:
+    if value is None or variable_name(value) is not None:
+        return value
+    try:
+        parse_date(value)
+    except TimerError:
+        try:
+            parse_duration(value)
+        except TimerError:
+            ctx.report(
+                el,
+                f"{what} '{value}' is neither an ISO 8601 date (2026-12-01T09:00:00Z) nor a "
+                "duration (P2D, from the task's creation), nor ${variable}",
+            )
+            return None
+    return value
+
+
+def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
+    """Keyword arguments for :class:`bpm.model.nodes.UserTask` beyond id, name and line."""
+
+    def java(name: str) -> str | None:
+        found = java_engine(el, name)
+        return found[1] if found else None
+
+    zeebe = {name: item for name, item in ext.zeebe.items()}
+    assign = zeebe.get("assignmentDefinition")
+    schedule = zeebe.get("taskSchedule")
+    form = zeebe.get("formDefinition")
+    performers = _formal(el, "humanPerformer") + _formal(el, "performer")
+    assignee = _value(
+        java("assignee")
+        or (assign.get("assignee") if assign is not None else None)
+        or (performers[0] if performers else None),
+        "assignee",
+        el,
+        ctx,
+    )
+    users = _items(java("candidateUsers"), "candidateUsers", el, ctx)
+    groups = _items(java("candidateGroups"), "candidateGroups", el, ctx)
+    if assign is not None:
+        users += _items(assign.get("candidateUsers"), "candidateUsers", el, ctx)
+        groups += _items(assign.get("candidateGroups"), "candidateGroups", el, ctx)
+    for text in _formal(el, "potentialOwner"):
+        for part in (p.strip() for p in text.split(",")):
+            if match := _USER.match(part):
+                users.append(match["name"].strip())
+            elif match := _GROUP.match(part):
+                groups.append(match["name"].strip())
+            elif part:
+                groups.append(part)  # Camunda reads a bare name as a group
+    due = java("dueDate") or (schedule.get("dueDate") if schedule is not None else None)
+    follow = java("followUpDate") or (
+        schedule.get("followUpDate") if schedule is not None else None
+    )
+    priority = java("priority")
+    if priority is None and "priorityDefinition" in zeebe:
+        priority = zeebe["priorityDefinition"].get("priority")
+    priority = _value(priority, "priority", el, ctx)
+    if (
+        priority is not None
+        and variable_name(priority) is None
+        and not priority.lstrip("-").isdigit()
+    ):
+        ctx.report(el, f"priority '{priority}' must be a whole number or ${{variable}}")
+        priority = None
+    form_key = _value(java("formKey"), "formKey", el, ctx)
+    form_ref: dict[str, str] = {}
+    if java("formRef"):
+        form_ref = {"key": java("formRef") or "", "binding": java("formRefBinding") or "latest"}
+        if java("formRefVersion"):
+            form_ref["version"] = java("formRefVersion") or ""
+    if form is not None:
+        form_key = form_key or _value(
+            form.get("formKey") or form.get("externalReference"), "formKey", el, ctx
+        )
+        if form.get("formId"):
+            form_ref = {"key": form.get("formId", ""), "binding": form.get("bindingType", "latest")}
+            if form.get("versionTag"):
+                form_ref["version"] = form.get("versionTag", "")
+    return {
+        "assignee": assignee,
+        "candidate_users": tuple(dict.fromkeys(users)),
+        "candidate_groups": tuple(dict.fromkeys(groups)),
+        "due_date": _check_date(_value(due, "dueDate", el, ctx), "dueDate", el, ctx),
+        "follow_up_date": _check_date(
+            _value(follow, "followUpDate", el, ctx), "followUpDate", el, ctx
+        ),
+        "priority": priority,
+        "form_key": form_key,
+        "form_ref": form_ref,
+    }

@@ -1,0 +1,321 @@
+"""Conditions as other engines write them, turned into CEL where the meaning is the same.
+
+Three spellings reach a deploy besides plain CEL:
+
+* **JUEL** inside ``${...}`` (Camunda 7, Activiti, Flowable): ``${amount gt 100 and not
+  empty customer}``. The word operators (``eq ne lt gt le ge and or not mod empty``) are
+  rewritten to CEL token by token; ``empty x`` becomes a CEL test that is true for null and
+  for an empty string, list or map, false otherwise, exactly as JUEL. What has no exact
+  CEL meaning (``div`` and ``/``: JUEL divides as decimals, CEL integers as integers; Java
+  method calls; ``execution.getVariable``) is refused with the CEL spelling to use.
+* **FEEL** after ``=`` (Zeebe): ``= amount > 100 and status = "open"``. Comparisons,
+  ``and``/``or``/``not(...)``, literals, paths and ``+ - *`` are rewritten; the rest (lists,
+  ranges, ``between``, ``in``, functions, decimal ``/``) is refused with the CEL spelling.
+* **Python** spellings (``True``, ``False``, ``None``, ``and``, ``or``, ``not``, ``is``,
+  ``len``) in a plain expression are refused at deploy with the fix named: ``x == False``
+  would otherwise deploy and fail the first instance (CEL reads ``False`` as a variable).
+
+Text inside ``${...}`` without any JUEL word is CEL, as it always was here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bpm.expressions import ExpressionError
+
+__all__ = ["python_spellings", "to_cel", "translate_feel", "translate_juel"]
+
+_TOKEN = re.compile(
+    r"""(?P<ws>\s+)
+    |(?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
+    |(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
+    |(?P<ident>[A-Za-z_$][A-Za-z0-9_$]*)
+    |(?P<op>==|!=|<=|>=|&&|\|\||.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_WRAPPED = re.compile(r"^\s*[$#]\{(?P<body>.*)\}\s*$", re.DOTALL)
+
+_JUEL_WORDS = {
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "gt": ">",
+    "le": "<=",
+    "ge": ">=",
+    "and": "&&",
+    "or": "||",
+    "not": "!",
+    "mod": "%",
+}
+_JUEL_ONLY = {*_JUEL_WORDS, "empty", "div"}
+_PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_PYTHON_WORDS = {
+    "and": "&&",
+    "or": "||",
+    "not": "!",
+    "is": "== (or != for `is not`)",
+    "elif": "a ? b : c",
+    "len": "size(x)",
+}
+_JAVA_METHODS = {
+    "equals": "a == b",
+    "isEmpty": "size(x) == 0",
+    "length": "size(x)",
+    "contains": "x.contains(y) on strings; y in x on lists",
+    "getVariable": "the variable name itself",
+}
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # ws, num, str, ident, op
+    text: str
+
+
+def _tokens(text: str) -> list[_Token]:
+    out: list[_Token] = []
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "op"
+        out.append(_Token(kind, match.group()))
+    return out
+
+
+def _words(tokens: list[_Token]) -> list[_Token]:
+    return [t for t in tokens if t.kind != "ws"]
+
+
+def _next_word(tokens: list[_Token], i: int) -> _Token | None:
+    for tok in tokens[i + 1 :]:
+        if tok.kind != "ws":
+            return tok
+    return None
+
+
+def _prev_word(tokens: list[_Token], i: int) -> _Token | None:
+    for tok in reversed(tokens[:i]):
+        if tok.kind != "ws":
+            return tok
+    return None
+
+
+def python_spellings(cel: str) -> str | None:
+    """A message naming the first Python spelling in ``cel`` and its CEL fix, else None."""
+    tokens = _tokens(cel)
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident":
+            continue
+        before = _prev_word(tokens, i)
+        if before is not None and before.text == ".":
+            continue  # a field or method name, e.g. order.None is a field
+        if tok.text in _PYTHON_LITERALS:
+            return (
+                f"`{tok.text}` is Python; CEL writes {_PYTHON_LITERALS[tok.text]} (in lower "
+                f"case): `{cel.strip()}` would read `{tok.text}` as a variable"
+            )
+        if tok.text in _PYTHON_WORDS:
+            after = _next_word(tokens, i)
+            if tok.text == "len" and (after is None or after.text != "("):
+                continue  # a variable called len
+            if tok.text not in ("len",) and after is not None and after.text in (
+                "==", "!=", ")", "]", ",", "?", ":", "&&", "||", ".",
+            ):  # fmt: skip
+                continue  # a variable called `or`, `is`...: CEL will judge
+            return f"`{tok.text}` is Python; CEL writes {_PYTHON_WORDS[tok.text]}"
+        if tok.text in _JUEL_WORDS or tok.text in ("empty", "div"):
+            after = _next_word(tokens, i)
+            if after is None or after.text in ("==", "!=", ")", "]", ",", "?", ":", "."):
+                continue
+            fix = _JUEL_WORDS.get(tok.text, "size(x) == 0" if tok.text == "empty" else "/")
+            return (
+                f"`{tok.text}` is JUEL; write {fix} in CEL, or wrap the whole condition in "
+                "${...} to have it translated"
+            )
+    return None
+
+
+def _operand_end(tokens: list[_Token], start: int) -> int:
+    """Index after the postfix expression (path, call, index, parentheses) at ``start``."""
+    i = start
+    while i < len(tokens) and tokens[i].kind == "ws":
+        i += 1
+    if i >= len(tokens):
+        return i
+    if tokens[i].text == "(":
+        return _closing(tokens, i) + 1
+    if tokens[i].kind not in ("ident", "num", "str"):
+        return i
+    i += 1
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.text == "." and i + 1 < len(tokens) and tokens[i + 1].kind == "ident":
+            i += 2
+        elif tok.text in ("[", "("):
+            i = _closing(tokens, i) + 1
+        else:
+            break
+    return i
+
+
+def _closing(tokens: list[_Token], opening: int) -> int:
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    close = pairs[tokens[opening].text]
+    depth = 0
+    for i in range(opening, len(tokens)):
+        if tokens[i].text == tokens[opening].text:
+            depth += 1
+        elif tokens[i].text == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ExpressionError(f"unbalanced '{tokens[opening].text}' in the expression")
+
+
+def _empty_test(operand: str) -> str:
+    x = operand.strip()
+    kinds = " || ".join(f"type({x}) == {k}" for k in ("string", "list", "map"))
+    return f"({x} == null || (({kinds}) && size({x}) == 0))"
+
+
+def _refuse(source: str, what: str, fix: str) -> ExpressionError:
+    return ExpressionError(f"`{source.strip()}`: {what}; in CEL write {fix}")
+
+
+def translate_juel(body: str) -> str:
+    """JUEL (the inside of ``${...}``) -> CEL, or :class:`ExpressionError` naming the fix."""
+    tokens = _tokens(body)
+    if not any(t.kind == "ident" and t.text in _JUEL_ONLY for t in tokens):
+        _check_java(body, tokens)
+        return body.strip()
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        before = _prev_word(tokens, i)
+        member = before is not None and before.text == "."
+        if tok.kind == "ident" and not member and tok.text == "empty":
+            end = _operand_end(tokens, i + 1)
+            operand = "".join(t.text for t in tokens[i + 1 : end])
+            if not operand.strip():
+                raise _refuse(body, "`empty` needs an operand", "size(x) == 0")
+            out.append(_empty_test(translate_juel(operand)))
+            i = end
+            continue
+        if tok.kind == "ident" and not member and tok.text in _JUEL_WORDS:
+            out.append(_JUEL_WORDS[tok.text])
+        elif (tok.kind == "ident" and not member and tok.text == "div") or tok.text == "/":
+            raise _refuse(
+                body,
+                "JUEL divides as decimals and CEL divides integers as integers",
+                "double(a) / double(b) for a decimal result, or a / b for whole numbers",
+            )
+        else:
+            out.append(tok.text)
+        i += 1
+    _check_java(body, tokens)
+    return "".join(out).strip()
+
+
+def _check_java(source: str, tokens: list[_Token]) -> None:
+    words = _words(tokens)
+    for i, tok in enumerate(words):
+        if tok.kind != "ident":
+            continue
+        if tok.text == "execution" and i + 1 < len(words) and words[i + 1].text == ".":
+            raise _refuse(
+                source,
+                "conditions read instance variables only, there is no `execution`",
+                "the variable's name, e.g. amount for execution.getVariable('amount')",
+            )
+        is_method = (
+            i > 0 and words[i - 1].text == "." and i + 1 < len(words) and words[i + 1].text == "("
+        )
+        if is_method and tok.text in _JAVA_METHODS and tok.text != "contains":
+            raise _refuse(source, f"`.{tok.text}()` is a Java method", _JAVA_METHODS[tok.text])
+
+
+_FEEL_REFUSED = {
+    "between": "x >= a && x <= b",
+    "in": "x in [a, b] (CEL lists), or x >= a && x <= b for a range",
+    "some": "list.exists(v, test)",
+    "every": "list.all(v, test)",
+    "if": "condition ? a : b",
+    "for": "list.map(v, expression)",
+    "instance": "type(x) == string (or int, double, bool, list, map)",
+    "function": "a service task that computes the value",
+    "satisfies": "list.exists(v, test)",
+    "is": "x == null / x != null",
+}
+
+
+def translate_feel(body: str) -> str:
+    """FEEL (after Zeebe's ``=``) -> CEL, or :class:`ExpressionError` naming the fix."""
+    tokens = _tokens(body)
+    for i, tok in enumerate(tokens):
+        prev = _prev_word(tokens, i)
+        if tok.kind == "ident" and tok.text in _FEEL_REFUSED and (prev is None or prev.text != "."):
+            raise _refuse(
+                body,
+                f"FEEL `{tok.text}` has no exact CEL translation here",
+                _FEEL_REFUSED[tok.text],
+            )
+    out: list[str] = []
+    for i, tok in enumerate(tokens):
+        prev, nxt = _prev_word(tokens, i), _next_word(tokens, i)
+        member = prev is not None and prev.text == "."
+        if tok.kind == "ident" and not member:
+            if tok.text in ("and", "or"):
+                out.append("&&" if tok.text == "and" else "||")
+                continue
+            if tok.text == "not" and nxt is not None and nxt.text == "(":
+                out.append("!")
+                continue
+            if nxt is not None and (nxt.text == "(" or nxt.kind == "ident"):
+                raise _refuse(
+                    body,
+                    f"FEEL function `{tok.text}` has no exact CEL translation here",
+                    "a CEL function (size, contains, startsWith, matches, int, string...)",
+                )
+        if tok.kind == "str" and tok.text.startswith("'"):
+            raise _refuse(body, "FEEL strings use double quotes", '"text"')
+        if tok.text == "=":
+            out.append("==")
+        elif tok.text in ("/", "**"):
+            raise _refuse(
+                body,
+                "FEEL divides as decimals and CEL divides integers as integers",
+                "double(a) / double(b)",
+            )
+        elif tok.text in ("[", "@", "{"):
+            raise _refuse(
+                body,
+                f"FEEL `{tok.text}` (lists, filters, ranges, contexts, temporal literals) has "
+                "no exact CEL translation here (FEEL lists count from 1)",
+                "x[0] for the first element, [a, b] for a list literal",
+            )
+        else:
+            out.append(tok.text)
+    return "".join(out).strip()
+
+
+def to_cel(source: str) -> str:
+    """The CEL text of a condition written in CEL, ``${JUEL}`` or ``=FEEL``.
+
+    Raises :class:`ExpressionError` when the text uses something without an exact CEL
+    translation, or a Python spelling; the message names the CEL to write instead.
+    """
+    text = source.strip()
+    if text.startswith("=") and not text.startswith("=="):
+        cel = translate_feel(text[1:])
+    else:
+        match = _WRAPPED.match(text)
+        cel = translate_juel(match.group("body")) if match else text
+        if not match:
+            _check_java(text, _tokens(text))
+    if not cel:
+        raise ExpressionError("empty expression")
+    problem = python_spellings(cel)
+    if problem is not None:
+        raise ExpressionError(problem)
+    return cel

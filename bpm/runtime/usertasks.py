@@ -1,0 +1,89 @@
+"""The settings of a user task as stored when a token reaches it.
+
+The model keeps each setting as text; ``${name}`` reads instance variable ``name`` here.
+A variable that is not set leaves the setting empty (the task is still created: a person
+can always be assigned later); a due date that is a duration counts from the task's
+creation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from bpm.model import nodes as n
+from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
+
+__all__ = ["user_task_fields"]
+
+
+def _read(text: str | None, variables: Mapping[str, Any]) -> Any:
+    if text is None:
+        return None
+    name = variable_name(text)
+    return variables.get(name) if name is not None else text
+
+
+def _text(value: Any, limit: int = 255) -> str | None:
+    """Text for a column of ``limit`` characters (a long name is cut, not refused)."""
+    if value is None or value == "":
+        return None
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _names(items: tuple[str, ...], variables: Mapping[str, Any]) -> tuple[str, ...]:
+    out: list[str] = []
+    for item in items:
+        value = _read(item, variables)
+        if isinstance(value, list | tuple):
+            out += [str(v) for v in value if v not in (None, "")]
+        elif isinstance(value, str):
+            out += [v.strip() for v in value.split(",") if v.strip()]
+        elif value is not None:
+            out.append(str(value))
+    return tuple(dict.fromkeys(out))
+
+
+def _when(text: str | None, variables: Mapping[str, Any], now: datetime) -> datetime | None:
+    value = _read(text, variables)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return parse_date(value)
+    except TimerError:
+        try:
+            return now + parse_duration(value, relative_to=now)
+        except TimerError:
+            return None
+
+
+def _priority(text: str | None, variables: Mapping[str, Any]) -> int:
+    value = _read(text, variables)
+    if isinstance(value, bool):
+        return 50
+    if not isinstance(value, int):
+        try:
+            value = int(str(value).strip())
+        except ValueError:
+            return 50  # Camunda's default priority
+    return max(-(2**31), min(value, 2**31 - 1))  # the column is 32-bit
+
+
+def user_task_fields(
+    node: n.UserTask, variables: Mapping[str, Any], now: datetime
+) -> dict[str, Any]:
+    """The ``user_task`` columns that come from the model (assignee, candidates, dates,
+    priority, form), with ``${name}`` read from ``variables``."""
+    return {
+        "name": _text(node.name),
+        "assignee": _text(_read(node.assignee, variables)),
+        "candidate_groups": _names(node.candidate_groups, variables),
+        "candidate_users": _names(node.candidate_users, variables),
+        "due_at": _when(node.due_date, variables, now),
+        "follow_up_at": _when(node.follow_up_date, variables, now),
+        "priority": _priority(node.priority, variables) if node.priority is not None else 50,
+        "form_key": _text(_read(node.form_key, variables), 1000),
+        "form_ref": dict(node.form_ref) or None,
+    }
