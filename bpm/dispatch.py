@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -21,3 +22,30 @@ class NullDispatcher:
 
     def dispatch(self, token_ids: Sequence[str]) -> None:
         return None
+
+
+_log = logging.getLogger("bpm.dispatch")
+_said_nothing_publishes = False
+
+
+def default_dispatcher(broker_url: str | None, queue: str) -> Dispatcher:
+    """The dispatcher an engine gets when none is given: publish to ``broker_url``.
+
+    Every process that changes instances (the API, the CLI, ``bpm timers``, Django, Flask,
+    workers) thereby hands new steps to workers right after its commit. Without a broker
+    it logs once that nothing publishes: steps then wait for beat's sweeper.
+    """
+    global _said_nothing_publishes
+    if broker_url:
+        # Imported here: only processes that publish pay for kombu, and bpm/ stays free of
+        # Celery imports outside bpm/contrib.
+        from bpm.contrib.celery import CeleryPublisher
+
+        return CeleryPublisher.shared(broker_url, queue=queue)
+    if not _said_nothing_publishes:
+        _said_nothing_publishes = True
+        _log.warning(
+            "no broker configured (set BPM_BROKER_URL): new steps are not published and "
+            "wait for beat's redispatch_stale_ready sweeper"
+        )
+    return NullDispatcher()

@@ -32,12 +32,16 @@ class EngineConfig:
     # and run it right away in this worker instead of a broker round trip.
     continue_inline: bool = True
     max_inline_steps: int = 100
+    # Where Ready steps are published (a Celery broker URL); None: nothing publishes and
+    # beat's sweeper finds new steps. See :func:`bpm.dispatch.default_dispatcher`.
+    broker_url: str | None = None
+    queue: str = "bpm"
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_env(cls) -> EngineConfig:
         """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
-        ``BPM_MAX_VARIABLE_BYTES`` and ``BPM_POOL_SIZE``."""
+        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE``, ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
@@ -45,4 +49,6 @@ class EngineConfig:
             default_lease=timedelta(seconds=_env_float("BPM_DEFAULT_LEASE_SECONDS", 300)),
             redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
+            broker_url=os.environ.get("BPM_BROKER_URL", "").strip() or None,
+            queue=os.environ.get("BPM_QUEUE", "").strip() or "bpm",
         )

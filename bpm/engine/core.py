@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 
 from sqlalchemy import Connection, Engine
 
@@ -16,8 +18,10 @@ from bpm.dispatch import Dispatcher
 from bpm.engine.config import EngineConfig
 from bpm.engine.transactions import OwnTransactions, TransactionSource
 from bpm.errors import NotFound
+from bpm.events import InstanceListeners, ended_by, instance_listeners
 from bpm.handlers import HandlerRegistry
 from bpm.model.process import ProcessModel
+from bpm.runtime.records import Instance
 from bpm.runtime.work import InstanceWork
 from bpm.store import definitions as defs_store
 from bpm.store import work as work_store
@@ -53,10 +57,13 @@ class EngineCore:
     stats: Stats = field(default_factory=Stats)
     # Where transactions come from; None: the engine's own, on ``db`` (see transactions.py).
     transactions: TransactionSource | None = None
+    # Told after commit about instances an operation ended (see bpm/events.py).
+    listeners: InstanceListeners = field(default_factory=lambda: instance_listeners)
     _models: dict[str, ProcessModel] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._own = OwnTransactions(self.db)
+        self._ended = threading.local()
         if self.transactions is None:
             self.transactions = self._own
 
@@ -71,9 +78,17 @@ class EngineCore:
     def tx(self) -> Iterator[Connection]:
         """One engine operation = one transaction (or a savepoint of a lent one)."""
         assert self.transactions is not None
-        with self.transactions.begin() as conn:
-            yield conn
+        ended: list[Instance] = []
+        outer = getattr(self._ended, "instances", None)
+        self._ended.instances = ended
+        try:
+            with self.transactions.begin() as conn:
+                yield conn
+        finally:
+            self._ended.instances = outer
         self.stats.commits += 1
+        for inst in ended:
+            self.transactions.after_commit(partial(self.listeners.announce, inst))
 
     @contextmanager
     def hold_connection(self) -> Iterator[None]:
@@ -104,6 +119,11 @@ class EngineCore:
 
     def flush(self, conn: Connection, work: InstanceWork) -> None:
         work_store.flush_work(conn, work)
+        ended = ended_by(work) if self.listeners else None
+        if ended is not None:
+            pending: list[Instance] | None = getattr(self._ended, "instances", None)
+            if pending is not None:
+                pending.append(ended)
 
     def dispatch(self, token_ids: Sequence[str]) -> None:
         """Publish after commit; a failing broker only delays (the sweeper republishes)."""
