@@ -25,7 +25,21 @@ class NullDispatcher:
 
 
 _log = logging.getLogger("bpm.dispatch")
-_said_nothing_publishes = False
+
+
+class NoBrokerDispatcher(NullDispatcher):
+    """Publishes nothing, and says so in the log the first time there is something to
+    publish (once per process): without a broker new steps wait for beat's sweeper."""
+
+    _said = False
+
+    def dispatch(self, token_ids: Sequence[str]) -> None:
+        if token_ids and not NoBrokerDispatcher._said:
+            NoBrokerDispatcher._said = True
+            _log.warning(
+                "no broker configured (set BPM_BROKER_URL): new steps are not published "
+                "and wait for beat's redispatch_stale_ready sweeper"
+            )
 
 
 def default_dispatcher(broker_url: str | None, queue: str) -> Dispatcher:
@@ -33,19 +47,12 @@ def default_dispatcher(broker_url: str | None, queue: str) -> Dispatcher:
 
     Every process that changes instances (the API, the CLI, ``bpm timers``, Django, Flask,
     workers) thereby hands new steps to workers right after its commit. Without a broker
-    it logs once that nothing publishes: steps then wait for beat's sweeper.
+    nothing publishes (logged once): steps then wait for beat's sweeper.
     """
-    global _said_nothing_publishes
     if broker_url:
-        # Imported here: only processes that publish pay for kombu, and bpm/ stays free of
-        # Celery imports outside bpm/contrib.
+        # Imported here: only processes that publish pay for Celery and kombu, and bpm/
+        # stays free of Celery imports outside bpm/contrib.
         from bpm.contrib.celery import CeleryPublisher
 
         return CeleryPublisher.shared(broker_url, queue=queue)
-    if not _said_nothing_publishes:
-        _said_nothing_publishes = True
-        _log.warning(
-            "no broker configured (set BPM_BROKER_URL): new steps are not published and "
-            "wait for beat's redispatch_stale_ready sweeper"
-        )
-    return NullDispatcher()
+    return NoBrokerDispatcher()

@@ -9,12 +9,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from bpm.errors import BpmError
+
+if TYPE_CHECKING:
+    from bpm.engine import Engine
 
 app = typer.Typer(
     name="bpm",
@@ -43,6 +46,34 @@ def database_url(db: str | None, *, embedded_default: bool = False) -> str:
     if embedded_default:
         return DEFAULT_EMBEDDED_URL
     fail("no database given: pass --db URL or set BPM_DATABASE_URL")
+    raise AssertionError("unreachable")
+
+
+def open_engine(db: str | None, *, embedded_default: bool = False) -> Engine:
+    """The engine of ``--db`` / ``BPM_DATABASE_URL``, with its schema checked.
+
+    SQLite (the embedded mode) gets its schema created or upgraded on the spot; a
+    PostgreSQL database without the current schema stops the command with one line
+    saying to run ``bpm db upgrade``.
+    """
+    from bpm.engine import Engine
+    from bpm.store import migrate
+    from bpm.store.db import is_sqlite
+
+    engine = Engine(database_url(db, embedded_default=embedded_default))
+    current, head = migrate.current_revision(engine.db), migrate.head_revision()
+    if current == head:
+        return engine
+    if is_sqlite(engine.db):
+        engine.upgrade()
+        return engine
+    where = engine.db.url.render_as_string(hide_password=True)
+    if current is None:
+        fail(f"{where} has no bpm schema yet: run `bpm db upgrade` (same --db) first")
+    fail(
+        f"{where} has bpm schema revision {current}, this bpm needs {head}: "
+        "run `bpm db upgrade` (same --db)"
+    )
     raise AssertionError("unreachable")
 
 
