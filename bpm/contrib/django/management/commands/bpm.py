@@ -7,6 +7,7 @@ broker default to those of ``settings.BPM``, and its ``HANDLERS`` are already im
 
 from __future__ import annotations
 
+import argparse
 import os
 from typing import Any
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):  # type: ignore[misc]  # django ships no type hints
     help = "Run a bpm command (bpm --help lists them) on this project's database."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("bpm_args", nargs="*", help="arguments of the bpm command")
+        parser.add_argument("bpm_args", nargs=argparse.REMAINDER, help="arguments of bpm")
 
     def run_from_argv(self, argv: list[str]) -> None:
         # Django's option parser would reject bpm's own options: hand them over untouched.
