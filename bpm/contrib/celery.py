@@ -157,9 +157,6 @@ class CeleryPublisher:
             )
         else:
             log.debug("publishing still fails (%s); %d step(s) left to the sweeper", exc, lost)
-        # A half-open connection must not be handed out again.
-        pool: Any = self.app.pool
-        pool.force_close_all()
 
     def _succeeded(self, sent: int) -> None:
         with self._lock:
