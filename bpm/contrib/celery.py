@@ -92,6 +92,31 @@ class CeleryPublisher:
             task_default_queue=queue,
             task_ignore_result=True,
         )
+        self._warming: threading.Thread | None = None
+
+    def warm_up(self) -> None:
+        """Import the broker transport and open a pooled connection in the background.
+
+        A short-lived process (``bpm start``) would otherwise pay for both between its
+        commit and its publish; this way they overlap with its database work. The first
+        :meth:`dispatch` waits for the warm-up to end (at most ``connect_timeout``).
+        """
+        self._warming = threading.Thread(
+            target=self._connect_quietly, name="bpm-publisher-warm-up", daemon=True
+        )
+        self._warming.start()
+
+    def _connect_quietly(self) -> None:
+        try:
+            amqp: Any = self.app.amqp
+            queue = amqp.queues[self.queue]  # builds Celery's routing tables once
+            amqp.router  # noqa: B018
+            self.app.backend  # noqa: B018  (send_task builds a result handle with it)
+            with self.app.producer_or_acquire() as producer:
+                producer.connection.ensure_connection(max_retries=0)
+                producer.maybe_declare(queue)
+        except Exception as exc:  # the first dispatch reports an outage, not this
+            log.debug("warming up the broker connection failed: %s", exc)
 
     _shared: dict[tuple[str, str], CeleryPublisher] = {}
     _shared_lock = threading.Lock()
@@ -103,6 +128,7 @@ class CeleryPublisher:
             found = cls._shared.get((broker_url, queue))
             if found is None:
                 found = cls._shared[(broker_url, queue)] = cls(broker_url, queue=queue)
+                found.warm_up()
             return found
 
     @property
@@ -116,6 +142,9 @@ class CeleryPublisher:
         ids = list(token_ids)
         if not ids:
             return
+        warming, self._warming = self._warming, None
+        if warming is not None:
+            warming.join()
         if self.broker_down:
             with self._lock:
                 self.stats.skipped += len(ids)
