@@ -142,9 +142,9 @@ class CeleryPublisher:
         ids = list(token_ids)
         if not ids:
             return
-        warming, self._warming = self._warming, None
-        if warming is not None:
-            warming.join()
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            warming.join()  # every thread waits: the pool must exist before it is used
         if self.broker_down:
             with self._lock:
                 self.stats.skipped += len(ids)
