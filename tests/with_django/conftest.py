@@ -44,6 +44,13 @@ def shop_db(pg_template: str) -> Iterator[str]:
     from django.core.management import call_command
 
     django.setup()
+    # Settings are read now; worker processes started later must not inherit these
+    # (Celery's Django fix-up would set Django up in every worker it finds them in).
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     call_command("migrate", verbosity=0)
     engine = Engine(url, dispatcher=NullDispatcher())
     engine.deploy(CHECKOUT)
@@ -55,9 +62,6 @@ def shop_db(pg_template: str) -> Iterator[str]:
 
     reset_engine()
     connections.close_all()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
     drop_database(name)
 
 
