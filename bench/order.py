@@ -117,10 +117,9 @@ def run_engine(
     url = normalize_url(admin_dsn.rsplit("/", 1)[0] + "/" + dbname)
     env = {"BPM_DATABASE_URL": url, "BPM_HANDLERS": "bench.order", "BPM_BROKER_URL": broker_url}
     os.environ.update({**env, "BPM_QUEUE": queue})
-    from workers.app import app
-    from workers.dispatch import CeleryDispatcher
+    from bpm.contrib.celery import CeleryPublisher
 
-    engine = Engine(url, dispatcher=CeleryDispatcher(app, queue=queue))
+    engine = Engine(url, dispatcher=CeleryPublisher(broker_url, queue=queue))
     try:
         engine.upgrade()
         engine.deploy(reference_model())

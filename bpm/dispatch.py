@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -21,3 +22,37 @@ class NullDispatcher:
 
     def dispatch(self, token_ids: Sequence[str]) -> None:
         return None
+
+
+_log = logging.getLogger("bpm.dispatch")
+
+
+class NoBrokerDispatcher(NullDispatcher):
+    """Publishes nothing, and says so in the log the first time there is something to
+    publish (once per process): without a broker new steps wait for beat's sweeper."""
+
+    _said = False
+
+    def dispatch(self, token_ids: Sequence[str]) -> None:
+        if token_ids and not NoBrokerDispatcher._said:
+            NoBrokerDispatcher._said = True
+            _log.warning(
+                "no broker configured (set BPM_BROKER_URL): new steps are not published "
+                "and wait for beat's redispatch_stale_ready sweeper"
+            )
+
+
+def default_dispatcher(broker_url: str | None, queue: str) -> Dispatcher:
+    """The dispatcher an engine gets when none is given: publish to ``broker_url``.
+
+    Every process that changes instances (the API, the CLI, ``bpm timers``, Django, Flask,
+    workers) thereby hands new steps to workers right after its commit. Without a broker
+    nothing publishes (logged once): steps then wait for beat's sweeper.
+    """
+    if broker_url:
+        # Imported here: only processes that publish pay for Celery and kombu, and bpm/
+        # stays free of Celery imports outside bpm/contrib.
+        from bpm.contrib.celery import CeleryPublisher
+
+        return CeleryPublisher.shared(broker_url, queue=queue)
+    return NoBrokerDispatcher()

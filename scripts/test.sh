@@ -12,6 +12,16 @@ echo "== ruff" >&2
 "$BIN/ruff" format --check .
 echo "== mypy --strict" >&2
 "$BIN/mypy"
+# docker-compose.yml is checked when a compose CLI is here (no Docker engine is needed).
+if docker compose version >/dev/null 2>&1; then
+  echo "== docker compose config" >&2
+  docker compose --env-file .env.example config --quiet
+elif command -v docker-compose >/dev/null 2>&1; then
+  echo "== docker-compose config" >&2
+  docker-compose --env-file .env.example config --quiet
+else
+  echo "== docker-compose.yml not validated: no docker compose CLI here" >&2
+fi
 echo "== pytest" >&2
 set +e
 "$BIN/pytest" -q "$@"

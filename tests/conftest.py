@@ -70,3 +70,11 @@ def pg_engine(pg_database_url: str, config: EngineConfig) -> Iterator[Engine]:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("BPM_TEST", "1")
+    # An engine built from the environment publishes to BPM_BROKER_URL: a developer's
+    # shell must not make the tests publish to their broker. Tests that publish say where.
+    os.environ.pop("BPM_BROKER_URL", None)
+    os.environ.pop("BPM_QUEUE", None)
+    if os.environ.get("BPM_TEST_CONTAINERS") == "1":
+        from tests.containers import start_services
+
+        start_services()

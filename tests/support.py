@@ -11,7 +11,13 @@ from typing import Any, TypeVar
 
 import psycopg
 
-PG_ADMIN_DSN = os.environ.get("BPM_TEST_PG_DSN", "postgresql://root@127.0.0.1:5432/test")
+DEFAULT_PG_ADMIN_DSN = "postgresql://root@127.0.0.1:5432/test"
+
+
+def pg_admin_dsn() -> str:
+    """Where tests create their databases (read late: testcontainers may set it)."""
+    return os.environ.get("BPM_TEST_PG_DSN", DEFAULT_PG_ADMIN_DSN)
+
 
 R = TypeVar("R")
 
@@ -36,12 +42,12 @@ def eventually(
 
 
 def pg_url(dbname: str) -> str:
-    base = PG_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    base = pg_admin_dsn().rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
     return f"{base}/{dbname}"
 
 
 def admin_execute(sql: str) -> None:
-    with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as conn:
+    with psycopg.connect(pg_admin_dsn(), autocommit=True) as conn:
         conn.execute(sql)
 
 

@@ -214,3 +214,33 @@ def test_dev_serves_the_loop_and_an_open_local_api(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "WITHOUT authentication" in err and "127.0.0.1" in err
     assert "Traceback" not in err
+
+
+def test_a_fresh_sqlite_file_gets_its_schema_from_any_command(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'fresh.db'}"
+    res = bpm("deploy", "examples/order.bpmn", "--db", db)
+    assert res.returncode == 0, res.stderr
+    res = bpm("instances", "--db", db)
+    assert res.returncode == 0, res.stderr
+
+
+def test_a_postgres_database_without_the_schema_gets_one_line(
+    pg_template: str, tmp_path: Path
+) -> None:
+    from sqlalchemy import create_engine, inspect
+
+    from tests.support import create_database, drop_database, pg_url
+
+    name = create_database()  # empty: no migration ran
+    try:
+        for args in (["deploy", "examples/order.bpmn"], ["instances"], ["timers", "--once"]):
+            res = bpm(*args, "--db", pg_url(name))
+            assert_user_error(res, "has no bpm schema yet: run `bpm db upgrade`")
+            assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+        eng = create_engine(pg_url(name))
+        try:
+            assert inspect(eng).get_table_names() == []  # nothing was created or half-applied
+        finally:
+            eng.dispose()
+    finally:
+        drop_database(name)

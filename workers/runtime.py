@@ -13,7 +13,7 @@ from celery import Celery
 from celery.signals import worker_process_init
 
 from bpm import Engine
-from workers.dispatch import CeleryDispatcher
+from bpm.contrib.celery import CeleryPublisher
 from workers.settings import WorkerSettings
 
 _engines: dict[int, Engine] = {}
@@ -35,7 +35,7 @@ def engine_for(app: Celery) -> Engine:
                 settings = settings_of(app)
                 engine = Engine(
                     settings.database_url,
-                    dispatcher=CeleryDispatcher(app, queue=settings.queue),
+                    dispatcher=CeleryPublisher.shared(settings.broker_url, queue=settings.queue),
                 )
                 _engines[id(app)] = engine
     return engine

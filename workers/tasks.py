@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import Task, shared_task
 
-from workers.dispatch import RUN_TOKEN
+from bpm.contrib.celery import RUN_TOKEN
 from workers.runtime import engine_for
 
 

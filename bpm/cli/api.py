@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from bpm.cli.app import app, database_url, err_console, fail, user_errors
+from bpm.cli.app import app, database_url, err_console, fail, open_engine, user_errors
 
 DbOpt = Annotated[
     str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
@@ -42,6 +42,8 @@ def api(
 
     with user_errors():
         url = database_url(db)
+        # no schema: say so now (the server starts, and is not ready until it is upgraded)
+        open_engine(url, schema_required=False).close()
         keys = keys_from_env()
         if not keys and not insecure_no_auth:
             fail(

@@ -9,12 +9,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from bpm.errors import BpmError
+
+if TYPE_CHECKING:
+    from bpm.engine import Engine
 
 app = typer.Typer(
     name="bpm",
@@ -44,6 +47,41 @@ def database_url(db: str | None, *, embedded_default: bool = False) -> str:
         return DEFAULT_EMBEDDED_URL
     fail("no database given: pass --db URL or set BPM_DATABASE_URL")
     raise AssertionError("unreachable")
+
+
+def open_engine(
+    db: str | None, *, embedded_default: bool = False, schema_required: bool = True
+) -> Engine:
+    """The engine of ``--db`` / ``BPM_DATABASE_URL``, with its schema checked.
+
+    SQLite (the embedded mode) gets its schema created or upgraded on the spot; a
+    PostgreSQL database without the current schema stops the command with one line
+    saying to run ``bpm db upgrade`` (or, with ``schema_required=False``, says that line
+    as a warning: a server starts and reports itself not ready until then).
+    """
+    from bpm.engine import Engine
+    from bpm.store import migrate
+    from bpm.store.db import is_sqlite
+
+    engine = Engine(database_url(db, embedded_default=embedded_default))
+    current, head = migrate.current_revision(engine.db), migrate.head_revision()
+    if current == head:
+        return engine
+    if is_sqlite(engine.db):
+        engine.upgrade()
+        return engine
+    where = engine.db.url.render_as_string(hide_password=True)
+    if current is None:
+        message = f"{where} has no bpm schema yet: run `bpm db upgrade` (same --db) first"
+    else:
+        message = (
+            f"{where} has bpm schema revision {current}, this bpm needs {head}: "
+            "run `bpm db upgrade` (same --db)"
+        )
+    if schema_required:
+        fail(message)
+    err_console.print(f"warning: {message}; /health/ready answers 503 until then")
+    return engine
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -18,6 +18,7 @@ from bpm.cli.app import (
     db_app,
     fail,
     import_handlers,
+    open_engine,
     parse_vars,
     user_errors,
 )
@@ -35,18 +36,15 @@ VarOpt = Annotated[
 ]
 
 
-def _engine(db: str | None, *, embedded: bool = False, upgrade: bool = False) -> Engine:
-    engine = Engine(database_url(db, embedded_default=embedded))
-    if upgrade:
-        engine.upgrade()
-    return engine
+def _engine(db: str | None, *, embedded: bool = False) -> Engine:
+    return open_engine(db, embedded_default=embedded)
 
 
 @db_app.command("upgrade")
 def db_upgrade(db: DbOpt = None) -> None:
     """Create the schema or bring it to the newest version (safe to run again)."""
     with user_errors():
-        engine = _engine(db)
+        engine = Engine(database_url(db))
         engine.upgrade()
         from bpm.store.migrate import current_revision
 
@@ -207,7 +205,7 @@ def run(
             fail(f"{file} is not a file")
         variables = parse_vars(var)
         import_handlers(handlers)
-        engine = _engine(db, embedded=True, upgrade=True)
+        engine = _engine(db, embedded=True)
         loop = LocalLoop(engine)
         d = engine.deploy(file)
         console.print(f"deployed [bold]{d.key}[/] version {d.version} on {engine.url}")
@@ -249,7 +247,7 @@ def dev(
 
     with user_errors():
         import_handlers(handlers)
-        engine = _engine(db, embedded=True, upgrade=True)
+        engine = _engine(db, embedded=True)
         loop = LocalLoop(engine)
         signal.signal(signal.SIGTERM, lambda *_: loop.stop())
         if api:

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from bpm.cli.app import app, console, database_url, err_console, fail, user_errors
-from bpm.engine import Engine
+from bpm.cli.app import app, console, err_console, fail, open_engine, user_errors
+from bpm.dispatch import NullDispatcher
 
 DbOpt = Annotated[
     str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
@@ -50,7 +50,7 @@ def timers_loop(
     Stops cleanly on Ctrl-C or SIGTERM (the current poll finishes first).
     """
     with user_errors():
-        engine = Engine(database_url(db))
+        engine = open_engine(db)
         stop = threading.Event()
 
         def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -94,7 +94,7 @@ def list_incidents(
 ) -> None:
     """List open incidents: steps that ran out of attempts. Retry one with `bpm retry ID`."""
     with user_errors():
-        engine = Engine(database_url(db))
+        engine = open_engine(db)
         found = engine.incidents(instance_id)
         if not found:
             console.print("no open incidents")
@@ -121,15 +121,16 @@ def retry(
 ) -> None:
     """Run an incident's failed step again, with a fresh set of attempts."""
     with user_errors():
-        engine = Engine(database_url(db))
+        engine = open_engine(db)
         if not incident_id.strip():
             fail("give the id of an open incident (see `bpm incidents`)")
         inc = engine.retry_incident(incident_id)
         console.print(
             f"retrying {inc.node_id} of instance {inc.instance_id} (incident {inc.id} {inc.state})"
         )
-        err_console.print(
-            "the step is ready again: a Celery worker runs it once beat's "
-            "sweeper publishes it (within seconds)",
-            highlight=False,
-        )
+        if isinstance(engine.dispatcher, NullDispatcher):
+            err_console.print(
+                "the step is ready again: no broker is configured (BPM_BROKER_URL), so a "
+                "Celery worker runs it once beat's sweeper publishes it (within seconds)",
+                highlight=False,
+            )

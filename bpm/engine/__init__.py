@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Engine as SAEngine
 
-from bpm.dispatch import Dispatcher, NullDispatcher
+from bpm.dispatch import Dispatcher, default_dispatcher
 from bpm.engine import definitions as _defs
 from bpm.engine import execution as _exec
 from bpm.engine import external_tasks as _ext
@@ -73,13 +73,15 @@ class Engine:
         transactions: TransactionSource | None = None,
     ) -> None:
         """``transactions``: lend the engine a framework's transactions (Django, Flask)
-        instead of its own; see :mod:`bpm.engine.transactions`."""
+        instead of its own; see :mod:`bpm.engine.transactions`. ``dispatcher``: where new
+        Ready steps go after commit; by default the broker of ``config.broker_url``
+        (``BPM_BROKER_URL``), see :func:`bpm.dispatch.default_dispatcher`."""
         cfg = config or EngineConfig.from_env()
         self.url = url
         self.core = EngineCore(
             db=_db.connect(url, pool_size=cfg.pool_size),
             config=cfg,
-            dispatcher=dispatcher or NullDispatcher(),
+            dispatcher=dispatcher or default_dispatcher(cfg.broker_url, cfg.queue),
             registry=registry or default_registry,
             clock=clock,
             transactions=transactions,

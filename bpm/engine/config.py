@@ -40,12 +40,17 @@ class EngineConfig:
     # handler never makes quick steps behind it wait (1 turns batching off).
     batch_size: int = 32
     batch_window: timedelta = timedelta(milliseconds=20)
+    # Where Ready steps are published (a Celery broker URL); None: nothing publishes and
+    # beat's sweeper finds new steps. See :func:`bpm.dispatch.default_dispatcher`.
+    broker_url: str | None = None
+    queue: str = "bpm"
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_env(cls) -> EngineConfig:
         """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
-        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE`` and ``BPM_BATCH_SIZE``."""
+        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``,
+        ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
@@ -54,4 +59,6 @@ class EngineConfig:
             redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
             batch_size=max(1, int(_env_float("BPM_BATCH_SIZE", 32))),
+            broker_url=os.environ.get("BPM_BROKER_URL", "").strip() or None,
+            queue=os.environ.get("BPM_QUEUE", "").strip() or "bpm",
         )

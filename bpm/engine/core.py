@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 
 from sqlalchemy import Connection, Engine
 
@@ -17,8 +18,10 @@ from bpm.engine.config import EngineConfig
 from bpm.engine.pace import Finished, Pace
 from bpm.engine.transactions import OwnTransactions, TransactionSource
 from bpm.errors import NotFound
+from bpm.events import InstanceListeners, instance_listeners
 from bpm.handlers import HandlerRegistry
 from bpm.model.process import ProcessModel
+from bpm.runtime.records import Instance
 from bpm.store import definitions as defs_store
 
 log = logging.getLogger("bpm.engine")
@@ -55,6 +58,8 @@ class EngineCore:
     finished: Finished = field(default_factory=Finished)
     # Where transactions come from; None: the engine's own, on ``db`` (see transactions.py).
     transactions: TransactionSource | None = None
+    # Told after commit about instances an operation ended (see bpm/events.py).
+    listeners: InstanceListeners = field(default_factory=lambda: instance_listeners)
     _models: dict[str, ProcessModel] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -98,6 +103,12 @@ class EngineCore:
             model = ProcessModel.from_dict(data)
             self._models[definition_id] = model
         return model
+
+    def announce_ended(self, instances: Sequence[Instance]) -> None:
+        """Tell the listeners about instances this transaction ended, after its commit."""
+        assert self.transactions is not None
+        for inst in instances:
+            self.transactions.after_commit(partial(self.listeners.announce, inst))
 
     def dispatch(self, token_ids: Sequence[str]) -> None:
         """Publish after commit; a failing broker only delays (the sweeper republishes)."""

@@ -21,6 +21,7 @@ from sqlalchemy import Connection
 
 from bpm.engine.core import EngineCore
 from bpm.errors import NotFound
+from bpm.events import ended_by
 from bpm.model.process import ProcessModel
 from bpm.runtime.records import Instance
 from bpm.runtime.walker import Walker
@@ -125,4 +126,6 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
         unit = Unit(core, conn, at)
         yield unit
         unit.flush()
+    if core.listeners:
+        core.announce_ended([e for w in unit.works.values() if (e := ended_by(w)) is not None])
     core.dispatch(unit.ready)

@@ -38,13 +38,20 @@ class ApiServer:
     keys: str | None = None
     log: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
+    # More environment for the server (e.g. BPM_BROKER_URL and BPM_QUEUE to publish).
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}/engine-rest"
 
     def start(self) -> ApiServer:
-        env = {**os.environ, "BPM_DATABASE_URL": self.db_url, "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            **self.env,
+            "BPM_DATABASE_URL": self.db_url,
+            "PYTHONPATH": str(ROOT),
+        }
         env.pop("BPM_API_KEYS", None)
         args = [*BPM, "api", "--port", str(self.port)]
         if self.keys is None:

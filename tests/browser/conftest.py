@@ -23,13 +23,13 @@ FLAGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # closed after the module: its event loop must not outlive it
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # closed after the module: its event loop must not outlive it
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not Path(CHROMIUM).is_file():
         pytest.fail(

@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 import redis
 
-# Before workers.app is imported (it reads the environment once): a broker DB of our own.
-os.environ.setdefault("BPM_BROKER_URL", "redis://127.0.0.1:6379/10")
-os.environ.setdefault("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
-
 from bpm import Engine
+from bpm.contrib.celery import CeleryPublisher
+from bpm.dispatch import NullDispatcher
 from tests.e2e.procs import CeleryProcess, start_beat, start_worker
+
+# The test process never sets BPM_BROKER_URL for itself (an engine built from the
+# environment would then publish to the default queue): the workers get it in their env.
+BROKER_URL = os.environ.get("BPM_TEST_BROKER_URL", "redis://127.0.0.1:6379/10")
+os.environ.setdefault("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
 StartWorkers = Callable[..., list[CeleryProcess]]
 
@@ -25,7 +28,7 @@ def queue() -> Iterator[str]:
     """A queue no other test (or engineer) consumes; its Redis keys are removed after."""
     name = f"bpm-e2e-{uuid.uuid4().hex[:12]}"
     yield name
-    broker = redis.Redis.from_url(os.environ["BPM_BROKER_URL"])
+    broker = redis.Redis.from_url(BROKER_URL)
     keys = list(broker.scan_iter(f"*{name}*"))
     if keys:
         broker.delete(*keys)
@@ -53,7 +56,7 @@ def worker_env(pg_database_url: str, queue: str) -> dict[str, str]:
         "BPM_DATABASE_URL": pg_database_url,
         "BPM_QUEUE": queue,
         "BPM_HANDLERS": "tests.e2e.handlers",
-        "BPM_BROKER_URL": os.environ["BPM_BROKER_URL"],
+        "BPM_BROKER_URL": BROKER_URL,
         "BPM_TEST_REDIS_URL": os.environ["BPM_TEST_REDIS_URL"],
         "BPM_POOL_SIZE": "2",
     }
@@ -91,12 +94,17 @@ def start_beat_process(
 
 
 @pytest.fixture
-def celery_engine(pg_database_url: str, queue: str) -> Iterator[Engine]:
-    """An engine in the test process that publishes to the test's queue."""
-    from workers.app import app
-    from workers.dispatch import CeleryDispatcher
+def publisher(queue: str) -> Iterator[CeleryPublisher]:
+    """The publisher every process uses, aimed at the test's queue."""
+    pub = CeleryPublisher(BROKER_URL, queue=queue)
+    yield pub
+    pub.close()
 
-    eng = Engine(pg_database_url, dispatcher=CeleryDispatcher(app, queue=queue))
+
+@pytest.fixture
+def celery_engine(pg_database_url: str, publisher: CeleryPublisher) -> Iterator[Engine]:
+    """An engine in the test process that publishes to the test's queue."""
+    eng = Engine(pg_database_url, dispatcher=publisher)
     yield eng
     eng.close()
 
@@ -104,6 +112,6 @@ def celery_engine(pg_database_url: str, queue: str) -> Iterator[Engine]:
 @pytest.fixture
 def silent_engine(pg_database_url: str) -> Iterator[Engine]:
     """An engine that publishes nothing (a lost publish, every time)."""
-    eng = Engine(pg_database_url)
+    eng = Engine(pg_database_url, dispatcher=NullDispatcher())
     yield eng
     eng.close()

@@ -24,7 +24,9 @@ class CeleryProcess:
     def __init__(self, args: list[str], env: Mapping[str, str], log_path: Path) -> None:
         self.log_path = log_path
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
-        full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+        # The repository first; an example project may add its own folder after it.
+        path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+        full_env = {**os.environ, **env, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [*CELERY, *args],
             cwd=ROOT,

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 
 from tests.api.conftest import ApiServer
-from tests.e2e.conftest import StartWorkers
+from tests.e2e.conftest import BROKER_URL, StartWorkers
 from tests.support import eventually
 
 
@@ -16,7 +16,12 @@ def test_work_lists_celery_workers(
 ) -> None:
     (worker,) = start_workers(1)
     name = worker.log_path.stem  # e2e-xxxxxxxx, the worker's -n prefix
-    server = ApiServer(pg_database_url, keys="ops:s", log=tmp_path / "api.log").start()
+    server = ApiServer(
+        pg_database_url,
+        keys="ops:s",
+        log=tmp_path / "api.log",
+        env={"BPM_BROKER_URL": BROKER_URL},  # the API pings the workers over the broker
+    ).start()
     try:
         http = httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=30)
 

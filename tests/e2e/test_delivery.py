@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from bpm import Engine, TokenState
+from bpm.contrib.celery import CeleryPublisher
 from bpm.engine.core import utcnow
 from tests.e2e.checks import assert_trail_consistent, events, token_at, wait_ended
 from tests.e2e.conftest import StartWorkers
@@ -33,10 +34,14 @@ def task_results(workers: list[CeleryProcess], task_id: str) -> list[int]:
 
 
 def test_a_message_delivered_twice_applies_one_completion(
-    silent_engine: Engine, start_workers: StartWorkers, rds: redis.Redis, tag: str, queue: str
+    silent_engine: Engine,
+    start_workers: StartWorkers,
+    rds: redis.Redis,
+    tag: str,
+    queue: str,
+    publisher: CeleryPublisher,
 ) -> None:
-    from workers.app import app
-
+    app = publisher.app
     workers = start_workers(2)
     silent_engine.deploy(order_model())
     # Nothing is published at start; the test publishes the first step itself, twice, and

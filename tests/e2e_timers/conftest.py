@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.e2e.conftest import (  # noqa: F401  (fixtures, re-exported for this directory)
     celery_engine,
+    publisher,
     queue,
     rds,
     silent_engine,

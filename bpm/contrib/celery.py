@@ -1,0 +1,210 @@
+"""Publishing Ready steps to Celery workers from any process, without the worker app.
+
+:class:`CeleryPublisher` is the :class:`bpm.dispatch.Dispatcher` of every process that
+changes instances: the REST API, ``bpm start``, ``bpm timers``, Django and Flask apps. It
+sends one ``bpm.run_token(token_id)`` message per Ready step through a small Celery app of
+its own (the message format and routing are Celery's; the worker app in ``workers/`` is
+never imported), on a pooled broker connection, with publish confirms on RabbitMQ.
+
+A broker that is down must never fail or slow down the caller, whose commit already
+happened: connecting gives up after ``connect_timeout``, the failure is logged once per
+outage and counted, and for ``retry_after`` seconds afterwards publishes are skipped
+(counted too) instead of paying the connect timeout on every call. The steps stay Ready in
+the database and beat's ``redispatch_stale_ready`` sweeper publishes them later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Celery
+
+RUN_TOKEN = "bpm.run_token"
+DEFAULT_QUEUE = "bpm"
+
+log = logging.getLogger("bpm.publish")
+
+
+@dataclass
+class PublishStats:
+    """What a publisher did: messages sent, steps whose publish failed or was skipped."""
+
+    published: int = 0
+    failed: int = 0
+    skipped: int = 0
+    outages: int = 0
+
+
+def _transport_options(broker_url: str, timeout: float) -> dict[str, Any]:
+    # kombu retries a failed connect forever unless told otherwise; one try is enough here.
+    options: dict[str, Any] = {"max_retries": 0}
+    scheme = broker_url.split("://", 1)[0].lower()
+    if scheme in ("amqp", "pyamqp", "amqps"):
+        # RabbitMQ acknowledges each message once it owns it: a confirmed step is queued.
+        options.update(confirm_publish=True, read_timeout=timeout, write_timeout=timeout)
+    elif scheme in ("redis", "rediss"):
+        options.update(socket_connect_timeout=timeout, socket_timeout=timeout)
+    return options
+
+
+class CeleryPublisher:
+    """Publishes ``run_token`` messages for Ready steps; never raises on broker trouble.
+
+    ``connect_timeout``: seconds to wait for the broker to accept a connection (and for
+    each socket operation). ``retry_after``: seconds to skip publishing after a failure.
+    Thread-safe; connections are pooled (``pool_limit`` per process).
+    """
+
+    def __init__(
+        self,
+        broker_url: str,
+        *,
+        queue: str = DEFAULT_QUEUE,
+        task_name: str = RUN_TOKEN,
+        connect_timeout: float = 0.5,
+        retry_after: float = 2.0,
+        pool_limit: int = 4,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.broker_url = broker_url
+        self.queue = queue
+        self.task_name = task_name
+        self.retry_after = retry_after
+        self.stats = PublishStats()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._down_until: float | None = None
+        self.app = Celery("bpm-publisher", broker=broker_url, set_as_current=False)
+        self.app.conf.update(
+            broker_connection_timeout=connect_timeout,
+            broker_connection_retry=False,
+            broker_connection_max_retries=0,
+            broker_pool_limit=pool_limit,
+            broker_transport_options=_transport_options(broker_url, connect_timeout),
+            task_serializer="json",
+            accept_content=["json"],
+            task_publish_retry=False,
+            task_default_queue=queue,
+            task_ignore_result=True,
+        )
+        self._warming: threading.Thread | None = None
+
+    def warm_up(self) -> None:
+        """Import the broker transport and open a pooled connection in the background.
+
+        A short-lived process (``bpm start``) would otherwise pay for both between its
+        commit and its publish; this way they overlap with its database work. The first
+        :meth:`dispatch` waits for the warm-up to end (at most ``connect_timeout``).
+        """
+        self._warming = threading.Thread(
+            target=self._connect_quietly, name="bpm-publisher-warm-up", daemon=True
+        )
+        self._warming.start()
+
+    def _connect_quietly(self) -> None:
+        try:
+            amqp: Any = self.app.amqp
+            queue = amqp.queues[self.queue]  # builds Celery's routing tables once
+            amqp.router  # noqa: B018
+            self.app.backend  # noqa: B018  (send_task builds a result handle with it)
+            with self.app.producer_or_acquire() as producer:
+                producer.connection.ensure_connection(max_retries=0)
+                producer.maybe_declare(queue)
+        except Exception as exc:  # the first dispatch reports an outage, not this
+            log.debug("warming up the broker connection failed: %s", exc)
+
+    _shared: dict[tuple[str, str], CeleryPublisher] = {}
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, broker_url: str, *, queue: str = DEFAULT_QUEUE) -> CeleryPublisher:
+        """One publisher (and connection pool) per broker and queue in this process."""
+        with cls._shared_lock:
+            found = cls._shared.get((broker_url, queue))
+            if found is None:
+                found = cls._shared[(broker_url, queue)] = cls(broker_url, queue=queue)
+                found.warm_up()
+            return found
+
+    @property
+    def broker_down(self) -> bool:
+        """True while publishes are skipped after a failure."""
+        with self._lock:
+            return self._down_until is not None and self._clock() < self._down_until
+
+    def dispatch(self, token_ids: Sequence[str]) -> None:
+        """Publish one message per token id; on broker trouble log, count and return."""
+        ids = list(token_ids)
+        if not ids:
+            return
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            warming.join()  # every thread waits: the pool must exist before it is used
+        if self.broker_down:
+            with self._lock:
+                self.stats.skipped += len(ids)
+            return
+        sent = 0
+        try:
+            with self.app.producer_or_acquire() as producer:
+                for token_id in ids:
+                    self.app.send_task(
+                        self.task_name,
+                        args=(token_id,),
+                        queue=self.queue,
+                        producer=producer,
+                        retry=False,
+                    )
+                    sent += 1
+        except Exception as exc:  # the broker is outside our transaction: never raise
+            self._failed(exc, sent=sent, lost=len(ids) - sent)
+            return
+        self._succeeded(sent)
+
+    def _failed(self, exc: Exception, *, sent: int, lost: int) -> None:
+        with self._lock:
+            first = self._down_until is None
+            self._down_until = self._clock() + self.retry_after
+            self.stats.published += sent
+            self.stats.failed += lost
+            if first:
+                self.stats.outages += 1
+        if first:
+            log.warning(
+                "cannot publish to the broker %s (%s: %s); %d ready step(s) wait for the "
+                "sweeper, publishing pauses for %.1fs",
+                _safe_url(self.broker_url),
+                type(exc).__name__,
+                exc,
+                lost,
+                self.retry_after,
+            )
+        else:
+            log.debug("publishing still fails (%s); %d step(s) left to the sweeper", exc, lost)
+
+    def _succeeded(self, sent: int) -> None:
+        with self._lock:
+            recovered = self._down_until is not None
+            self._down_until = None
+            self.stats.published += sent
+        if recovered:
+            log.warning("publishing to the broker %s works again", _safe_url(self.broker_url))
+
+    def close(self) -> None:
+        """Close the pooled broker connections."""
+        self.app.close()
+
+
+def _safe_url(url: str) -> str:
+    """The URL without its password, for logs."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{creds}@{host}"
