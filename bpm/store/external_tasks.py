@@ -153,14 +153,14 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
         if not ids_sub:
             return []
     rows = conn.execute(
-        update(et)
-        .where(et.c.id.in_(ids_sub), et.c.instance_id == pi.c.id)
-        .values(values)
-        .returning(*et.c, pi.c.variables.label("instance_variables"))
+        update(et).where(et.c.id.in_(ids_sub)).values(values).returning(*et.c)
     ).all()
     if not rows:
         return []
-    tasks = [task_from_row(r, dict(r.instance_variables or {})) for r in rows]
+    # The variables in a second statement: SQLite's RETURNING cannot read another table.
+    owners = sorted({r.instance_id for r in rows})
+    variables = dict(conn.execute(select(pi.c.id, pi.c.variables).where(pi.c.id.in_(owners))).all())
+    tasks = [task_from_row(r, dict(variables.get(r.instance_id) or {})) for r in rows]
     rank = {tid: i for i, tid in enumerate(_ordered_ids(tasks, req))}
     return sorted(tasks, key=lambda x: rank[x.id])
 
