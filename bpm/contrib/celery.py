@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -151,14 +152,22 @@ class CeleryPublisher:
             return
         sent = 0
         try:
+            amqp: Any = self.app.amqp
+            queue = amqp.queues[self.queue]
             with self.app.producer_or_acquire() as producer:
                 for token_id in ids:
-                    self.app.send_task(
-                        self.task_name,
-                        args=(token_id,),
-                        queue=self.queue,
-                        producer=producer,
+                    # Celery's own message (protocol 2) without send_task's bookkeeping
+                    # (result handles, signals, routing lookups): a third of its cost.
+                    message = amqp.as_task_v2(str(uuid.uuid4()), self.task_name, args=(token_id,))
+                    producer.publish(
+                        message.body,
+                        exchange=queue.exchange,
+                        routing_key=queue.routing_key,
+                        declare=[queue],
+                        serializer="json",
+                        headers=message.headers,
                         retry=False,
+                        **message.properties,
                     )
                     sent += 1
         except Exception as exc:  # the broker is outside our transaction: never raise

@@ -5,24 +5,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from bpm.runtime.records import ProcessDefinition
+from bpm.store import dialect
 from bpm.store import tables as t
-from bpm.store.rows import definition_from_row
+from bpm.store.rows import definition_from_row, record_of
 
 # A definition's record: every column but the source and the compiled model (big).
 _RECORD = [c for c in t.process_definition.c if c.name not in ("source", "model")]
 
 
+_LATEST = (
+    select(*_RECORD)
+    .where(t.process_definition.c.key == bindparam("key"))
+    .order_by(t.process_definition.c.version.desc())
+    .limit(1)
+)
+
+
 def latest(conn: Connection, key: str) -> ProcessDefinition | None:
-    row = conn.execute(
-        select(*_RECORD)
-        .where(t.process_definition.c.key == key)
-        .order_by(t.process_definition.c.version.desc())
-        .limit(1)
-    ).first()
-    return definition_from_row(row) if row else None
+    """The newest version of ``key`` (the first statement of a start: it goes out with the
+    transaction's BEGIN, one round trip)."""
+    (rows,) = dialect.run_many(conn, [(_LATEST, {"key": key})])
+    return record_of(ProcessDefinition, rows[0]) if rows else None
 
 
 def by_id(conn: Connection, definition_id: str) -> ProcessDefinition | None:

@@ -8,11 +8,13 @@ writers are serialized at ``BEGIN IMMEDIATE`` instead; see :mod:`bpm.store.db`.)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, cast, func, literal
+from sqlalchemy import ColumnElement, Connection, Dialect, cast, func, literal, text
 from sqlalchemy.dialects.postgresql import JSONB
 
 
@@ -42,13 +44,86 @@ def pipelined(conn: Connection) -> Iterator[None]:
         raise DBAPIError.instance("(pipelined statements)", None, exc, psycopg.Error) from exc
 
 
-def asynchronous_commit(conn: Connection) -> None:
-    """Let this transaction commit without waiting for its WAL to reach the disk.
+def run_many(
+    conn: Connection, statements: Sequence[tuple[Any, Mapping[str, Any]]]
+) -> list[list[dict[str, Any]]]:
+    """The rows of each statement, in order (none for one that returns no rows).
+
+    On PostgreSQL every statement goes out at once and the answers come back in ONE round
+    trip (psycopg's pipeline mode; with the transaction's BEGIN when they come first). The
+    statements are run in order by the server, each with its own snapshot, so a statement
+    after a ``FOR UPDATE`` sees what the previous lock holder committed. A statement must
+    not need a list parameter expanded (write ``col.in_([literal(v), ...])`` for constants).
+    """
+    if not is_postgres(conn):
+        out = []
+        for stmt, params in statements:
+            result = conn.execute(stmt, dict(params))
+            out.append([dict(r._mapping) for r in result] if result.returns_rows else [])
+        return out
+    import psycopg
+    from psycopg.rows import dict_row
+    from sqlalchemy.exc import DBAPIError
+
+    driver: Any = conn.connection.driver_connection
+    cursors = []
+    try:
+        with driver.pipeline():
+            for stmt, params in statements:
+                sql, bind = _compiled(conn.dialect, stmt)
+                cur = driver.cursor(row_factory=dict_row)
+                cur.execute(sql, bind(params))
+                cursors.append(cur)
+        return [[_utc(row) for row in cur.fetchall()] if cur.description else [] for cur in cursors]
+    except psycopg.Error as exc:
+        raise DBAPIError.instance("(pipelined statements)", None, exc, psycopg.Error) from exc
+
+
+_Bind = Any  # Callable[[Mapping[str, Any]], dict[str, Any]]
+_compiled_lock = threading.Lock()
+_compiled_cache: dict[int, tuple[Any, str, _Bind]] = {}
+
+
+def _compiled(dialect: Dialect, stmt: Any) -> tuple[str, _Bind]:
+    """A statement compiled once (statements are module-level constants) for psycopg."""
+    found = _compiled_cache.get(id(stmt))
+    if found is None or found[0] is not stmt:
+        compiled: Any = stmt.compile(dialect=dialect)
+        if "POSTCOMPILE" in compiled.string:
+            raise ValueError("a pipelined statement cannot expand a list parameter")
+        processors = dict(getattr(compiled, "_bind_processors", {}) or {})
+
+        def bind(params: Mapping[str, Any], compiled: Any = compiled) -> dict[str, Any]:
+            values: dict[str, Any] = compiled.construct_params(dict(params))
+            for name, process in processors.items():
+                if name in values and values[name] is not None:
+                    values[name] = process(values[name])
+            return values
+
+        found = (stmt, compiled.string, bind)
+        with _compiled_lock:
+            _compiled_cache[id(stmt)] = found
+    return found[1], found[2]
+
+
+def _utc(row: dict[str, Any]) -> dict[str, Any]:
+    # psycopg gives timestamptz in the session's time zone; the engine works in UTC
+    for key, value in row.items():
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            row[key] = value.astimezone(UTC)
+    return row
+
+
+_ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
+
+
+def asynchronous_commit_statement(conn: Connection) -> list[tuple[Any, dict[str, Any]]]:
+    """The statement (for :func:`run_many`) that lets this transaction commit without
+    waiting for its WAL to reach the disk; none on SQLite.
 
     Only for a transaction whose loss in a crash is harmless (a claim: the step is then
     simply still Ready); the next durable commit of the session flushes it anyway."""
-    if is_postgres(conn):
-        conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+    return [(_ASYNC_COMMIT, {})] if is_postgres(conn) else []
 
 
 def json_member_equals(

@@ -57,8 +57,15 @@ _CLAIM_BOTH = (
     .values(_TAKE)
     .returning(*tk.c)
 )
+# The instances of the steps just claimed (the claim's own rows are visible to the next
+# statement of its transaction): sent with the claim, in the same round trip.
+_CLAIMED_BY = select(tk.c.instance_id).where(
+    tk.c.state == TokenState.EXECUTING.value,
+    tk.c.lease_owner == bindparam("owner"),
+    tk.c.updated_at == bindparam("now", type_=tk.c.updated_at.type),
+)
 _INSTANCES = select(pi.c.id, pi.c.variables, pi.c.definition_id, pi.c.business_key).where(
-    pi.c.id.in_(bindparam("ids", expanding=True))
+    pi.c.id.in_(_CLAIMED_BY)
 )
 
 
@@ -80,7 +87,6 @@ def claim(
     instance's variables, definition id and business key. The commit of a claim may be
     asynchronous: losing one in a crash only means the step was never claimed.
     """
-    dialect.asynchronous_commit(conn)
     params = {"owner": owner, "until": until, "now": now, "first": first, "more": more}
     if first is not None and more > 0:
         stmt = _CLAIM_BOTH
@@ -90,15 +96,18 @@ def claim(
         stmt = _CLAIM_MORE
     else:
         return []
-    tokens = [record_of(Token, r._mapping) for r in conn.execute(stmt, params)]
-    if not tokens:
-        return []
-    ids = sorted({tok.instance_id for tok in tokens})
-    instances = {r.id: r for r in conn.execute(_INSTANCES, {"ids": ids})}
+    claimed, instances = dialect.run_many(
+        conn,
+        [*dialect.asynchronous_commit_statement(conn), (stmt, params), (_INSTANCES, params)],
+    )[-2:]
+    by_id = {r["id"]: r for r in instances}
     out = []
-    for tok in tokens:
-        inst = instances[tok.instance_id]
-        out.append((tok, dict(inst.variables or {}), inst.definition_id, inst.business_key))
+    for row in claimed:
+        tok = record_of(Token, row)
+        inst = by_id[tok.instance_id]
+        out.append(
+            (tok, dict(inst["variables"] or {}), inst["definition_id"], inst["business_key"])
+        )
     return out
 
 

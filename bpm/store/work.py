@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Table, bindparam, insert, select, update
+from sqlalchemy import Connection, Table, and_, bindparam, insert, literal, select, update
 
 from bpm.runtime.external import NOTIFY_CHANNEL as EXTERNAL_TASK_CHANNEL
 from bpm.runtime.records import ForkScope, Instance, Timer, Token
@@ -36,13 +36,56 @@ pi = t.process_instance
 _PARENTS_FIRST = tuple(t.metadata.sorted_tables)
 
 
-def lock_owner_of(conn: Connection, kind: type[Item], item_id: str) -> Instance | None:
-    """Lock the instance a work item belongs to, found through the item, in ONE statement
-    (the item's instance never changes, so reading it without a lock is safe)."""
-    table = table_of(kind)
-    owner = select(table.c.instance_id).where(table.c.id == item_id).scalar_subquery()
-    row = conn.execute(select(pi).where(pi.c.id == owner).with_for_update()).first()
-    return record_of(Instance, row._mapping) if row else None
+_LIVE_STATES = [literal(s.value) for s in LIVE_TOKEN_STATES]
+
+
+_ONE: dict[Any, tuple[Any, Any, Any, Any]] = {}
+
+
+def _one(kind: type[Any] | None) -> tuple[Any, Any, Any, Any]:
+    """The statements that load one instance under its lock: (lock, live tokens, their fork
+    scopes, the work item), each with the one parameter ``key``: the instance id, or the
+    id of a work item of ``kind`` the instance is found through (its instance never
+    changes, so finding it needs no lock)."""
+    if kind in _ONE:
+        return _ONE[kind]
+    item = None
+    owner: Any = bindparam("key")
+    if kind is not None:
+        table = table_of(kind)
+        owner = select(table.c.instance_id).where(table.c.id == bindparam("key")).scalar_subquery()
+        item = select(table).where(table.c.id == bindparam("key"))
+    live = and_(t.token.c.instance_id == owner, t.token.c.state.in_(_LIVE_STATES))
+    _ONE[kind] = (
+        select(pi).where(pi.c.id == owner).with_for_update(),
+        select(t.token).where(live),
+        select(t.fork_scope).where(t.fork_scope.c.id.in_(select(t.token.c.scope_id).where(live))),
+        item,
+    )
+    return _ONE[kind]
+
+
+def _load_one(
+    conn: Connection, key: str, kind: type[Any] | None
+) -> tuple[Instance, list[Token], list[ForkScope], Any] | None:
+    """Lock one instance and read its live tokens, their fork scopes and (``kind``) the
+    work item ``key``: ONE round trip on PostgreSQL. The reads run after the lock is
+    granted, so they see everything the previous lock holder committed."""
+    lock, tokens, scopes, item = _one(kind)
+    params = {"key": key}
+    statements = [(lock, params), (tokens, params), (scopes, params)]
+    if item is not None:
+        statements.append((item, params))
+    rows = dialect.run_many(conn, statements)
+    if not rows[0]:
+        return None
+    found = record_of(kind, rows[3][0]) if kind is not None and rows[3] else None
+    return (
+        record_of(Instance, rows[0][0]),
+        [record_of(Token, r) for r in rows[1]],
+        [record_of(ForkScope, r) for r in rows[2]],
+        found,
+    )
 
 
 def lock_instances(
@@ -111,13 +154,20 @@ def load(
     """Lock the instances (id order) and load their live tokens: one change set each.
     Instances that do not exist (or, with ``skip_locked``, are busy) are missing.
     ``owner_of=(kind, id)``: instead, lock the instance that work item belongs to."""
-    if owner_of is not None:
-        found = lock_owner_of(conn, *owner_of)
-        instances = {found.id: found} if found else {}
+    item = None
+    if owner_of is not None or (len(set(instance_ids)) == 1 and not skip_locked):
+        kind, key = owner_of if owner_of is not None else (None, instance_ids[0])
+        one = _load_one(conn, key, kind)
+        if one is None:
+            return {}
+        inst, live, scope_list, item = one
+        instances = {inst.id: inst}
+        tokens = {inst.id: live}
+        scopes = {x.id: x for x in scope_list}
     else:
         instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
-    tokens = live_tokens(conn, list(instances))
-    scopes = fork_scopes(conn, {s for toks in tokens.values() for t in toks if (s := t.scope_id)})
+        tokens = live_tokens(conn, list(instances))
+        scopes = fork_scopes(conn, {s for ts in tokens.values() for x in ts if (s := x.scope_id)})
     loader = StoreLoader(conn)
     works = {}
     for iid, inst in instances.items():
@@ -131,6 +181,8 @@ def load(
         for tok in tokens[iid]:
             if tok.scope_id in scopes:
                 work.scope_changes.records[tok.scope_id] = scopes[tok.scope_id]
+        if item is not None:
+            work.adopt(item)
         works[iid] = work
     return works
 
