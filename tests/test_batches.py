@@ -74,7 +74,13 @@ def test_a_batch_finishes_in_one_transaction_and_a_raising_handler_fails_only_it
 
 
 def fork(key: str, branches: int) -> Any:
-    p = Process(key).start("s").parallel("fork").parallel("join").service_task("after", handler="after")
+    p = (
+        Process(key)
+        .start("s")
+        .parallel("fork")
+        .parallel("join")
+        .service_task("after", handler="after")
+    )
     for i in range(branches):
         p = p.service_task(f"b{i}", handler="branch")
     p = p.end("e").sequence("s", "fork").sequence("join", "after", "e")

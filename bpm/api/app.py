@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpm.api import errors
 from bpm.api.auth import ApiKey, Authenticator, keys_from_env
+from bpm.api.batching import CompletionBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
@@ -158,6 +159,7 @@ def create_app(
     app.state.engine = eng
     app.state.auth = auth
     app.state.longpoll = hub
+    app.state.completions = CompletionBatcher(eng)
     app.state.sessions = Sessions()
     broker = os.environ.get("BPM_BROKER_URL")
     app.state.celery_workers = CeleryWorkers(broker) if broker else None

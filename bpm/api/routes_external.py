@@ -13,10 +13,11 @@ from starlette.concurrency import run_in_threadpool
 
 from bpm.api import bodies as b
 from bpm.api.auth import Principal, principal
+from bpm.api.batching import CompletionBatcher
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.longpoll import LongPollHub, TooManyPolls
 from bpm.api.variables import format_date, from_camunda, to_camunda
-from bpm.engine import Engine
+from bpm.engine import Completion, Engine
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.records import ExternalTask
 
@@ -153,11 +154,8 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
 async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Who) -> Response:
     variables = from_camunda(body.variables)
     local = from_camunda(body.localVariables, "localVariables")
-    await run_in_threadpool(
-        lambda: _engine(request).complete_external_task(
-            task_id, body.workerId, variables, local, topics=who.topics
-        )
-    )
+    batcher: CompletionBatcher = request.app.state.completions
+    await batcher.complete(Completion(task_id, body.workerId, variables, local, who.topics))
     return Response(status_code=NO_CONTENT)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,7 +22,9 @@ from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.engine.definitions import Deployment
+from bpm.engine.external_tasks import Completion
 from bpm.engine.transactions import TransactionSource
+from bpm.errors import BpmError
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.model.process import ProcessModel
@@ -41,6 +43,7 @@ from bpm.store import db as _db
 from bpm.store import migrate as _migrate
 
 __all__ = [
+    "Completion",
     "Deployment",
     "Engine",
     "EngineConfig",
@@ -366,6 +369,13 @@ class Engine:
         _ext.complete(
             self.core, task_id, worker_id, variables, local_variables, topics=topics, now=now
         )
+
+    def complete_external_tasks(
+        self, completions: Sequence[Completion], *, now: datetime | None = None
+    ) -> list[BpmError | None]:
+        """Several completes in one transaction; per completion None or the error that
+        refused it (nothing of a refused one is applied, the others commit)."""
+        return _ext.complete_many(self.core, completions, now=now)
 
     def fail_external_task(
         self,

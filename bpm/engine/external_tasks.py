@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
-from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
+from bpm.errors import BpmError, Forbidden, InvalidOperation, LeaseLost, NotFound
 from bpm.model import nodes as n
 from bpm.retry import RetryPolicy
 from bpm.runtime.external import FetchRequest, FinishKind
@@ -191,6 +191,17 @@ def _finished(worker_id: str, kind: FinishKind, now: datetime) -> dict[str, Any]
 # -- complete, failure, bpmn error ----------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Completion:
+    """A worker's complete of one task (see :func:`complete`)."""
+
+    task_id: str
+    worker_id: str
+    variables: dict[str, Any] | None = None
+    local_variables: dict[str, Any] | None = None
+    topics: Collection[str] | None = None
+
+
 def complete(
     core: EngineCore,
     task_id: str,
@@ -206,26 +217,83 @@ def complete(
     Local variables have no scope of their own here: they are merged like ``variables``.
     ``topics``: the caller may only touch tasks of these topics (None: any).
     """
-    updates = {
-        **check_variables(local_variables, core.config.max_variable_bytes),
-        **check_variables(variables, core.config.max_variable_bytes),
-    }
+    done = Completion(task_id, worker_id, variables, local_variables, topics)
+    updates = _updates(core, done)
     with unit_of_work(core, now) as unit:
         work, task = _open(unit, task_id, topics)
-        if _repeated(task, worker_id, FinishKind.COMPLETE):
-            return
-        _check_owner(task, worker_id, "completed")
-        tok = _waiting_token(work, task)
-        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
-        work.move(
-            task,
-            TaskState.COMPLETED,
-            payload={"worker": worker_id},
-            **_finished(worker_id, FinishKind.COMPLETE, unit.now),
-        )
-        walker = unit.walker(work)
-        walker.leave(tok)
-        walker.run()
+        _complete(unit, work, task, done, updates)
+
+
+def complete_many(
+    core: EngineCore, completions: Sequence[Completion], *, now: datetime | None = None
+) -> list[BpmError | None]:
+    """Several completes in ONE transaction (the API commits completes that arrive
+    together this way): the instances are locked together in id order and every task is
+    read in one statement. Returns, per completion, None or the error it alone raised
+    (nothing of a refused completion is applied); the others commit.
+    """
+    results: list[BpmError | None] = [None] * len(completions)
+    updates: list[dict[str, Any]] = []
+    for i, done in enumerate(completions):
+        try:
+            updates.append(_updates(core, done))
+        except BpmError as exc:
+            results[i] = exc
+            updates.append({})
+    wanted = [i for i, r in enumerate(results) if r is None]
+    if not wanted:
+        return results
+    with unit_of_work(core, now) as unit:
+        ids = [completions[i].task_id for i in wanted]
+        # which instances to lock (a task's instance never changes), then the tasks again,
+        # read under those locks, each adopted by its instance's change set
+        owners = {t.instance_id for t in store.tasks(unit.conn, ids).values()}
+        works = unit.lock(sorted(owners))
+        owner_of: dict[str, InstanceWork] = {}
+        for fresh in store.tasks(unit.conn, ids).values():
+            if fresh.instance_id in works:
+                owner_of[fresh.id] = works[fresh.instance_id]
+                owner_of[fresh.id].adopt(fresh)
+        for i in wanted:
+            done = completions[i]
+            try:
+                work = owner_of.get(done.task_id)
+                # the task as this batch left it (an earlier completion may have changed it)
+                task = work.item_if_loaded(ExternalTask, done.task_id) if work else None
+                if work is None or task is None:
+                    raise not_found(done.task_id)
+                check_topic(task, done.topics)
+                _complete(unit, work, task, done, updates[i])
+            except BpmError as exc:  # refused before it changed anything (see _complete)
+                results[i] = exc
+    return results
+
+
+def _updates(core: EngineCore, done: Completion) -> dict[str, Any]:
+    return {
+        **check_variables(done.local_variables, core.config.max_variable_bytes),
+        **check_variables(done.variables, core.config.max_variable_bytes),
+    }
+
+
+def _complete(
+    unit: Unit, work: InstanceWork, task: ExternalTask, done: Completion, updates: dict[str, Any]
+) -> None:
+    """Every check first (a refusal changes nothing), then the completion."""
+    if _repeated(task, done.worker_id, FinishKind.COMPLETE):
+        return
+    _check_owner(task, done.worker_id, "completed")
+    tok = _waiting_token(work, task)
+    work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
+    work.move(
+        task,
+        TaskState.COMPLETED,
+        payload={"worker": done.worker_id},
+        **_finished(done.worker_id, FinishKind.COMPLETE, unit.now),
+    )
+    walker = unit.walker(work)
+    walker.leave(tok)
+    walker.run()
 
 
 def _policy(unit: Unit, work: InstanceWork, task: ExternalTask) -> RetryPolicy | None:

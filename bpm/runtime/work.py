@@ -264,6 +264,11 @@ class InstanceWork:
                 found = None
         return found
 
+    def item_if_loaded(self, kind: type[Item], item_id: str) -> Item | None:
+        """The record ``item_id`` of ``kind`` if this change set has it (no database read)."""
+        found: Item | None = self.item_changes[kind].records.get(item_id)
+        return found
+
     def items_of(self, kind: type[Item], token_id: str) -> list[Item]:
         """Every record of ``kind`` that belongs to ``token_id`` (loaded once)."""
         changes = self.item_changes[kind]

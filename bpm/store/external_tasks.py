@@ -188,6 +188,14 @@ def get(conn: Connection, task_id: str, *, for_update: bool = False) -> External
     return task_from_row(row) if row else None
 
 
+def tasks(conn: Connection, task_ids: Sequence[str]) -> dict[str, ExternalTask]:
+    """The tasks ``task_ids`` (those that exist), in one statement."""
+    if not task_ids:
+        return {}
+    q = select(et).where(et.c.id.in_(sorted(set(task_ids))))
+    return {r.id: task_from_row(r) for r in conn.execute(q)}
+
+
 def instance_of(conn: Connection, task_id: str) -> str | None:
     """The instance id of a task (to take the instance lock first)."""
     value = conn.execute(select(et.c.instance_id).where(et.c.id == task_id)).scalar_one_or_none()
