@@ -7,6 +7,7 @@ task split or repeat work without applying anything twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from celery import Task, shared_task
@@ -22,18 +23,22 @@ TIMER_START_BATCH = 100
 REDISPATCH_BATCH = 500
 
 
+def sweep(step: Callable[..., int], batch: int) -> int:
+    """Call ``step(limit=batch)`` until a batch comes back short (or MAX_BATCHES ran)."""
+    total = 0
+    for _ in range(MAX_BATCHES):
+        count = step(limit=batch)
+        total += count
+        if count < batch:
+            break
+    return total
+
+
 @shared_task(name="bpm.fire_due_timers", bind=True)
 def fire_due_timers(self: Task) -> int:  # type: ignore[type-arg]
     """Fire every due timer (claimed with SKIP LOCKED, fired and applied in one
     transaction per batch); returns how many fired. Two beats at once fire each once."""
-    engine = engine_for(self.app)
-    total = 0
-    for _ in range(MAX_BATCHES):
-        count = engine.fire_due_timers(limit=TIMER_BATCH)
-        total += count
-        if count < TIMER_BATCH:
-            break
-    return total
+    return sweep(engine_for(self.app).fire_due_timers, TIMER_BATCH)
 
 
 @shared_task(name="bpm.fire_timer_starts", bind=True)
@@ -42,46 +47,24 @@ def fire_timer_starts(self: Task) -> int:  # type: ignore[type-arg]
     LOCKED, each due time recorded under a unique key); returns how many started. Two
     beats at once start each due time once. (The beat's timer waiter does this on time;
     this task is the optional sweep.)"""
-    engine = engine_for(self.app)
-    total = 0
-    for _ in range(MAX_BATCHES):
-        count = engine.fire_due_schedules(limit=TIMER_START_BATCH)
-        total += count
-        if count < TIMER_START_BATCH:
-            break
-    return total
+    return sweep(engine_for(self.app).fire_due_schedules, TIMER_START_BATCH)
 
 
 @shared_task(name="bpm.redispatch_stale_ready", bind=True)
 def redispatch_stale_ready(self: Task) -> int:  # type: ignore[type-arg]
     """Publish again Ready steps whose publish was lost; returns how many."""
-    engine = engine_for(self.app)
-    total = 0
-    for _ in range(MAX_BATCHES):
-        count = engine.redispatch_stale_ready(limit=REDISPATCH_BATCH)
-        total += count
-        if count < REDISPATCH_BATCH:
-            break
-    return total
+    return sweep(engine_for(self.app).redispatch_stale_ready, REDISPATCH_BATCH)
 
 
 @shared_task(name="bpm.reclaim_expired_locks", bind=True)
 def reclaim_expired_locks(self: Task) -> dict[str, int]:  # type: ignore[type-arg]
     """Expired leases become failed attempts ("worker lost"); counts by kind of lock."""
     engine = engine_for(self.app)
-    reclaimed: dict[str, int] = {"token_leases": 0, "external_task_locks": 0}
-    for _ in range(MAX_BATCHES):
-        count = engine.reclaim_expired_leases(limit=RECLAIM_BATCH)
-        reclaimed["token_leases"] += count
-        if count < RECLAIM_BATCH:
-            break
-    # expired external-task locks go back to ready (not a failed attempt) and wake pollers
-    for _ in range(MAX_BATCHES):
-        count = engine.reclaim_expired_external_locks(limit=RECLAIM_BATCH)
-        reclaimed["external_task_locks"] += count
-        if count < RECLAIM_BATCH:
-            break
-    return reclaimed
+    return {
+        "token_leases": sweep(engine.reclaim_expired_leases, RECLAIM_BATCH),
+        # expired external-task locks go back to ready and wake pollers
+        "external_task_locks": sweep(engine.reclaim_expired_external_locks, RECLAIM_BATCH),
+    }
 
 
 def retention() -> timedelta | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from bpm import Engine
 from bpm.builder import Process
-from bpm.engine.external_tasks import Completion
+from bpm.engine.external_reports import Completion
 from bpm.errors import LeaseLost, NotFound, VariableError
 from bpm.runtime.external import FetchRequest, TopicRequest
 from tests.engine_helpers import table_dump

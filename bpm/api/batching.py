@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from starlette.concurrency import run_in_threadpool
 
 from bpm.engine import Engine
-from bpm.engine.external_tasks import Completion
+from bpm.engine.external_reports import Completion
 
 log = logging.getLogger("bpm.api")
 

@@ -11,6 +11,7 @@ from sqlalchemy import Engine as SAEngine
 from bpm.dispatch import Dispatcher, default_dispatcher
 from bpm.engine import definitions as _defs
 from bpm.engine import execution as _exec
+from bpm.engine import external_reports as _reports
 from bpm.engine import external_tasks as _ext
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
@@ -22,7 +23,7 @@ from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.engine.definitions import Deployment
-from bpm.engine.external_tasks import Completion
+from bpm.engine.external_reports import Completion
 from bpm.engine.transactions import TransactionSource
 from bpm.errors import BpmError
 from bpm.handlers import HandlerRegistry
@@ -366,7 +367,7 @@ class Engine:
         """Complete a task ``worker_id`` holds; repeating one's own complete is a no-op.
 
         ``topics``: the caller may only touch tasks of these topics (``Forbidden``)."""
-        _ext.complete(
+        _reports.complete(
             self.core, task_id, worker_id, variables, local_variables, topics=topics, now=now
         )
 
@@ -375,7 +376,7 @@ class Engine:
     ) -> list[BpmError | None]:
         """Several completes in one transaction; per completion None or the error that
         refused it (nothing of a refused one is applied, the others commit)."""
-        return _ext.complete_many(self.core, completions, now=now)
+        return _reports.complete_many(self.core, completions, now=now)
 
     def fail_external_task(
         self,
@@ -391,7 +392,7 @@ class Engine:
         now: datetime | None = None,
     ) -> None:
         """Report a failed attempt (Camunda retries semantics, or the model's RetryPolicy)."""
-        _ext.handle_failure(
+        _reports.handle_failure(
             self.core,
             task_id,
             worker_id,
@@ -416,7 +417,7 @@ class Engine:
         now: datetime | None = None,
     ) -> None:
         """Throw a BPMN error to the task's matching error boundary (else the activity ends)."""
-        _ext.handle_bpmn_error(
+        _reports.handle_bpmn_error(
             self.core,
             task_id,
             worker_id,

@@ -1,28 +1,24 @@
-"""External tasks: fetch-and-lock, complete, failure, BPMN errors, locks, retries, queries.
+"""External tasks: fetch-and-lock, locks, retries, queries, and the checks every write
+shares (what workers report is :mod:`bpm.engine.external_reports`).
 
 Every write that changes a task goes through the unit of work: the task's instance is
-locked and loaded first, then the task is read under that lock, the caller's right to it is
-checked (a key limited to topics), the lock owner is checked, and the task and its token
-change together in ONE transaction. Complete, failure and BPMN error are idempotent for
-the worker that made them: a repeat answers OK and changes nothing (``finished_by`` /
-``finish_kind``). Fetch-and-lock and the reclaimer are single set-based statements.
+locked and loaded first, then the task is read under that lock and the caller's right to
+it checked (a key limited to topics). Fetch-and-lock and the reclaimer are single
+set-based statements.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
-from bpm.errors import BpmError, Forbidden, InvalidOperation, LeaseLost, NotFound
-from bpm.model import nodes as n
-from bpm.retry import RetryPolicy
+from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
 from bpm.runtime.external import FetchRequest, FinishKind
-from bpm.runtime.failure import Failure, catching_boundary, fail_external, take_error_boundary
 from bpm.runtime.records import ExternalTask, Incident, Token
 from bpm.runtime.states import (
     BlockKind,
@@ -31,7 +27,7 @@ from bpm.runtime.states import (
     TaskState,
     TokenState,
 )
-from bpm.runtime.work import InstanceWork, check_variables
+from bpm.runtime.work import InstanceWork
 from bpm.store import external_tasks as store
 from bpm.store import history as history_store
 
@@ -125,7 +121,7 @@ def next_free_at(
 # -- loading a task for a write -------------------------------------------------------------
 
 
-def _open(
+def open_task(
     unit: Unit, task_id: str, topics: Collection[str] | None
 ) -> tuple[InstanceWork, ExternalTask]:
     """Lock the task's instance, then read the task under that lock and check the caller."""
@@ -139,7 +135,7 @@ def _open(
     return work, task
 
 
-def _repeated(task: ExternalTask, worker_id: str, kind: FinishKind) -> bool:
+def repeated(task: ExternalTask, worker_id: str, kind: FinishKind) -> bool:
     """The same worker repeating a report it already made (its response was lost)."""
     return (
         task.state is not TaskState.LOCKED
@@ -148,7 +144,7 @@ def _repeated(task: ExternalTask, worker_id: str, kind: FinishKind) -> bool:
     )
 
 
-def _check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
+def check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
     if task.state in _CLOSED:
         raise not_found(task.id)
     owner = task.lock_owner if task.state is TaskState.LOCKED else None
@@ -159,7 +155,7 @@ def _check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
         )
 
 
-def _waiting_token(work: InstanceWork, task: ExternalTask) -> Token:
+def waiting_token(work: InstanceWork, task: ExternalTask) -> Token:
     tok = work.tokens.get(task.token_id)
     if (
         tok is None
@@ -178,7 +174,7 @@ def _waiting_token(work: InstanceWork, task: ExternalTask) -> Token:
     return tok
 
 
-def _finished(worker_id: str, kind: FinishKind, now: datetime) -> dict[str, Any]:
+def finished(worker_id: str, kind: FinishKind, now: datetime) -> dict[str, Any]:
     return {
         "lock_owner": None,
         "lock_expires_at": None,
@@ -186,218 +182,6 @@ def _finished(worker_id: str, kind: FinishKind, now: datetime) -> dict[str, Any]
         "finish_kind": kind.value,
         "updated_at": now,
     }
-
-
-# -- complete, failure, bpmn error ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Completion:
-    """A worker's complete of one task (see :func:`complete`)."""
-
-    task_id: str
-    worker_id: str
-    variables: dict[str, Any] | None = None
-    local_variables: dict[str, Any] | None = None
-    topics: Collection[str] | None = None
-
-
-def complete(
-    core: EngineCore,
-    task_id: str,
-    worker_id: str,
-    variables: dict[str, Any] | None = None,
-    local_variables: dict[str, Any] | None = None,
-    *,
-    topics: Collection[str] | None = None,
-    now: datetime | None = None,
-) -> None:
-    """Complete a task locked by ``worker_id``: merge variables and move the token on.
-
-    Local variables have no scope of their own here: they are merged like ``variables``.
-    ``topics``: the caller may only touch tasks of these topics (None: any).
-    """
-    done = Completion(task_id, worker_id, variables, local_variables, topics)
-    updates = _updates(core, done)
-    with unit_of_work(core, now) as unit:
-        work, task = _open(unit, task_id, topics)
-        _complete(unit, work, task, done, updates)
-
-
-def complete_many(
-    core: EngineCore, completions: Sequence[Completion], *, now: datetime | None = None
-) -> list[BpmError | None]:
-    """Several completes in ONE transaction (the API commits completes that arrive
-    together this way): the instances are locked together in id order and every task is
-    read in one statement. Returns, per completion, None or the error it alone raised
-    (nothing of a refused completion is applied); the others commit.
-    """
-    results: list[BpmError | None] = [None] * len(completions)
-    updates: list[dict[str, Any]] = []
-    for i, done in enumerate(completions):
-        try:
-            updates.append(_updates(core, done))
-        except BpmError as exc:
-            results[i] = exc
-            updates.append({})
-    wanted = [i for i, r in enumerate(results) if r is None]
-    if not wanted:
-        return results
-    with unit_of_work(core, now) as unit:
-        ids = [completions[i].task_id for i in wanted]
-        # which instances to lock (a task's instance never changes), then the tasks again,
-        # read under those locks, each adopted by its instance's change set
-        owners = {t.instance_id for t in store.tasks(unit.conn, ids).values()}
-        works = unit.lock(sorted(owners))
-        owner_of: dict[str, InstanceWork] = {}
-        for fresh in store.tasks(unit.conn, ids).values():
-            if fresh.instance_id in works:
-                owner_of[fresh.id] = works[fresh.instance_id]
-                owner_of[fresh.id].adopt(fresh)
-        for i in wanted:
-            done = completions[i]
-            try:
-                work = owner_of.get(done.task_id)
-                # the task as this batch left it (an earlier completion may have changed it)
-                task = work.item_if_loaded(ExternalTask, done.task_id) if work else None
-                if work is None or task is None:
-                    raise not_found(done.task_id)
-                check_topic(task, done.topics)
-                _complete(unit, work, task, done, updates[i])
-            except BpmError as exc:  # refused before it changed anything (see _complete)
-                results[i] = exc
-    return results
-
-
-def _updates(core: EngineCore, done: Completion) -> dict[str, Any]:
-    return {
-        **check_variables(done.local_variables, core.config.max_variable_bytes),
-        **check_variables(done.variables, core.config.max_variable_bytes),
-    }
-
-
-def _complete(
-    unit: Unit, work: InstanceWork, task: ExternalTask, done: Completion, updates: dict[str, Any]
-) -> None:
-    """Every check first (a refusal changes nothing), then the completion."""
-    if _repeated(task, done.worker_id, FinishKind.COMPLETE):
-        return
-    _check_owner(task, done.worker_id, "completed")
-    tok = _waiting_token(work, task)
-    work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
-    work.move(
-        task,
-        TaskState.COMPLETED,
-        payload={"worker": done.worker_id},
-        **_finished(done.worker_id, FinishKind.COMPLETE, unit.now),
-    )
-    walker = unit.walker(work)
-    walker.leave(tok)
-    walker.run()
-
-
-def _policy(unit: Unit, work: InstanceWork, task: ExternalTask) -> RetryPolicy | None:
-    node = unit.model(work.instance.definition_id).node(task.node_id)
-    if isinstance(node, n.ServiceTask) and isinstance(node.retry, RetryPolicy):
-        return node.retry
-    return None
-
-
-def handle_failure(
-    core: EngineCore,
-    task_id: str,
-    worker_id: str,
-    error_message: str | None,
-    error_details: str | None = None,
-    retries: int | None = None,
-    retry_timeout_ms: int | None = None,
-    *,
-    error_code: str | None = None,
-    topics: Collection[str] | None = None,
-    now: datetime | None = None,
-) -> None:
-    """A worker reports that its attempt failed (see :func:`bpm.runtime.failure.fail_external`
-    for what the retries count and the model's RetryPolicy decide)."""
-    if retries is not None and retries < 0:
-        raise InvalidOperation("retries cannot be negative")
-    if retry_timeout_ms is not None and retry_timeout_ms < 0:
-        raise InvalidOperation("retryTimeout cannot be negative")
-    with unit_of_work(core, now) as unit:
-        work, task = _open(unit, task_id, topics)
-        if _repeated(task, worker_id, FinishKind.FAILURE):
-            return
-        _check_owner(task, worker_id, "failed")
-        tok = _waiting_token(work, task)
-        walker = unit.walker(work)
-        fail_external(
-            walker,
-            task,
-            tok,
-            Failure(
-                error=error_message or "external task failed",
-                failed_at=unit.now,
-                details=error_details,
-                error_code=error_code,
-            ),
-            worker_id=worker_id,
-            policy=_policy(unit, work, task) if retries is None else None,
-            retries=retries,
-            retry_timeout=(
-                timedelta(milliseconds=retry_timeout_ms) if retry_timeout_ms is not None else None
-            ),
-        )
-        walker.run()
-
-
-def handle_bpmn_error(
-    core: EngineCore,
-    task_id: str,
-    worker_id: str,
-    error_code: str,
-    error_message: str | None = None,
-    variables: dict[str, Any] | None = None,
-    *,
-    topics: Collection[str] | None = None,
-    now: datetime | None = None,
-) -> None:
-    """A business error: to the matching error boundary event, else the activity just ends.
-
-    As in Camunda, an uncaught BPMN error ends the token at the activity without following
-    its outgoing flows.
-    """
-    if not error_code:
-        raise InvalidOperation("errorCode is required")
-    updates = check_variables(variables, core.config.max_variable_bytes)
-    with unit_of_work(core, now) as unit:
-        work, task = _open(unit, task_id, topics)
-        if _repeated(task, worker_id, FinishKind.BPMN_ERROR):
-            return
-        _check_owner(task, worker_id, "reported with a BPMN error")
-        tok = _waiting_token(work, task)
-        walker = unit.walker(work)
-        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
-        boundary = catching_boundary(walker, tok.node_id, error_code)
-        work.move(
-            task,
-            TaskState.COMPLETED,
-            event="external_task_bpmn_error",
-            payload={
-                "worker": worker_id,
-                "error_code": error_code,
-                "message": error_message,
-                "caught_by": boundary.id if boundary else None,
-            },
-            error_message=error_message,
-            **_finished(worker_id, FinishKind.BPMN_ERROR, unit.now),
-        )
-        if boundary is not None:
-            take_error_boundary(walker, tok, boundary, error_message or error_code, error_code)
-        else:
-            walker.cancel_boundaries(tok)
-            work.transition(
-                tok.id, TokenState.COMPLETED, payload={"bpmn_error": error_code, "uncaught": True}
-            )
-        walker.run()
 
 
 # -- locks ----------------------------------------------------------------------------------
@@ -460,7 +244,7 @@ def lock(
     if not worker_id:
         raise InvalidOperation("workerId is required")
     with unit_of_work(core, now) as unit:
-        work, task = _open(unit, task_id, topics)
+        work, task = open_task(unit, task_id, topics)
         at = unit.now
         free = task.state is TaskState.READY and (task.retry_at is None or task.retry_at <= at)
         expired = task.state is TaskState.LOCKED and not task.is_locked(at)
@@ -491,7 +275,7 @@ def unlock(
 ) -> None:
     """Give a locked task back to ready at once (anyone may unlock, as in Camunda)."""
     with unit_of_work(core, now) as unit:
-        work, task = _open(unit, task_id, topics)
+        work, task = open_task(unit, task_id, topics)
         if task.state in _CLOSED:
             raise not_found(task_id)
         if task.state is not TaskState.LOCKED:
@@ -519,7 +303,7 @@ def set_retries(
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InvalidOperation("retries must be an integer >= 0")
     with unit_of_work(core, now) as unit:
-        work, task = _open(unit, task_id, topics)
+        work, task = open_task(unit, task_id, topics)
         if task.state in _CLOSED:
             raise not_found(task_id)
         tok = work.tokens.get(task.token_id)

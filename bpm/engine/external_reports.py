@@ -1,0 +1,246 @@
+"""External tasks, what workers report: complete (one or several in one transaction),
+failure and BPMN error.
+
+Each report is one unit of work: the task's instance is locked and loaded first, the task
+read under that lock, the caller's right to it checked (a key limited to topics), the lock
+owner checked, then the task and its token change together. A report is idempotent for
+the worker that made it: a repeat answers OK and changes nothing (``finished_by`` /
+``finish_kind``). Every check comes before any change, so a refusal changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from bpm.engine.core import EngineCore
+from bpm.engine.external_tasks import (
+    check_owner,
+    check_topic,
+    finished,
+    not_found,
+    open_task,
+    repeated,
+    waiting_token,
+)
+from bpm.engine.unit import Unit, unit_of_work
+from bpm.errors import BpmError, InvalidOperation
+from bpm.model import nodes as n
+from bpm.retry import RetryPolicy
+from bpm.runtime.external import FinishKind
+from bpm.runtime.failure import Failure, catching_boundary, fail_external, take_error_boundary
+from bpm.runtime.records import ExternalTask
+from bpm.runtime.states import TaskState, TokenState
+from bpm.runtime.work import InstanceWork, check_variables
+from bpm.store import external_tasks as store
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A worker's complete of one task (see :func:`complete`)."""
+
+    task_id: str
+    worker_id: str
+    variables: dict[str, Any] | None = None
+    local_variables: dict[str, Any] | None = None
+    topics: Collection[str] | None = None
+
+
+def complete(
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    variables: dict[str, Any] | None = None,
+    local_variables: dict[str, Any] | None = None,
+    *,
+    topics: Collection[str] | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Complete a task locked by ``worker_id``: merge variables and move the token on.
+
+    Local variables have no scope of their own here: they are merged like ``variables``.
+    ``topics``: the caller may only touch tasks of these topics (None: any).
+    """
+    done = Completion(task_id, worker_id, variables, local_variables, topics)
+    updates = _updates(core, done)
+    with unit_of_work(core, now) as unit:
+        work, task = open_task(unit, task_id, topics)
+        _complete(unit, work, task, done, updates)
+
+
+def complete_many(
+    core: EngineCore, completions: Sequence[Completion], *, now: datetime | None = None
+) -> list[BpmError | None]:
+    """Several completes in ONE transaction (the API commits completes that arrive
+    together this way): the instances are locked together in id order and every task is
+    read in one statement. Returns, per completion, None or the error it alone raised
+    (nothing of a refused completion is applied); the others commit.
+    """
+    results: list[BpmError | None] = [None] * len(completions)
+    updates: list[dict[str, Any]] = []
+    for i, done in enumerate(completions):
+        try:
+            updates.append(_updates(core, done))
+        except BpmError as exc:
+            results[i] = exc
+            updates.append({})
+    wanted = [i for i, r in enumerate(results) if r is None]
+    if not wanted:
+        return results
+    with unit_of_work(core, now) as unit:
+        ids = [completions[i].task_id for i in wanted]
+        # which instances to lock (a task's instance never changes), then the tasks again,
+        # read under those locks, each adopted by its instance's change set
+        owners = {t.instance_id for t in store.tasks(unit.conn, ids).values()}
+        works = unit.lock(sorted(owners))
+        owner_of: dict[str, InstanceWork] = {}
+        for fresh in store.tasks(unit.conn, ids).values():
+            if fresh.instance_id in works:
+                owner_of[fresh.id] = works[fresh.instance_id]
+                owner_of[fresh.id].adopt(fresh)
+        for i in wanted:
+            done = completions[i]
+            try:
+                work = owner_of.get(done.task_id)
+                # the task as this batch left it (an earlier completion may have changed it)
+                task = work.item_if_loaded(ExternalTask, done.task_id) if work else None
+                if work is None or task is None:
+                    raise not_found(done.task_id)
+                check_topic(task, done.topics)
+                _complete(unit, work, task, done, updates[i])
+            except BpmError as exc:  # refused before it changed anything (see _complete)
+                results[i] = exc
+    return results
+
+
+def _updates(core: EngineCore, done: Completion) -> dict[str, Any]:
+    return {
+        **check_variables(done.local_variables, core.config.max_variable_bytes),
+        **check_variables(done.variables, core.config.max_variable_bytes),
+    }
+
+
+def _complete(
+    unit: Unit, work: InstanceWork, task: ExternalTask, done: Completion, updates: dict[str, Any]
+) -> None:
+    """Every check first (a refusal changes nothing), then the completion."""
+    if repeated(task, done.worker_id, FinishKind.COMPLETE):
+        return
+    check_owner(task, done.worker_id, "completed")
+    tok = waiting_token(work, task)
+    work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
+    work.move(
+        task,
+        TaskState.COMPLETED,
+        payload={"worker": done.worker_id},
+        **finished(done.worker_id, FinishKind.COMPLETE, unit.now),
+    )
+    walker = unit.walker(work)
+    walker.leave(tok)
+    walker.run()
+
+
+def _policy(unit: Unit, work: InstanceWork, task: ExternalTask) -> RetryPolicy | None:
+    node = unit.model(work.instance.definition_id).node(task.node_id)
+    if isinstance(node, n.ServiceTask) and isinstance(node.retry, RetryPolicy):
+        return node.retry
+    return None
+
+
+def handle_failure(
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    error_message: str | None,
+    error_details: str | None = None,
+    retries: int | None = None,
+    retry_timeout_ms: int | None = None,
+    *,
+    error_code: str | None = None,
+    topics: Collection[str] | None = None,
+    now: datetime | None = None,
+) -> None:
+    """A worker reports that its attempt failed (see :func:`bpm.runtime.failure.fail_external`
+    for what the retries count and the model's RetryPolicy decide)."""
+    if retries is not None and retries < 0:
+        raise InvalidOperation("retries cannot be negative")
+    if retry_timeout_ms is not None and retry_timeout_ms < 0:
+        raise InvalidOperation("retryTimeout cannot be negative")
+    with unit_of_work(core, now) as unit:
+        work, task = open_task(unit, task_id, topics)
+        if repeated(task, worker_id, FinishKind.FAILURE):
+            return
+        check_owner(task, worker_id, "failed")
+        tok = waiting_token(work, task)
+        walker = unit.walker(work)
+        fail_external(
+            walker,
+            task,
+            tok,
+            Failure(
+                error=error_message or "external task failed",
+                failed_at=unit.now,
+                details=error_details,
+                error_code=error_code,
+            ),
+            worker_id=worker_id,
+            policy=_policy(unit, work, task) if retries is None else None,
+            retries=retries,
+            retry_timeout=(
+                timedelta(milliseconds=retry_timeout_ms) if retry_timeout_ms is not None else None
+            ),
+        )
+        walker.run()
+
+
+def handle_bpmn_error(
+    core: EngineCore,
+    task_id: str,
+    worker_id: str,
+    error_code: str,
+    error_message: str | None = None,
+    variables: dict[str, Any] | None = None,
+    *,
+    topics: Collection[str] | None = None,
+    now: datetime | None = None,
+) -> None:
+    """A business error: to the matching error boundary event, else the activity just ends.
+
+    As in Camunda, an uncaught BPMN error ends the token at the activity without following
+    its outgoing flows.
+    """
+    if not error_code:
+        raise InvalidOperation("errorCode is required")
+    updates = check_variables(variables, core.config.max_variable_bytes)
+    with unit_of_work(core, now) as unit:
+        work, task = open_task(unit, task_id, topics)
+        if repeated(task, worker_id, FinishKind.BPMN_ERROR):
+            return
+        check_owner(task, worker_id, "reported with a BPMN error")
+        tok = waiting_token(work, task)
+        walker = unit.walker(work)
+        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
+        boundary = catching_boundary(walker, tok.node_id, error_code)
+        work.move(
+            task,
+            TaskState.COMPLETED,
+            event="external_task_bpmn_error",
+            payload={
+                "worker": worker_id,
+                "error_code": error_code,
+                "message": error_message,
+                "caught_by": boundary.id if boundary else None,
+            },
+            error_message=error_message,
+            **finished(worker_id, FinishKind.BPMN_ERROR, unit.now),
+        )
+        if boundary is not None:
+            take_error_boundary(walker, tok, boundary, error_message or error_code, error_code)
+        else:
+            walker.cancel_boundaries(tok)
+            work.transition(
+                tok.id, TokenState.COMPLETED, payload={"bpmn_error": error_code, "uncaught": True}
+            )
+        walker.run()
