@@ -126,6 +126,23 @@ def asynchronous_commit_statement(conn: Connection) -> list[tuple[Any, dict[str,
     return [(_ASYNC_COMMIT, {})] if is_postgres(conn) else []
 
 
+def insert_unless_present(
+    conn: Connection, table: Any, values: Mapping[str, Any], *, key: Sequence[str]
+) -> bool:
+    """Insert a row unless one with the same ``key`` (a unique index) is there already;
+    True when this statement inserted it. Races are decided by the unique index."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    flavour: Any = postgresql if is_postgres(conn) else sqlite
+    stmt = (
+        flavour.insert(table)
+        .values(dict(values))
+        .on_conflict_do_nothing(index_elements=list(key))
+        .returning(table.c[key[0]])  # rowcount is not reliable for this statement
+    )
+    return conn.execute(stmt).first() is not None
+
+
 def json_member_equals(
     conn: Connection, document: ColumnElement[Any], name: str, value: Any
 ) -> ColumnElement[bool]:

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from bpm.recurrence import Schedule
+from bpm.store import dialect
 from bpm.store import tables as t
 
 ACTIVE, PAUSED, ENDED, REPLACED = "active", "paused", "ended", "replaced"
@@ -61,9 +61,11 @@ def due(conn: Connection, now: datetime, limit: int) -> list[Schedule]:
 def lock_due(conn: Connection, schedule_id: str, now: datetime) -> Schedule | None:
     """The schedule, locked, if it is still active and due; on PostgreSQL None when
     another poller holds it (``FOR UPDATE SKIP LOCKED``): two beats split the work."""
-    q = select(t.timer_schedule).where(_s.id == schedule_id, _s.state == ACTIVE, _s.next_due <= now)
-    if conn.dialect.name == "postgresql":
-        q = q.with_for_update(skip_locked=True)
+    q = (
+        select(t.timer_schedule)
+        .where(_s.id == schedule_id, _s.state == ACTIVE, _s.next_due <= now)
+        .with_for_update(skip_locked=True)  # rendered on PostgreSQL; SQLite serializes writers
+    )
     row = conn.execute(q).first()
     return _schedule(row._mapping) if row is not None else None
 
@@ -73,14 +75,12 @@ def record_fire(
 ) -> bool:
     """Claim the due time ``due_at`` of a schedule; False if it already fired (the unique
     key on schedule and due time refuses a second start, whatever the pollers do)."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = (
-        dialect.insert(t.schedule_fire)
-        .values(schedule_id=schedule_id, due_at=due_at, instance_id=instance_id, fired_at=now)
-        .on_conflict_do_nothing(index_elements=["schedule_id", "due_at"])
-        .returning(t.schedule_fire.c.schedule_id)  # rowcount is not reliable here
+    return dialect.insert_unless_present(
+        conn,
+        t.schedule_fire,
+        {"schedule_id": schedule_id, "due_at": due_at, "instance_id": instance_id, "fired_at": now},
+        key=("schedule_id", "due_at"),
     )
-    return conn.execute(stmt).first() is not None
 
 
 def advance(
