@@ -37,8 +37,7 @@ from typing import Self
 import isodate
 
 from bpm.dialects import to_cel
-from bpm.errors import DeploymentError, Problem
-from bpm.expressions import ExpressionError
+from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate import check_model

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bpm.expressions import ExpressionError
+from bpm.errors import ExpressionError
 
 __all__ = ["python_spellings", "to_cel", "translate_feel", "translate_juel"]
 

@@ -46,6 +46,10 @@ class DeploymentError(BpmError):
         super().__init__(head + "; ".join(str(p) for p in problems))
 
 
+class ExpressionError(BpmError):
+    """A condition that does not compile, or cannot be evaluated on these variables."""
+
+
 class NotFound(BpmError):
     """The thing asked for does not exist (or no longer exists)."""
 

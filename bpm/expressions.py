@@ -14,7 +14,7 @@ from typing import Any
 
 import cel
 
-from bpm.errors import BpmError
+from bpm.errors import ExpressionError
 
 # Functions and macros of the CEL standard library. Anything else (``__import__``,
 # ``system``, ...) is refused at deploy: CEL has no way to reach Python, but an unknown
@@ -32,10 +32,6 @@ _ALLOWED_FUNCTIONS = frozenset(
 )  # fmt: skip
 
 _WRAPPED = re.compile(r"^\s*[$#]\{(?P<body>.*)\}\s*$", re.DOTALL)
-
-
-class ExpressionError(BpmError):
-    """A condition that does not compile, or cannot be evaluated on these variables."""
 
 
 def unwrap(source: str) -> str:

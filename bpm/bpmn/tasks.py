@@ -11,7 +11,7 @@ from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import java_engine, local, ours
 from bpm.dialects import translate_feel
-from bpm.expressions import ExpressionError
+from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_duration
 

@@ -23,6 +23,7 @@ from bpm.engine.core import EngineCore
 from bpm.errors import NotFound
 from bpm.events import ended_by
 from bpm.model.process import ProcessModel
+from bpm.runtime.behaviours import BEHAVIOURS
 from bpm.runtime.records import Instance
 from bpm.runtime.walker import Walker
 from bpm.runtime.work import InstanceWork, Item
@@ -104,7 +105,7 @@ class Unit:
         return self.core.model(self.conn, definition_id)
 
     def walker(self, work: InstanceWork) -> Walker:
-        return Walker(work, self.model(work.instance.definition_id))
+        return Walker(work, self.model(work.instance.definition_id), BEHAVIOURS)
 
     def flush(self) -> None:
         work_store.flush(self.conn, [w for w in self.works.values() if w.changed])

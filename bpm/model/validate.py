@@ -9,8 +9,8 @@ import dataclasses
 from collections import deque
 from collections.abc import Iterator
 
-from bpm.errors import DeploymentError, Problem
-from bpm.expressions import ExpressionError, compile_condition, compile_expression
+from bpm.errors import DeploymentError, ExpressionError, Problem
+from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.recurrence import recurrence

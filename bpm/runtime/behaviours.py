@@ -7,23 +7,24 @@ Ready for a worker (inline service tasks, published after commit).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from bpm.errors import BpmError
-from bpm.expressions import ExpressionError, compile_condition, compile_expression
+from bpm.errors import BpmError, ExpressionError
+from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.runtime import timers
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
-from bpm.runtime.walker import Walker
+from bpm.runtime.walker import Behaviour, Walker
 from bpm.runtime.work import new_id
-
-Behaviour = Callable[[Walker, Token, Any], None]
 
 SCRIPT_INCIDENT = "failedScript"
 """Incident type of a CEL script that could not be evaluated or stored."""
+
+
+def enter_activity(walker: Walker, tok: Token) -> bool:
+    """Schedule the activity's boundary timers; False when that failed the token."""
+    timers.schedule_boundaries(walker, tok)
+    return walker.work.token(tok.id).state is TokenState.READY
 
 
 def start_event(walker: Walker, tok: Token, node: n.StartEvent) -> None:
@@ -56,7 +57,7 @@ def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
 
 
 def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
-    if not walker.enter_activity(tok):
+    if not enter_activity(walker, tok):
         return
     w = walker.work
     if not node.is_external:
@@ -104,7 +105,7 @@ def script_task(walker: Walker, tok: Token, node: n.ScriptTask) -> None:
 
 
 def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
-    if not walker.enter_activity(tok):
+    if not enter_activity(walker, tok):
         return
     w = walker.work
     task = w.add(

@@ -3,13 +3,13 @@
 A :class:`Walker` moves Ready tokens through gateways and events within one transaction,
 until each one rests at a wait state (an inline task to dispatch, a user or external task,
 a timer, a join) or ends. What a token does at each kind of node is in
-:mod:`bpm.runtime.behaviours`.
+:mod:`bpm.runtime.behaviours`, a table the walker is given.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from bpm.model import nodes as n
@@ -26,26 +26,29 @@ from bpm.runtime.states import (
 )
 from bpm.runtime.work import InstanceWork
 
+Behaviour = Callable[["Walker", Token, Any], None]
+
 
 class Walker:
     """Continuation of one instance inside one transaction."""
 
-    def __init__(self, work: InstanceWork, model: ProcessModel) -> None:
+    def __init__(
+        self, work: InstanceWork, model: ProcessModel, behaviours: Mapping[type, Behaviour]
+    ) -> None:
         self.work = work
         self.model = model
+        self.behaviours = behaviours  # node kind -> what a token does there
         self._queue: deque[str] = deque()
 
     def run(self, token_ids: Iterable[str] = ()) -> None:
         """Advance the given Ready tokens (and every token they create) to rest."""
-        from bpm.runtime.behaviours import BEHAVIOURS
-
         self._queue.extend(token_ids)
         while self._queue:
             tok = self.work.token(self._queue.popleft())
             if tok.state is not TokenState.READY:
                 continue
             node = self.model.node(tok.node_id)
-            BEHAVIOURS[type(node)](self, tok, node)
+            self.behaviours[type(node)](self, tok, node)
         self.settle_instance()
 
     # -- moving on ------------------------------------------------------------------------
@@ -136,10 +139,3 @@ class Walker:
             tok = self.work.transition(tok.id, TokenState.EXECUTING, attempt=tok.attempt + 1)
         self.work.transition(tok.id, TokenState.FAILED, error=error)
         self.work.open_incident(tok, incident_type, error)
-
-    def enter_activity(self, tok: Token) -> bool:
-        """Schedule the activity's boundary timers; False when that failed the token."""
-        from bpm.runtime.timers import schedule_boundaries
-
-        schedule_boundaries(self, tok)
-        return self.work.token(tok.id).state is TokenState.READY

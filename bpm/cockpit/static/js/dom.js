@@ -64,3 +64,14 @@ export function table(headers, rows, attrs = {}) {
 export function section(title, ...children) {
   return h('section', { class: 'card' }, h('h2', {}, title), ...children);
 }
+
+/** A message at the top of the page; errors stay longer. */
+export function flash(message, kind = 'error') {
+  const el = document.getElementById('flash');
+  el.className = `flash ${kind}`;
+  el.textContent = message;
+  el.hidden = false;
+  el.dataset.testid = 'flash';
+  clearTimeout(flash.t);
+  flash.t = setTimeout(() => { el.hidden = true; }, kind === 'error' ? 8000 : 3000);
+}

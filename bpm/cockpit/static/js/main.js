@@ -24,16 +24,6 @@ const routes = [
   [/^#\/work$/, () => workPage(), 'work'],
 ];
 
-export function flash(message, kind = 'error') {
-  const el = document.getElementById('flash');
-  el.className = `flash ${kind}`;
-  el.textContent = message;
-  el.hidden = false;
-  el.dataset.testid = 'flash';
-  clearTimeout(flash.t);
-  flash.t = setTimeout(() => { el.hidden = true; }, kind === 'error' ? 8000 : 3000);
-}
-
 function renderWho() {
   const who = document.getElementById('who');
   if (!session.authenticated) return clear(who);

@@ -1,8 +1,7 @@
 // Incidents: every open one, grouped by definition and node, with bulk retry.
 
 import { get, post, session } from '../api.js';
-import { ago, clear, h, section, short, table } from '../dom.js';
-import { flash } from '../main.js';
+import { ago, clear, flash, h, section, short, table } from '../dom.js';
 
 export async function incidentsPage() {
   const groupsEl = h('div', {});

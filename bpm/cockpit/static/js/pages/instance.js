@@ -4,8 +4,7 @@
 
 import { get, post, session } from '../api.js';
 import { Diagram } from '../diagram.js';
-import { ago, badge, clear, h, section, short, table, time } from '../dom.js';
-import { flash } from '../main.js';
+import { ago, badge, clear, flash, h, section, short, table, time } from '../dom.js';
 
 function details(e) {
   const p = e.payload || {};

@@ -2,8 +2,7 @@
 // in the next minute, and the lock owners holding work right now.
 
 import { get, post, session } from '../api.js';
-import { ago, clear, h, section, short, table, time } from '../dom.js';
-import { flash } from '../main.js';
+import { ago, clear, flash, h, section, short, table, time } from '../dom.js';
 
 export async function workPage() {
   const el = h('div', { class: 'cards' });
