@@ -13,6 +13,7 @@ import time
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpm.api.errors import ApiError
@@ -49,6 +50,7 @@ class RequestTimer:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        root = str(scope.get("root_path", ""))
         status = 500  # unless a response starts: an error no handler answered
 
         async def send_status(message: Message) -> None:
@@ -60,12 +62,42 @@ class RequestTimer:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            # The router records the matched route in the scope; its path is the template
-            # (``/engine-rest/external-task/{id}/complete``), so ids never become labels.
-            route = getattr(scope.get("route"), "path", None) or UNMATCHED
             self.observers.emit(
-                RequestServed(scope["method"], route, status, time.perf_counter() - started)
+                RequestServed(
+                    scope["method"],
+                    route_template(scope, root),
+                    status,
+                    time.perf_counter() - started,
+                )
             )
+
+
+def route_template(scope: Scope, root_path: str = "") -> str:
+    """The matched route's path template (``/engine-rest/external-task/{task_id}/complete``),
+    so ids never become label values; ``unmatched`` when no route matched.
+
+    The router records the matched route in the scope. Routers included with a prefix may
+    keep their own, shorter path (newer FastAPI nests them): the request path's leading
+    segments the template lacks are the prefix, which is literal in this app. A mounted
+    app (the cockpit's assets) shows as its mount path, whose end the scope's
+    ``root_path`` (``root_path`` before routing) says.
+    """
+    route = scope.get("route")
+    template = getattr(route, "path", None)
+    if isinstance(route, Mount) and isinstance(template, str):
+        return template + "/{path}"
+    if not isinstance(template, str) or not template:
+        mounted = str(scope.get("root_path", ""))
+        if len(mounted) > len(root_path) and mounted.startswith(root_path):
+            return mounted[len(root_path) :] + "/{path}"
+        return UNMATCHED
+    if ":path}" in template:  # a parameter that spans segments: the prefix is unknowable
+        return template
+    path = str(scope.get("path", ""))
+    extra = path.count("/") - template.count("/")
+    if extra > 0:
+        return "/".join(path.split("/")[: extra + 1]) + template
+    return template
 
 
 def install(app: FastAPI, to: Observers | None = None) -> None:
