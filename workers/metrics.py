@@ -57,8 +57,8 @@ def _serve(sender: Any = None, **_: Any) -> None:
         # e.g. ``worker -B``: the embedded beat shares the worker's port and directory,
         # so the worker already serves its values.
         log.warning(
-            "metrics: cannot serve on %s:%d (%s); give each process on this host its own "
-            "BPM_METRICS_PORT",
+            "metrics: cannot serve on %s:%d (%s); with worker -B the worker serves beat's "
+            "metrics too, otherwise give each process on this host its own BPM_METRICS_PORT",
             settings.metrics_addr,
             settings.metrics_port,
             exc,

@@ -4,6 +4,7 @@ gauges equal to what the database holds; ``--workers 2`` sums both server proces
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.routing import Mount, Route
 
+from bpm import Engine
 from bpm.api.metrics import UNMATCHED, route_template
 from tests.api.conftest import BPM, ROOT, Api, bpmn, free_port, one_task
 from tests.engine_helpers import table_dump
@@ -172,3 +174,77 @@ def test_route_templates_of_flat_nested_and_mounted_routes() -> None:
     wide = Route("/files/{rest:path}", endpoint)
     assert route_template({"route": wide, "path": "/x/files/a/b/c"}) == "/files/{rest:path}"
     assert route_template({"path": "/nothing/here"}) == UNMATCHED
+
+
+HANDLERS = """
+from bpm import service_task
+
+for name in ("validate-order", "reserve-stock", "charge-payment", "ship-order"):
+    service_task(name)(lambda ctx: {ctx.node_id: ctx.attempt})
+"""
+
+
+def test_bpm_dev_serves_the_steps_its_loop_ran(tmp_path: Path) -> None:
+    (tmp_path / "shop_handlers.py").write_text(HANDLERS)
+    url = f"sqlite:///{tmp_path / 'dev.db'}"
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    env.pop("BPM_API_KEYS", None)
+    log = open(tmp_path / "dev.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [*BPM, "dev", "--db", url, "--port", str(port), "--handlers", "shop_handlers"],
+        env=env,
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    engine = None
+    try:
+
+        def up() -> bool:
+            assert proc.poll() is None, (tmp_path / "dev.log").read_text()
+            try:
+                return httpx.get(f"{base}/health/live", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        eventually(up, timeout=30, what="bpm dev to serve")
+        engine = Engine(url)
+        engine.deploy(ROOT / "examples" / "order.bpmn")
+        started = [
+            httpx.post(
+                f"{base}/engine-rest/process-definition/key/order/start",
+                json={"variables": {"amount": {"value": amount}}},
+            )
+            for amount in (120, 120, 50)
+        ]
+        ids = [r.json()["id"] for r in started]
+        for iid in ids:
+            eventually(lambda iid=iid: engine.get_instance(iid).ended, what=f"{iid} to end")
+        executing: dict[str, int] = {}
+        for iid in ids:
+            for e in engine.history(iid):
+                if e.type == "token_executing":
+                    executing[e.node_id or ""] = executing.get(e.node_id or "", 0) + 1
+
+        def served() -> dict[str, float]:
+            samples = scrape(f"{base}/metrics")
+            return {
+                node: sample(samples, "bpm_steps_completed_total", definition="order", node=node)
+                or 0.0
+                for node in executing
+            }
+
+        eventually(lambda: served() == executing, timeout=10, what=f"{executing} counted")
+        assert executing == {"validate": 3, "reserve": 2, "charge": 2, "ship": 3}
+    finally:
+        if engine is not None:
+            engine.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
