@@ -1,5 +1,6 @@
 """``/metrics`` of a real API process: request latency by route template, and database
-gauges equal to what the database holds; ``--workers 2`` sums both server processes."""
+gauges equal to what the database holds; ``--workers 2`` sums both server processes;
+``bpm dev`` counts the steps its loop runs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from starlette.routing import Mount, Route
 
 from bpm import Engine
 from bpm.api.metrics import UNMATCHED, route_template
-from tests.api.conftest import BPM, ROOT, Api, bpmn, free_port, one_task
+from tests.api.conftest import BPM, ROOT, Api, ApiServer, bpmn, free_port, one_task
 from tests.engine_helpers import table_dump
 from tests.support import eventually
 
@@ -95,6 +96,18 @@ def test_database_gauges_equal_the_database(api: Api) -> None:
     assert sample(samples, "bpm_ready_tokens", definition="inline", node="work") == 2
     assert api.engine.count_external_tasks(topic="mail", locked=False, retries_left=True) == 2
     assert len(api.engine.incidents()) == 1
+
+
+def test_metrics_need_no_key_where_the_api_does(pg_database_url: str, tmp_path: Path) -> None:
+    server = ApiServer(pg_database_url, keys="ops:s3cret", log=tmp_path / "api.log").start()
+    try:
+        root = f"http://127.0.0.1:{server.port}"
+        assert httpx.get(f"{root}/engine-rest/process-definition").status_code == 401
+        samples = scrape(f"{root}/metrics")  # like /health: for the scraper, no secrets
+        assert requests_of(samples, "/engine-rest/process-definition", "401") == 1
+        assert "s3cret" not in httpx.get(f"{root}/metrics").text
+    finally:
+        server.kill()
 
 
 def test_metrics_refuses_other_methods_and_changes_nothing(api: Api) -> None:
