@@ -5,7 +5,8 @@ from the environment by default, see ``docs/celery.md``); the task modules are l
 Celery through ``include=`` and never import this module, so nothing imports in a circle.
 The handler modules named in ``BPM_HANDLERS`` are imported here, at start: a module that
 does not import stops the worker (and beat) with the reason, instead of failing the first
-step that needs it.
+step that needs it. Metrics (``BPM_METRICS_PORT``) and JSON logs (``BPM_LOG_FORMAT``) are
+set up just before (:mod:`workers.metrics`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from celery import Celery
 import beat.waiter  # noqa: F401  (starts the timer waiter when beat starts)
 from beat.schedule import beat_schedule
 from bpm.errors import ConfigurationError
+from workers import metrics
 from workers.settings import WorkerSettings
 
 TASK_MODULES = ("workers.tasks", "beat.tasks")
@@ -37,6 +39,7 @@ def load_handlers(modules: tuple[str, ...]) -> None:
 def create_app(settings: WorkerSettings | None = None) -> Celery:
     """A Celery app configured for the engine (DESIGN section 9)."""
     settings = settings or WorkerSettings.from_env()
+    metrics.prepare(settings)  # before the handlers: they may import prometheus-client
     load_handlers(settings.handler_modules)
     app = Celery("bpm", broker=settings.broker_url, include=list(TASK_MODULES))
     app.conf.update(

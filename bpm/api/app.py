@@ -1,6 +1,8 @@
 """The FastAPI application: ``/engine-rest`` (Camunda 7 compatible), the cockpit
 (``/cockpit`` pages, ``/api`` native JSON), ``/health/*`` and ``/openapi.json``.
 
+``/metrics`` serves Prometheus metrics (:mod:`bpm.api.metrics`).
+
 Configuration comes from arguments or the environment: ``BPM_DATABASE_URL``,
 ``BPM_API_KEYS`` (see :mod:`bpm.api.auth`), ``BPM_API_INSECURE_NO_AUTH=1`` to serve without
 keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000) and ``BPM_API_MAX_BODY_BYTES``
@@ -20,7 +22,9 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bpm import structured_logs
 from bpm.api import errors
+from bpm.api import metrics as api_metrics
 from bpm.api.auth import ApiKey, Authenticator, keys_from_env
 from bpm.api.batching import CompletionBatcher
 from bpm.api.celery_workers import CeleryWorkers
@@ -186,9 +190,12 @@ def create_app(
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
     app.add_middleware(BodyLimit, limit=limit)
+    api_metrics.install(app)  # /metrics, and the outermost layer: times every answer
     return app
 
 
 def app_factory() -> Any:
-    """For ``uvicorn --factory bpm.api.app:app_factory``."""
+    """For ``uvicorn --factory bpm.api.app:app_factory`` (each server process: logging
+    as ``BPM_LOG_FORMAT`` says, then the app)."""
+    structured_logs.configure_from_env()
     return create_app()

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from bpm import structured_logs
 from bpm.cli.app import app, database_url, err_console, fail, open_engine, user_errors
 
 DbOpt = Annotated[
@@ -34,7 +35,8 @@ def api(
     /cockpit (uvicorn); /health/live and /health/ready for load balancers.
 
     Keys: BPM_API_KEYS="id:secret[:topicA|topicB|role=viewer],...". Without keys the
-    server refuses to start unless --insecure-no-auth is given.
+    server refuses to start unless --insecure-no-auth is given. Prometheus metrics at
+    /metrics (with --workers N, summed over the N processes).
     """
     import uvicorn
 
@@ -54,9 +56,14 @@ def api(
         if insecure_no_auth and not keys:
             os.environ["BPM_API_INSECURE_NO_AUTH"] = "1"
             err_console.print(f"warning: serving WITHOUT authentication on {host}:{port}")
+        if workers > 1:  # the server processes count into files; each serves the sum
+            from bpm.contrib.prometheus_dir import ensure_multiprocess_dir
+
+            ensure_multiprocess_dir()
         from bpm.api.app import create_app
 
         create_app()  # fail fast on bad configuration, before binding
+    json_logs = structured_logs.log_format() == structured_logs.JSON
     config = uvicorn.Config(
         "bpm.api.app:app_factory",
         factory=True,
@@ -64,6 +71,8 @@ def api(
         port=port,
         workers=workers,
         log_level=log_level,
+        # JSON logs: uvicorn's loggers go to the root's JSON handler instead of their own.
+        log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
         access_log=False,
         timeout_graceful_shutdown=5,
     )

@@ -140,4 +140,13 @@ def import_handlers(modules: str | None) -> None:
 
 
 def main() -> None:
+    from bpm import structured_logs
+
+    try:
+        structured_logs.configure_from_env()  # BPM_LOG_FORMAT=json: JSON lines on stderr
+    except BpmError as exc:
+        from rich.markup import escape
+
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        raise SystemExit(2) from None
     app()

@@ -13,6 +13,7 @@ from bpm.engine import definitions as _defs
 from bpm.engine import execution as _exec
 from bpm.engine import external_reports as _reports
 from bpm.engine import external_tasks as _ext
+from bpm.engine import gauges as _gauges
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
 from bpm.engine import retention as _retention
@@ -24,6 +25,7 @@ from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.engine.definitions import Deployment
 from bpm.engine.external_reports import Completion
+from bpm.engine.gauges import Gauges
 from bpm.engine.transactions import TransactionSource
 from bpm.errors import BpmError
 from bpm.handlers import HandlerRegistry
@@ -116,6 +118,11 @@ class Engine:
     def cockpit(self) -> Cockpit:
         """The cockpit's read-only views (counts, pages of instances, queues, workers)."""
         return Cockpit(self.core)
+
+    def gauges(self, *, now: datetime | None = None) -> Gauges:
+        """What the database holds right now for the metrics gauges: the Ready backlog,
+        external tasks by topic and state, open incidents (three bounded queries)."""
+        return _gauges.read(self.core, now)
 
     def upgrade(self) -> None:
         """Create or upgrade the schema (the same as ``bpm db upgrade``)."""

@@ -21,6 +21,7 @@ from bpm.errors import NotFound
 from bpm.events import InstanceListeners, instance_listeners
 from bpm.handlers import HandlerRegistry
 from bpm.model.process import ProcessModel
+from bpm.observe import Observers, observers
 from bpm.runtime.records import Instance
 from bpm.store import definitions as defs_store
 
@@ -60,6 +61,8 @@ class EngineCore:
     transactions: TransactionSource | None = None
     # Told after commit about instances an operation ended (see bpm/events.py).
     listeners: InstanceListeners = field(default_factory=lambda: instance_listeners)
+    # Told what each step, timer and request did (metrics, logs; see bpm/observe.py).
+    observers: Observers = field(default_factory=lambda: observers)
     _models: dict[str, ProcessModel] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -23,11 +23,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from bpm.engine import observed
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, NotFound
 from bpm.handlers import HandlerSpec, TaskContext
 from bpm.model import nodes as n
+from bpm.observe import StepOutcome
 from bpm.retry import RetryPolicy
 from bpm.runtime.failure import IMMEDIATE, Failure, fail_attempt
 from bpm.runtime.records import Token
@@ -47,6 +49,8 @@ class Claimed:
     definition_id: str
     node: n.ServiceTask
     business_key: str | None = None
+    definition_key: str = ""  # the process key, for observers
+    claimed_at: float = 0.0  # time.perf_counter() when the lease was taken
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Outcome:
     details: str | None = None
     finished_at: datetime | None = None
     error_code: str | None = None  # from an ``error_code`` attribute of the exception
+    seconds: float | None = None  # how long the handler ran
 
 
 def lease_for(core: EngineCore, node: n.ServiceTask, spec: HandlerSpec | None) -> timedelta:
@@ -97,8 +102,10 @@ def claim(
         foreign: list[Token] = []  # given back: another worker may have their handlers
         broken: list[Token] = []  # given back unpublished: nothing can run them
         longer = []
+        mark = time.perf_counter()
         for tok, variables, definition_id, business_key in got:
-            node = _inline(core.model(conn, definition_id).node(tok.node_id))
+            model = core.model(conn, definition_id)
+            node = _inline(model.node(tok.node_id))
             if node is None:
                 log.error("token %s is not at an inline service task; not running it", tok.id)
                 broken.append(tok)
@@ -111,10 +118,14 @@ def claim(
             if lease != core.config.default_lease:
                 longer.append((tok.id, worker_id, tok.attempt, now + lease))
                 tok = replace(tok, lease_expires_at=now + lease)
-            steps.append(Claimed(tok, variables, definition_id, node, business_key))
+            steps.append(
+                Claimed(tok, variables, definition_id, node, business_key, model.key, mark)
+            )
         token_store.extend_leases(conn, longer, now)
     if first is not None and not any(s.token.id == first for s in steps):
         core.stats.claims_lost += 1
+        if core.observers:
+            observed.message_ignored(core, first, "not_ready")
     if foreign or broken:
         _release(core, foreign + broken, worker_id, now, dispatch=[t.id for t in foreign])
     return steps
@@ -148,19 +159,30 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         script=getattr(step.node, "script", None),  # script tasks run as handlers
     )
     started = time.perf_counter()
+    if core.observers:
+        observed.handler_started(core, step, worker_id, started)
     try:
         spec = core.registry.get(step.node.handler or "")
         result = spec.fn(ctx)
     except Exception as exc:  # a handler may raise anything: it is the user's code
-        return Outcome(
+        outcome = Outcome(
             error=f"{type(exc).__name__}: {exc}",
             details=traceback.format_exc(limit=20),
             finished_at=core.now(),
             error_code=_error_code(exc),
+            seconds=_ran_for(core, started),
         )
-    finally:
-        core.pace.observe(time.perf_counter() - started)
-    return Outcome(variables=result, finished_at=core.now())
+    else:
+        outcome = Outcome(variables=result, finished_at=core.now(), seconds=_ran_for(core, started))
+    if core.observers:
+        observed.handler_finished(core, step, worker_id, outcome)
+    return outcome
+
+
+def _ran_for(core: EngineCore, started: float) -> float:
+    seconds = time.perf_counter() - started
+    core.pace.observe(seconds)
+    return seconds
 
 
 def _error_code(exc: Exception) -> str | None:
@@ -172,8 +194,10 @@ def _error_code(exc: Exception) -> str | None:
 # -- finish ---------------------------------------------------------------------------------
 
 
-def _apply(unit: Unit, walker: Walker, step: Claimed, outcome: Outcome, worker_id: str) -> bool:
-    """Apply one outcome if the lease is still ours; False when it is dropped."""
+def _apply(
+    unit: Unit, walker: Walker, step: Claimed, outcome: Outcome, worker_id: str
+) -> StepOutcome:
+    """Apply one outcome if the lease is still ours (else it is ``DROPPED``)."""
     tok = step.token
     work = walker.work
     current = work.tokens.get(tok.id)
@@ -189,7 +213,7 @@ def _apply(unit: Unit, walker: Walker, step: Claimed, outcome: Outcome, worker_i
             tok.id,
             tok.attempt,
         )
-        return False
+        return StepOutcome.DROPPED
     work.record_claim(current)
     error, details = outcome.error, outcome.details
     if error is None:
@@ -199,12 +223,12 @@ def _apply(unit: Unit, walker: Walker, step: Claimed, outcome: Outcome, worker_i
             error, details = f"{type(exc).__name__}: {exc}", None
     if error is None:
         walker.leave(current)
-        return True
-    spec = unit.core.registry.find(step.node.handler or "")
+        return StepOutcome.COMPLETED
+    policy = policy_for(step.node, unit.core.registry.find(step.node.handler or ""))
     fail_attempt(
         walker,
         current,
-        policy_for(step.node, spec),
+        policy,
         Failure(
             error=error,
             failed_at=outcome.finished_at or unit.now,
@@ -212,7 +236,7 @@ def _apply(unit: Unit, walker: Walker, step: Claimed, outcome: Outcome, worker_i
             error_code=outcome.error_code,
         ),
     )
-    return True
+    return StepOutcome.RETRIED if policy.has_attempt_after(current.attempt) else StepOutcome.FAILED
 
 
 def finish(
@@ -226,17 +250,23 @@ def finish(
     """Apply the outcomes of a batch in ONE transaction and claim up to ``keep`` of the
     inline steps that become Ready for this worker (the rest are published)."""
     ended: list[str] = []
+    # For the observers, after the commit: each step's outcome (None: instance purged).
+    outcomes: list[StepOutcome | None] | None = [] if core.observers else None
     with unit_of_work(core, now) as unit:
         works = unit.lock(sorted({step.token.instance_id for step, _ in results}))
         walkers: dict[str, Walker] = {}
         for step, outcome in results:
             work = works.get(step.token.instance_id)
             if work is None:  # purged meanwhile
+                if outcomes is not None:
+                    outcomes.append(None)
                 continue
             if work.instance.id not in walkers:
                 walkers[work.instance.id] = unit.walker(work)
             walker = walkers[work.instance.id]
-            _apply(unit, walker, step, outcome, worker_id)
+            applied = _apply(unit, walker, step, outcome, worker_id)
+            if outcomes is not None:
+                outcomes.append(applied)
         for walker in walkers.values():
             walker.run()
         nxt = _claim_next(unit, list(walkers.values()), worker_id, keep)
@@ -246,6 +276,8 @@ def finish(
             if tok is not None and tok.state in (TokenState.COMPLETED, TokenState.TERMINATED):
                 ended.append(tok.id)
     core.finished.add(ended)
+    if outcomes is not None:
+        observed.steps_finished(core, results, outcomes, worker_id)
     return nxt
 
 
@@ -255,6 +287,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
     if not core.config.continue_inline:
         return []
     out: list[Claimed] = []
+    mark = time.perf_counter()
     for walker in walkers:
         work = walker.work
         if work.instance.state is not InstanceState.ACTIVE:
@@ -282,6 +315,8 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
                     work.instance.definition_id,
                     node,
                     work.instance.business_key,
+                    walker.model.key,
+                    mark,
                 )
             )
     return out
@@ -296,6 +331,8 @@ def run_token(
     batches of one transaction each, until nothing is left or the budget is spent.
     """
     if token_id in core.finished:  # this process finished it: the message is a duplicate
+        if core.observers:
+            observed.message_ignored(core, token_id, "finished_here")
         return 0
     worker = worker_id or default_worker_id()
     ran = 0
@@ -383,17 +420,16 @@ def reclaim_expired_leases(
                     continue
                 walker = unit.walker(work)
                 node = walker.model.node(tok.node_id)
-                spec = core.registry.find(getattr(node, "handler", None) or "")
-                fail_attempt(
-                    walker,
-                    tok,
-                    policy_for(node, spec),
-                    Failure(error=f"worker lost: lease of {tok.lease_owner} expired", failed_at=at),
-                )
+                policy = policy_for(node, core.registry.find(getattr(node, "handler", None) or ""))
+                error = f"worker lost: lease of {tok.lease_owner} expired"
+                fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at))
                 walker.run()
         except NotFound:  # purged since the scan
             continue
         count += 1
+        if core.observers:
+            retried = policy.has_attempt_after(tok.attempt)
+            observed.lease_expired(core, tok, walker.model.key, retried, at, error)
     return count
 
 

@@ -22,6 +22,7 @@ from bpm.engine.unit import unit_of_work
 from bpm.errors import BpmError
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.observe import TimerFired
 from bpm.recurrence import Schedule, recurrence
 from bpm.store import definitions as defs_store
 from bpm.store import schedules as store
@@ -68,6 +69,7 @@ def fire_due_schedules(core: EngineCore, *, now: datetime | None = None, limit: 
         candidates = [s.id for s in store.due(conn, at, limit)] if limit > 0 else []
     started = 0
     for schedule_id in candidates:
+        told: TimerFired | None = None
         with unit_of_work(core, at) as unit:
             conn = unit.conn
             found = store.lock_due(conn, schedule_id, at)
@@ -99,6 +101,11 @@ def fire_due_schedules(core: EngineCore, *, now: datetime | None = None, limit: 
                 continue  # this due time already started an instance
             store.advance(conn, found.id, following, fired, at)
             started += 1
+            if core.observers:
+                lateness = (at - due).total_seconds()
+                told = TimerFired(model.key, found.node_id, work.instance.id, "start", lateness)
+        if told is not None:  # committed
+            core.observers.emit(told)
     return started
 
 

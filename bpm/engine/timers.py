@@ -45,6 +45,7 @@ from datetime import datetime
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation
+from bpm.observe import TimerFired
 from bpm.runtime import timers as rt
 from bpm.runtime.records import Timer
 from bpm.runtime.states import InstanceState, TimerState
@@ -81,6 +82,7 @@ def _fire_batch(
     """One transaction: (fired, claimed, passed over)."""
     fired = 0
     skipped: list[str] = []
+    told: list[tuple[str, Timer]] = []  # (process key, timer) for the observers
     with unit_of_work(core, now) as unit:
         due = store.claim_due(unit.conn, unit.now, size, exclude)
         if not due:
@@ -98,8 +100,10 @@ def _fire_batch(
             if work.instance.state is not InstanceState.ACTIVE:  # changed since the scan
                 unit.drop(instance_id)
                 continue
+            done: list[Timer] | None = [] if core.observers else None
             try:
-                fired += _apply_instance(unit.walker(work), timers)
+                walker = unit.walker(work)
+                fired += _apply_instance(walker, timers, done)
             except Exception:  # nothing is written before the flush: drop this instance
                 unit.drop(instance_id)
                 log.exception(
@@ -108,12 +112,19 @@ def _fire_batch(
                     instance_id,
                 )
                 skipped.extend(x.id for x in timers)
+                continue
+            if done:
+                told.extend((walker.model.key, x) for x in done)
+    for key, timer in told:
+        lateness = (unit.now - timer.fire_at).total_seconds()
+        core.observers.emit(TimerFired(key, timer.node_id, timer.instance_id, timer.kind, lateness))
     return fired, len(due), skipped
 
 
-def _apply_instance(walker: Walker, timers: list[Timer]) -> int:
+def _apply_instance(walker: Walker, timers: list[Timer], done: list[Timer] | None = None) -> int:
     """Fire the instance's due timers in due order (also cycles catching up); stale ones
-    (their token no longer waits for them) are cancelled. Returns how many fired."""
+    (their token no longer waits for them) are cancelled. Returns how many fired (and
+    appends them to ``done``)."""
     work = walker.work
     fired = 0
     due = [(x.fire_at, x.id, work.adopt(x)) for x in timers]
@@ -128,6 +139,8 @@ def _apply_instance(walker: Walker, timers: list[Timer]) -> int:
             continue
         following = rt.apply(walker, timer)
         fired += 1
+        if done is not None:
+            done.append(timer)
         if following is not None and following.fire_at <= work.now:
             heapq.heappush(due, (following.fire_at, following.id, following))
     walker.run()

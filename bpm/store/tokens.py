@@ -48,9 +48,16 @@ _CLAIM_MORE = (
     .values(_TAKE)
     .returning(*tk.c)
 )
-_BOTH = union_all(
-    select(bindparam("first", type_=tk.c.id.type).label("id")), select(_MORE.c.id)
-).subquery("both")
+# The asked step is taken with SKIP LOCKED too: a claim never waits for a row while it
+# holds others (two claimers each holding the other's asked step would deadlock). A step
+# another claimer holds right now is that claimer's.
+_FIRST = (
+    select(tk.c.id)
+    .where(tk.c.id == bindparam("first"), tk.c.state == _READY)
+    .with_for_update(skip_locked=True)
+    .subquery("asked")
+)
+_BOTH = union_all(select(_FIRST.c.id), select(_MORE.c.id)).subquery("both")
 _CLAIM_BOTH = (
     update(tk)
     .where(tk.c.id.in_(select(_BOTH.c.id)), tk.c.state == _READY, _ACTIVE)

@@ -3,7 +3,8 @@
 They record every run in Redis under the instance's ``tag`` variable, so a test can count
 how often a handler really ran, and can be told through variables to block (``block_at``:
 node id; blocks attempts up to ``block_attempts`` until the test pushes to the release key)
-or to be slow (``slow_at``: node id, ``slow_seconds``).
+or to be slow (``slow_at``: node id, ``slow_seconds``), or to fail (``fail_at``: node id;
+raises on attempts up to ``fail_attempts``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def step(ctx: TaskContext) -> Mapping[str, Any]:
             r.blpop([release_key(tag, ctx.node_id)], timeout=60)
     if ctx.variables.get("slow_at") == ctx.node_id:
         time.sleep(float(ctx.variables.get("slow_seconds", 0.5)))
+    if ctx.variables.get("fail_at") == ctx.node_id and ctx.attempt <= int(
+        ctx.variables.get("fail_attempts", 1)
+    ):
+        raise RuntimeError(f"{ctx.node_id} failed on purpose (attempt {ctx.attempt})")
     return {ctx.node_id.replace("-", "_"): ctx.attempt}
 
 

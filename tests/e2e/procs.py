@@ -71,8 +71,11 @@ class CeleryProcess:
         self._log.close()
 
 
-def start_worker(env: Mapping[str, str], queue: str, log_dir: Path) -> CeleryProcess:
-    """A prefork worker with one child, consuming only ``queue``; returns once it is ready."""
+def start_worker(
+    env: Mapping[str, str], queue: str, log_dir: Path, *, children: int = 1
+) -> CeleryProcess:
+    """A prefork worker with ``children`` children (one by default), consuming only
+    ``queue``; returns once it is ready."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     worker = CeleryProcess(
         [
@@ -80,7 +83,7 @@ def start_worker(env: Mapping[str, str], queue: str, log_dir: Path) -> CeleryPro
             "--pool",
             "prefork",
             "-c",
-            "1",
+            str(children),
             "-Q",
             queue,
             "-n",

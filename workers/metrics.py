@@ -1,0 +1,72 @@
+"""Metrics and structured logs of Celery worker and beat processes.
+
+``BPM_METRICS_PORT=N``: the process serves ``/metrics`` on port N (``BPM_METRICS_ADDR``,
+default all interfaces). A worker serves it from its main process once it is ready; its
+prefork children count into files of prometheus-client's multiprocess mode (the directory
+``PROMETHEUS_MULTIPROC_DIR``, or a private one made at start) and the main process serves
+their sum. Beat serves its own (the timer waiter runs in it). See ``docs/metrics.md``.
+
+``BPM_LOG_FORMAT=json``: Celery's log handlers write JSON lines, and every step outcome
+is logged (:mod:`bpm.structured_logs`).
+
+:func:`prepare` runs in :func:`workers.app.create_app`, before the handler modules are
+imported: whatever imports prometheus-client first decides its mode.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery.signals import after_setup_logger, after_setup_task_logger, beat_init, worker_ready
+
+from bpm import structured_logs
+from bpm.contrib.prometheus_dir import ensure_multiprocess_dir
+from workers.settings import WorkerSettings
+
+log = logging.getLogger("bpm.metrics")
+
+
+def prepare(settings: WorkerSettings) -> None:
+    """Count this process's work and serve it when ready; log JSON if asked."""
+    if settings.metrics_port is not None:
+        ensure_multiprocess_dir()
+        from bpm.contrib import prometheus
+
+        prometheus.install()
+        worker_ready.connect(_serve, weak=False, dispatch_uid="bpm-metrics-worker")
+        beat_init.connect(_serve, weak=False, dispatch_uid="bpm-metrics-beat")
+    if settings.log_format == structured_logs.JSON:
+        structured_logs.log_steps()
+        after_setup_logger.connect(_json, weak=False, dispatch_uid="bpm-json-logs")
+        after_setup_task_logger.connect(_json, weak=False, dispatch_uid="bpm-json-task-logs")
+
+
+def _serve(sender: Any = None, **_: Any) -> None:
+    from bpm.contrib import prometheus
+    from workers.runtime import settings_of
+
+    if sender is None:
+        return
+    settings = settings_of(sender.app)
+    if settings.metrics_port is None:
+        return
+    try:
+        prometheus.serve(settings.metrics_port, settings.metrics_addr)
+    except OSError as exc:
+        # e.g. ``worker -B``: the embedded beat shares the worker's port and directory,
+        # so the worker already serves its values.
+        log.warning(
+            "metrics: cannot serve on %s:%d (%s); with worker -B the worker serves beat's "
+            "metrics too, otherwise give each process on this host its own BPM_METRICS_PORT",
+            settings.metrics_addr,
+            settings.metrics_port,
+            exc,
+        )
+        return
+    log.info("metrics: serving /metrics on %s:%d", settings.metrics_addr, settings.metrics_port)
+
+
+def _json(logger: logging.Logger | None = None, **_: Any) -> None:
+    if logger is not None:
+        structured_logs.use_json(logger)
