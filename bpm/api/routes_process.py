@@ -163,7 +163,7 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
         ) from None
     out = instance_json(request, inst)
     if body.withVariablesInReturn:
-        out["variables"] = to_camunda(inst.variables)
+        out["variables"] = to_camunda(inst.variables, types=inst.variable_types)
     return JSONResponse(out)
 
 
@@ -228,7 +228,7 @@ async def instance_variables(
 ) -> Response:
     _admin(who, "read variables")
     inst = await _running(request, instance_id)
-    return JSONResponse(to_camunda(inst.variables, deserializeValues))
+    return JSONResponse(to_camunda(inst.variables, deserializeValues, inst.variable_types))
 
 
 def incident_json(i: Incident, definition_id: str | None) -> dict[str, Any]:

@@ -67,6 +67,7 @@ class ActivityQuery:
     finished: bool | None = None
     canceled: bool | None = None
     descending: bool = False
+    execution_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -257,10 +258,11 @@ class Queries:
                     (r.seq, history_codec.decode(r.instance_id, r.at, r.events)) for r in rows
                 ]
                 started = act.starts(decoded)
-                if q.descending:
-                    started.reverse()
+                started.sort(key=lambda a: (a.seq, a.position), reverse=q.descending)
                 if q.node_ids is not None:
                     started = [a for a in started if a.node_id in q.node_ids]
+                if q.execution_id is not None:
+                    started = [a for a in started if a.token_id == q.execution_id]
                 if q.activity_types is not None and started:
                     defs = hq.instances_by_id(conn, sorted({a.instance_id for a in started}))
                     started = [a for a in started if self._typed(q, defs, a)]

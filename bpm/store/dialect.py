@@ -12,7 +12,19 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Numeric, and_, case, cast, exists, func, literal
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Numeric,
+    String,
+    and_,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    type_coerce,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 
 
@@ -110,10 +122,10 @@ def json_member_compare(
             json_has_key(conn, document, name), ~json_member_equals(conn, document, name, value)
         )
     if is_postgres(conn):
-        text_value: ColumnElement[Any] = document.op("->>")(literal(name))
+        text_value: ColumnElement[Any] = type_coerce(document.op("->>")(literal(name)), String)
         kind: ColumnElement[Any] = func.jsonb_typeof(document.op("->")(literal(name)))
     else:
-        text_value = func.json_extract(document, _sqlite_path(name))
+        text_value = type_coerce(func.json_extract(document, _sqlite_path(name)), String)
         kind = func.json_type(document, _sqlite_path(name))
     if operator == "like":
         liked: ColumnElement[bool] = and_(kind.in_(_TEXT_KINDS), text_value.like(str(value)))

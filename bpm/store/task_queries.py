@@ -204,11 +204,13 @@ def _select(conn: Connection, q: TaskQuery) -> Select[Any]:
 
 
 def list_tasks(conn: Connection, q: TaskQuery, *, offset: int, limit: int) -> list[TaskRow]:
-    """A page of tasks in ``q.sorting`` order (default: oldest first), ties by id."""
+    """A page of tasks in ``q.sorting`` order (default: oldest first), ties oldest first."""
     order: list[Any] = []
     for key, ascending in q.sorting or (("created", True),):
         column = TASK_SORTS[key]
         order.append(column.asc() if ascending else column.desc())
+    if q.sorting:
+        order.append(ut.c.created_at)  # ties: oldest first
     order.append(ut.c.id)
     stmt = _select(conn, q).order_by(*order).offset(offset).limit(limit)
     return [

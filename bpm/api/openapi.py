@@ -1,0 +1,108 @@
+"""What ``/openapi.json`` says beyond FastAPI's defaults, so that it tells the truth:
+
+- the security schemes (HTTP Basic with a key's id and secret, Bearer with the secret);
+- no ``422``: request validation answers ``400`` in Camunda's error shape;
+- every error status a route may answer, with the error schema;
+- the query parameters of the Camunda list endpoints, which read their filters from the
+  query string themselves (see :func:`query`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+
+from bpm.api.schemas import ErrorDto
+
+PAGING = (("firstResult", "integer"), ("maxResults", "integer"))
+SORTING = (("sortBy", "string"), ("sortOrder", "string"))
+
+
+def query(*groups: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """``openapi_extra`` declaring query parameters ``(name, type)``: ``string``,
+    ``integer``, ``boolean``, ``date`` (a Camunda date string) or ``list`` (comma-separated)."""
+    params = []
+    for group in groups:
+        for name, kind in group:
+            schema: dict[str, Any] = {"type": "string"}
+            if kind in ("integer", "boolean"):
+                schema = {"type": kind}
+            elif kind == "date":
+                schema = {"type": "string", "format": "date-time"}
+            params.append({"name": name, "in": "query", "required": False, "schema": schema})
+    return {"parameters": params}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` entries for the error statuses a route answers."""
+    return {status: {"model": ErrorDto, "description": "Camunda error"} for status in statuses}
+
+
+def _authenticated(app: FastAPI) -> set[tuple[str, str]]:
+    """(path, method) of every route that authenticates its caller (the API keys)."""
+    from bpm.api.auth import principal
+
+    out = set()
+    for route in app.routes:
+        if isinstance(route, APIRoute) and any(
+            d.call is principal for d in route.dependant.dependencies
+        ):
+            out |= {(route.path, m) for m in route.methods or ()}
+    return out
+
+
+def install(app: FastAPI) -> None:
+    """Replace ``app.openapi`` with the corrected document (built once)."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        doc = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        components = doc.setdefault("components", {})
+        schemas = components.setdefault("schemas", {})
+        schemas.setdefault("ErrorDto", ErrorDto.model_json_schema())
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        components["securitySchemes"] = {
+            "basic": {"type": "http", "scheme": "basic", "description": "key id and secret"},
+            "bearer": {"type": "http", "scheme": "bearer", "description": "a key's secret"},
+        }
+        error_ref = {"$ref": "#/components/schemas/ErrorDto"}
+        guarded = _authenticated(app)
+        for path, item in doc.get("paths", {}).items():
+            for method, operation in item.items():
+                if not isinstance(operation, dict) or "responses" not in operation:
+                    continue
+                responses = operation["responses"]
+                if responses.pop("422", None) is not None and "400" not in responses:
+                    responses["400"] = {
+                        "description": "Bad request",
+                        "content": {"application/json": {"schema": error_ref}},
+                    }
+                extra: list[tuple[str, str]] = []
+                if (path, method.upper()) in guarded:
+                    operation["security"] = [{"basic": []}, {"bearer": []}]
+                    extra += [("401", "No or wrong credentials"), ("403", "Not allowed")]
+                if "requestBody" in operation:
+                    extra.append(("413", "Request body over the size limit"))
+                for status, text in extra:
+                    responses.setdefault(
+                        status,
+                        {
+                            "description": text,
+                            "content": {"application/json": {"schema": error_ref}},
+                        },
+                    )
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = build  # type: ignore[method-assign]
