@@ -14,7 +14,6 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from fastapi.routing import APIRoute
 
 from bpm.api.schemas import ErrorDto
 
@@ -42,17 +41,12 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorDto, "description": "Camunda error"} for status in statuses}
 
 
-def _authenticated(app: FastAPI) -> set[tuple[str, str]]:
-    """(path, method) of every route that authenticates its caller (the API keys)."""
-    from bpm.api.auth import principal
+#: The /engine-rest routes that answer without a key; every other one authenticates.
+OPEN_PATHS = frozenset({"/engine-rest/version", "/engine-rest/engine"})
 
-    out = set()
-    for route in app.routes:
-        if isinstance(route, APIRoute) and any(
-            d.call is principal for d in route.dependant.dependencies
-        ):
-            out |= {(route.path, m) for m in route.methods or ()}
-    return out
+
+def _authenticated(path: str) -> bool:
+    return path.startswith("/engine-rest/") and path not in OPEN_PATHS
 
 
 def install(app: FastAPI) -> None:
@@ -77,9 +71,8 @@ def install(app: FastAPI) -> None:
             "bearer": {"type": "http", "scheme": "bearer", "description": "a key's secret"},
         }
         error_ref = {"$ref": "#/components/schemas/ErrorDto"}
-        guarded = _authenticated(app)
         for path, item in doc.get("paths", {}).items():
-            for method, operation in item.items():
+            for operation in item.values():
                 if not isinstance(operation, dict) or "responses" not in operation:
                     continue
                 responses = operation["responses"]
@@ -89,7 +82,11 @@ def install(app: FastAPI) -> None:
                         "content": {"application/json": {"schema": error_ref}},
                     }
                 extra: list[tuple[str, str]] = []
-                if (path, method.upper()) in guarded:
+                if path.startswith("/engine-rest/") and path not in OPEN_PATHS:
+                    extra.append(("400", "Bad request"))  # any parameter or body
+                    if "{" in path:
+                        extra.append(("404", "No such resource (unknown or ended)"))
+                if _authenticated(path):
                     operation["security"] = [{"basic": []}, {"bearer": []}]
                     extra += [("401", "No or wrong credentials"), ("403", "Not allowed")]
                 if "requestBody" in operation:
