@@ -214,12 +214,19 @@ class Queries:
             if q.finished is None and q.canceled is None:  # not paired while scanning
                 found = self._with_ends(conn, found)
             tasks = self._user_tasks(conn, ids)
+            nodes = {
+                (a.instance_id, a.node_id): self._node(
+                    conn, instances[a.instance_id].definition_id, a.node_id
+                )
+                for a in found
+                if a.instance_id in instances
+            }
         out = []
         for a in found:
             inst = instances.get(a.instance_id)
             if inst is None:
                 continue
-            node = self._node(inst.definition_id, a.node_id)
+            node = nodes[(a.instance_id, a.node_id)]
             task = tasks.get(a.token_id)
             out.append(
                 ActivityView(
@@ -249,7 +256,10 @@ class Queries:
                     instance_ids=q.instance_ids,
                     after=after,
                     descending=q.descending,
-                    limit=ACTIVITY_CHUNK,
+                    # a row starts one activity or more: read about as many as needed
+                    limit=ACTIVITY_CHUNK
+                    if need is None
+                    else min(ACTIVITY_CHUNK, need - len(out) + 1),
                 )
                 if not rows:
                     break
@@ -265,17 +275,17 @@ class Queries:
                     started = [a for a in started if a.token_id == q.execution_id]
                 if q.activity_types is not None and started:
                     defs = hq.instances_by_id(conn, sorted({a.instance_id for a in started}))
-                    started = [a for a in started if self._typed(q, defs, a)]
+                    started = [a for a in started if self._typed(conn, q, defs, a)]
                 if q.finished is not None or q.canceled is not None:
                     started = [a for a in self._with_ends(conn, started) if _ends_match(q, a)]
                 out.extend(started)
         return out
 
     def _typed(
-        self, q: ActivityQuery, instances: dict[str, Instance], a: act.ActivityInstance
+        self, conn: Any, q: ActivityQuery, instances: dict[str, Instance], a: act.ActivityInstance
     ) -> bool:
         inst = instances.get(a.instance_id)
-        node = self._node(inst.definition_id, a.node_id) if inst else None
+        node = self._node(conn, inst.definition_id, a.node_id) if inst else None
         return q.activity_types is not None and act.activity_type(node) in q.activity_types
 
     def _with_ends(
@@ -290,22 +300,14 @@ class Queries:
 
     def _user_tasks(self, conn: Any, instance_ids: list[str]) -> dict[str, UserTask]:
         """The user task of each token of the instances (by token id)."""
-        out: dict[str, UserTask] = {}
-        for iid in instance_ids:
-            for task in instance_store.user_tasks(conn, instance_id=iid, state=None):
-                out[task.token_id] = task
-        return out
+        return {task.token_id: task for task in hq.user_tasks_of(conn, instance_ids)}
 
-    def _node(self, definition_id: str, node_id: str) -> Any:
+    def _node(self, conn: Any, definition_id: str, node_id: str) -> Any:
         try:
-            model: ProcessModel = self._model(definition_id)
+            model: ProcessModel = self.core.model(conn, definition_id)  # cached
         except NotFound:
             return None
         return model.nodes.get(node_id)
-
-    def _model(self, definition_id: str) -> ProcessModel:
-        with self.core.db.connect() as conn:
-            return self.core.model(conn, definition_id)
 
 
 def _ends_match(q: ActivityQuery, a: act.ActivityInstance) -> bool:

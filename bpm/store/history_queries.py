@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, false, func, select
 
-from bpm.runtime.records import Incident, Instance
+from bpm.runtime.records import Incident, Instance, UserTask
 from bpm.runtime.states import IncidentState, InstanceState
 from bpm.store import tables as t
 from bpm.store.rows import record_of
@@ -270,3 +270,12 @@ def instances_by_id(conn: Connection, instance_ids: Sequence[str]) -> dict[str, 
         return {}
     stmt = select(pi).where(pi.c.id.in_(list(instance_ids)))
     return {r.id: record_of(Instance, r._mapping) for r in conn.execute(stmt)}
+
+
+def user_tasks_of(conn: Connection, instance_ids: Sequence[str]) -> list[UserTask]:
+    """Every user task of the instances (``ix_user_task_instance``), one statement."""
+    if not instance_ids:
+        return []
+    ut = t.user_task
+    stmt = select(ut).where(ut.c.instance_id.in_(list(instance_ids)))
+    return [record_of(UserTask, r._mapping) for r in conn.execute(stmt)]
