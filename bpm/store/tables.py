@@ -255,6 +255,15 @@ user_task = Table(
     Index("ix_user_task_assignee", "assignee", "created_at"),
 )
 
+Index(  # a task list by priority (highest first, then oldest): /task?sortBy=priority
+    "ix_user_task_open_priority",
+    user_task.c.priority.desc(),
+    user_task.c.created_at,
+    user_task.c.id,
+    postgresql_where=text("state = 'open'"),
+    sqlite_where=text("state = 'open'"),
+)
+
 # The schedule of one timer start event of one definition version: beat starts an
 # instance at each due time. A new version replaces its key's schedules.
 timer_schedule = Table(

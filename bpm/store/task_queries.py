@@ -225,10 +225,24 @@ def list_tasks(conn: Connection, q: TaskQuery, *, offset: int, limit: int) -> li
     ]
 
 
-def count_tasks(conn: Connection, q: TaskQuery) -> int:
-    stmt = (
-        select(func.count())
-        .select_from(ut.join(pi, pi.c.id == ut.c.instance_id))
-        .where(*_conditions(conn, q))
+def _needs_instance(q: TaskQuery) -> bool:
+    """Whether a filter reads the task's instance (else a count reads ``user_task`` alone)."""
+    return any(
+        value is not None
+        for value in (
+            q.business_keys,
+            q.business_key_like,
+            q.definition_id,
+            q.definition_keys,
+            q.suspended,
+            q.instance_finished,
+        )
     )
+
+
+def count_tasks(conn: Connection, q: TaskQuery) -> int:
+    """How many tasks match (an index-only count of ``user_task`` unless a filter reads
+    the instance)."""
+    source = ut.join(pi, pi.c.id == ut.c.instance_id) if _needs_instance(q) else ut
+    stmt = select(func.count()).select_from(source).where(*_conditions(conn, q))
     return int(conn.execute(stmt).scalar_one())

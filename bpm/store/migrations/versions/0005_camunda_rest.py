@@ -15,6 +15,8 @@ Why each index (every list of ``/engine-rest`` is one index walk and a LIMIT):
   one process key (the usual filter of a report).
 - ``ix_user_task_created`` (created_at, id): ``/history/task`` (open and finished tasks).
 - ``ix_user_task_assignee`` (assignee, created_at): a person's task list (``assignee=``).
+- ``ix_user_task_open_priority`` (priority DESC, created_at, id) of open tasks: a task list
+  by priority (``sortBy=priority&sortOrder=desc``), without sorting every open task.
 - ``ix_incident_created`` (created_at, id): ``/history/incident`` (every state).
 """
 
@@ -45,6 +47,13 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("description", sa.Text(), nullable=True))
         batch_op.create_index("ix_user_task_created", ["created_at", "id"], unique=False)
         batch_op.create_index("ix_user_task_assignee", ["assignee", "created_at"], unique=False)
+        batch_op.create_index(
+            "ix_user_task_open_priority",
+            [sa.text("priority DESC"), "created_at", "id"],
+            unique=False,
+            postgresql_where=sa.text("state = 'open'"),
+            sqlite_where=sa.text("state = 'open'"),
+        )
     with op.batch_alter_table("external_task", schema=None) as batch_op:
         batch_op.add_column(sa.Column("worker_id", sa.String(length=255), nullable=True))
     with op.batch_alter_table("incident", schema=None) as batch_op:
@@ -57,6 +66,7 @@ def downgrade() -> None:
     with op.batch_alter_table("external_task", schema=None) as batch_op:
         batch_op.drop_column("worker_id")
     with op.batch_alter_table("user_task", schema=None) as batch_op:
+        batch_op.drop_index("ix_user_task_open_priority")
         batch_op.drop_index("ix_user_task_assignee")
         batch_op.drop_index("ix_user_task_created")
         batch_op.drop_column("description")
