@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import TypeAdapter
 
 from bpm.api.schemas import ErrorDto
 
@@ -49,6 +50,25 @@ def _authenticated(path: str) -> bool:
     return path.startswith("/engine-rest/") and path not in OPEN_PATHS
 
 
+def _describe_success(doc: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """The success schemas of the routes that build their JSON by hand (SUCCESS)."""
+    from bpm.api.schemas_process import SUCCESS
+
+    for (method, path), shape in SUCCESS.items():
+        operation = doc.get("paths", {}).get(path, {}).get(method)
+        if operation is None:
+            continue
+        status = next((s for s in ("200", "201") if s in operation["responses"]), "200")
+        response = operation["responses"].setdefault(status, {"description": "OK"})
+        if shape is str:
+            response["content"] = {"text/plain": {"schema": {"type": "string"}}}
+            continue
+        schema = TypeAdapter(shape).json_schema(ref_template="#/components/schemas/{model}")
+        for name, definition in schema.pop("$defs", {}).items():
+            schemas.setdefault(name, definition)
+        response["content"] = {"application/json": {"schema": schema}}
+
+
 def install(app: FastAPI) -> None:
     """Replace ``app.openapi`` with the corrected document (built once)."""
 
@@ -71,6 +91,7 @@ def install(app: FastAPI) -> None:
             "bearer": {"type": "http", "scheme": "bearer", "description": "a key's secret"},
         }
         error_ref = {"$ref": "#/components/schemas/ErrorDto"}
+        _describe_success(doc, schemas)
         for path, item in doc.get("paths", {}).items():
             for operation in item.values():
                 if not isinstance(operation, dict) or "responses" not in operation:
