@@ -112,3 +112,30 @@ def test_incidents_history_and_external_task_worker_kept_after_failure(api: Api)
     assert http.post(f"/external-task/{task['id']}/unlock").status_code == 204
     assert http.get(f"/external-task/{task['id']}").json()["workerId"] is None
     assert_error(http.get("/history/process-instance/nope"), 404, "InvalidRequestException", "nope")
+
+
+def test_runtime_lists_page_in_sql_and_have_counts(api: Api) -> None:
+    a, b, c = review(api)
+    http = api.http
+    assert http.post(f"/process-instance/{b}/variables", json={}).status_code == 204
+    api.engine.suspend(c)
+    listed = http.get("/process-instance", params={"firstResult": 1, "maxResults": 1}).json()
+    assert [i["id"] for i in listed] == [b]
+    assert http.get("/process-instance/count").json() == {"count": 3}
+    assert http.get("/process-instance/count", params={"suspended": "true"}).json() == {"count": 1}
+    assert [i["id"] for i in http.get("/process-instance", params={"active": "true"}).json()] == [
+        a,
+        b,
+    ]
+    assert http.get("/process-definition/count").json() == {"count": 2}
+    assert http.get("/incident/count").json() == {"count": 0}
+    charge = http.post("/process-definition/key/charge/start", json={}).json()["id"]
+    (task,) = api.fetch("w1", "charge")
+    api.post(task["id"], "failure", {"workerId": "w1", "errorMessage": "no", "retries": 0})
+    assert http.get("/incident/count", params={"processInstanceId": charge}).json() == {"count": 1}
+    (incident,) = http.get("/incident", params={"incidentType": "failedExternalTask"}).json()
+    assert incident["processInstanceId"] == charge and incident["configuration"] == task["id"]
+    assert_error(
+        http.get("/process-instance", params={"maxResults": -1}), 400, "InvalidRequestException"
+    )
+    assert_error(http.get("/incident", params={"sortBy": "x"}), 400, "InvalidRequestException")
