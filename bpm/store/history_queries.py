@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, false, func, select
 
 from bpm.runtime.records import Incident, Instance, UserTask
-from bpm.runtime.states import IncidentState, InstanceState
+from bpm.runtime.states import FINAL_INSTANCE_STATES, IncidentState, InstanceState
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
@@ -80,6 +80,10 @@ def _instance_conditions(q: InstanceQuery) -> list[ColumnElement[bool]]:
     cond += _in(pi.c.business_key, q.business_keys)
     if q.states is not None:
         cond += _in(pi.c.state, tuple(s.value for s in q.states))
+        if q.states and all(s in FINAL_INSTANCE_STATES for s in q.states):
+            # said outright, so that an end-time order walks ix_process_instance_ended
+            # from its first finished instance instead of past every running one
+            cond.append(pi.c.ended_at.is_not(None))
     if q.definition_keys_not:
         cond.append(pi.c.definition_key.not_in(q.definition_keys_not))
     for column, value in (
@@ -213,11 +217,10 @@ def list_incidents(
 
 
 def count_incidents(conn: Connection, q: IncidentQuery) -> int:
-    stmt = (
-        select(func.count())
-        .select_from(inc.join(pi, pi.c.id == inc.c.instance_id))
-        .where(*_incident_conditions(q))
-    )
+    """How many incidents match (``incident`` alone unless a filter reads the instance)."""
+    by_definition = q.definition_id is not None or q.definition_keys is not None
+    source = inc.join(pi, pi.c.id == inc.c.instance_id) if by_definition else inc
+    stmt = select(func.count()).select_from(source).where(*_incident_conditions(q))
     return int(conn.execute(stmt).scalar_one())
 
 
