@@ -139,3 +139,22 @@ def test_runtime_lists_page_in_sql_and_have_counts(api: Api) -> None:
         http.get("/process-instance", params={"maxResults": -1}), 400, "InvalidRequestException"
     )
     assert_error(http.get("/incident", params={"sortBy": "x"}), 400, "InvalidRequestException")
+
+
+def test_external_task_reads_in_every_open_state(api: Api) -> None:
+    review(api, 0)
+    http = api.http
+    inst = http.post("/process-definition/key/charge/start", json={}).json()["id"]
+    (task,) = http.get("/external-task", params={"topicName": "charge"}).json()
+    ready = http.get(f"/external-task/{task['id']}").json()
+    assert (ready["workerId"], ready["lockExpirationTime"], ready["retries"]) == (None, None, None)
+    (locked,) = api.fetch("w1", "charge", lock=1)  # expires at once
+    expired = http.get(f"/external-task/{locked['id']}").json()
+    assert expired["workerId"] == "w1" and expired["lockExpirationTime"] is not None
+    api.engine.suspend(inst)
+    suspended = http.get(f"/external-task/{task['id']}").json()
+    assert suspended["suspended"] is True and suspended["workerId"] == "w1"
+    api.engine.resume(inst)
+    (again,) = api.fetch("w2", "charge")
+    assert api.post(again["id"], "complete", {"workerId": "w2"}).status_code == 204
+    assert_error(http.get(f"/external-task/{task['id']}"), 404, "RestException", task["id"])

@@ -87,7 +87,6 @@ def test_every_answer_matches_the_document(seeded: Api) -> None:
         r.ok()  # type: ignore[union-attr]
         for r in schema.get_all_operations()
         if r.ok().path.startswith("/engine-rest")  # type: ignore[union-attr]
-        and "fetchAndLock" not in r.ok().path  # type: ignore[union-attr]
     ]
     assert len(operations) >= 60
     for op in operations:
@@ -101,6 +100,9 @@ def test_every_answer_matches_the_document(seeded: Api) -> None:
         @given(case=op.as_strategy(generation_mode=GenerationMode.POSITIVE))
         def run(case: Any) -> None:
             where = f"{case.method} {case.formatted_path} {case.query!r:.120} {case.body!r:.120}"
+            wait = case.body.get("asyncResponseTimeout") if isinstance(case.body, dict) else None
+            if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait > 100:
+                case.body["asyncResponseTimeout"] = 100  # a short long poll: about shapes
             try:
                 resp = case.call(base_url=root, timeout=20)
                 case.validate_response(resp, checks=CHECKS)
