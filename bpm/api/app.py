@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpm import structured_logs
-from bpm.api import errors
+from bpm.api import errors, openapi
 from bpm.api import metrics as api_metrics
 from bpm.api.auth import ApiKey, Authenticator, keys_from_env
 from bpm.api.batching import CompletionBatcher
@@ -37,8 +37,11 @@ from bpm.api.routes_cockpit import router as cockpit_router
 from bpm.api.routes_cockpit_actions import router as cockpit_actions
 from bpm.api.routes_external import router as external_router
 from bpm.api.routes_health import router as health_router
+from bpm.api.routes_history import router as history_router
 from bpm.api.routes_process import router as process_router
+from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
+from bpm.api.routes_variables import router as variables_router
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
 from bpm.runtime.external import NOTIFY_CHANNEL
@@ -169,6 +172,7 @@ def create_app(
     app.state.celery_workers = CeleryWorkers(broker) if broker else None
     app.state.cockpit_open_actions = cockpit_open_actions and auth.open
     errors.install(app)
+    openapi.install(app)
     meta = APIRouter()
 
     @meta.get("/version")
@@ -183,6 +187,9 @@ def create_app(
     app.include_router(external_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)
+    app.include_router(task_variables_router, prefix=PREFIX)
+    app.include_router(variables_router, prefix=PREFIX)
+    app.include_router(history_router, prefix=PREFIX)
     app.include_router(cockpit_router, prefix="/api")
     app.include_router(cockpit_actions, prefix="/api")
     app.include_router(cockpit_pages)

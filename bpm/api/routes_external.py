@@ -36,7 +36,8 @@ def task_json(task: ExternalTask) -> dict[str, Any]:
     return {
         "id": task.id,
         "topicName": task.topic,
-        "workerId": task.lock_owner,
+        # kept after a failure, cleared by an unlock (rows older than 0005: the lock holder)
+        "workerId": task.worker_id if task.worker_id is not None else task.lock_owner,
         "lockExpirationTime": format_date(task.lock_expires_at),
         "createTime": format_date(task.created_at),
         "processInstanceId": task.instance_id,

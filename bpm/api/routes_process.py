@@ -11,13 +11,17 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from bpm.api import bodies as b
+from bpm.api import openapi as oa
+from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
+from bpm.api.camunda_params import Params, page
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.variables import format_date, from_camunda, to_camunda
 from bpm.engine import Deployment, Engine, Incident
+from bpm.engine.queries import IncidentQuery, InstanceQuery
 from bpm.errors import NotFound
 from bpm.runtime.records import Instance, ProcessDefinition
-from bpm.runtime.states import InstanceState
+from bpm.runtime.states import IncidentState, InstanceState
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -136,6 +140,20 @@ async def definitions(
     return JSONResponse([definition_json(d) for d in found])
 
 
+@router.get(
+    "/process-definition/count",
+    response_model=s.CountDto,
+    openapi_extra=oa.query([("key", "string"), ("latestVersion", "boolean")]),
+)
+async def count_definitions(
+    request: Request, who: Who, key: Id = None, latestVersion: bool | None = None
+) -> Response:
+    _admin(who, "read process definitions")
+    found = await run_in_threadpool(_engine(request).definitions, key)
+    n = len({d.key for d in found}) if latestVersion else len(found)
+    return JSONResponse({"count": n})
+
+
 @router.get("/process-definition/key/{key}")
 async def definition_by_key(key: str, request: Request, who: Who) -> Response:
     _admin(who, "read process definitions")
@@ -163,35 +181,62 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
         ) from None
     out = instance_json(request, inst)
     if body.withVariablesInReturn:
-        out["variables"] = to_camunda(inst.variables)
+        out["variables"] = to_camunda(inst.variables, types=inst.variable_types)
     return JSONResponse(out)
 
 
-@router.get("/process-instance")
-async def instances(
-    request: Request,
-    who: Who,
-    processDefinitionKey: Id = None,
-    businessKey: Id = None,
-    firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
-    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None,
-) -> Response:
-    """Running (active or suspended) instances, as in Camunda."""
+def _running_query(request: Request) -> InstanceQuery:
+    """Running (active or suspended) instances, as Camunda's runtime query."""
+    p = Params.of_query(request.query_params)
+    states: tuple[InstanceState, ...] = (InstanceState.ACTIVE, InstanceState.SUSPENDED)
+    if p.true("active"):
+        states = (InstanceState.ACTIVE,)
+    if p.true("suspended"):
+        states = tuple(x for x in states if x is InstanceState.SUSPENDED)
+    single = p.text("processInstanceId")
+    key = p.text("processDefinitionKey")
+    return InstanceQuery(
+        instance_ids=(single,) if single is not None else p.texts("processInstanceIds"),
+        definition_id=p.text("processDefinitionId"),
+        definition_keys=(key,) if key is not None else p.texts("processDefinitionKeyIn"),
+        business_key=p.text("businessKey"),
+        business_key_like=p.text("businessKeyLike"),
+        states=states,
+        with_incidents=p.flag("withIncident"),
+        sorting=p.sorting(("instanceId",)),
+    )
+
+
+RUNNING_FILTERS = (
+    ("processDefinitionKey", "string"), ("processDefinitionKeyIn", "list"),
+    ("processDefinitionId", "string"), ("businessKey", "string"),
+    ("businessKeyLike", "string"), ("processInstanceIds", "list"), ("active", "boolean"),
+    ("suspended", "boolean"), ("withIncident", "boolean"),
+)  # fmt: skip
+
+
+@router.get("/process-instance", openapi_extra=oa.query(RUNNING_FILTERS, oa.PAGING, oa.SORTING))
+async def instances(request: Request, who: Who) -> Response:
+    """Running (active or suspended) instances, oldest first; paged in SQL."""
     _admin(who, "read instances")
-    engine = _engine(request)
+    at = page(request.query_params)
+    q = _running_query(request)
+    found = await run_in_threadpool(
+        lambda: _engine(request).queries.historic_instances(q, offset=at.offset, limit=at.limit)
+    )
+    return JSONResponse([instance_json(request, h.instance) for h in found])
 
-    def query() -> list[Instance]:
-        out: list[Instance] = []
-        for state in (InstanceState.ACTIVE, InstanceState.SUSPENDED):
-            out += engine.instances(
-                state.value, definition_key=processDefinitionKey, business_key=businessKey
-            )
-        out.sort(key=lambda i: (i.created_at, i.id))
-        end = None if maxResults is None else firstResult + maxResults
-        return out[firstResult:end]
 
-    found = await run_in_threadpool(query)
-    return JSONResponse([instance_json(request, i) for i in found])
+@router.get(
+    "/process-instance/count",
+    response_model=s.CountDto,
+    openapi_extra=oa.query(RUNNING_FILTERS),
+)
+async def count_instances(request: Request, who: Who) -> Response:
+    _admin(who, "read instances")
+    q = _running_query(request)
+    n = await run_in_threadpool(lambda: _engine(request).queries.count_historic_instances(q))
+    return JSONResponse({"count": n})
 
 
 async def _running(request: Request, instance_id: str) -> Instance:
@@ -228,7 +273,7 @@ async def instance_variables(
 ) -> Response:
     _admin(who, "read variables")
     inst = await _running(request, instance_id)
-    return JSONResponse(to_camunda(inst.variables, deserializeValues))
+    return JSONResponse(to_camunda(inst.variables, deserializeValues, inst.variable_types))
 
 
 def incident_json(i: Incident, definition_id: str | None) -> dict[str, Any]:
@@ -251,26 +296,45 @@ def incident_json(i: Incident, definition_id: str | None) -> dict[str, Any]:
     }
 
 
-@router.get("/incident")
-async def incidents(
-    request: Request, who: Who, processInstanceId: Id = None, incidentType: Id = None
-) -> Response:
+def _incident_query(request: Request) -> IncidentQuery:
+    """Open incidents, as Camunda's runtime incident query."""
+    p = Params.of_query(request.query_params)
+    kind = p.text("incidentType")
+    single = p.text("processInstanceId")
+    return IncidentQuery(
+        incident_id=p.text("incidentId"),
+        instance_ids=(single,) if single is not None else None,
+        types=(kind,) if kind is not None else None,
+        node_id=p.text("activityId"),
+        states=(IncidentState.OPEN,),
+        definition_id=p.text("processDefinitionId"),
+        message_like=p.text("incidentMessageLike"),
+        sorting=p.sorting(("incidentId", "processInstanceId")),
+    )
+
+
+INCIDENT_FILTERS = (
+    ("incidentId", "string"), ("incidentType", "string"), ("processInstanceId", "string"),
+    ("processDefinitionId", "string"), ("activityId", "string"),
+    ("incidentMessageLike", "string"),
+)  # fmt: skip
+
+
+@router.get("/incident", openapi_extra=oa.query(INCIDENT_FILTERS, oa.PAGING, oa.SORTING))
+async def incidents(request: Request, who: Who) -> Response:
+    """Open incidents, oldest first; paged in SQL."""
     _admin(who, "read incidents")
-    engine = _engine(request)
+    at = page(request.query_params)
+    q = _incident_query(request)
+    rows = await run_in_threadpool(
+        lambda: _engine(request).queries.incidents(q, offset=at.offset, limit=at.limit)
+    )
+    return JSONResponse([incident_json(r.incident, r.definition_id) for r in rows])
 
-    def query() -> list[dict[str, Any]]:
-        found = engine.incidents(processInstanceId)
-        defs: dict[str, str | None] = {}
-        out = []
-        for i in found:
-            if incidentType is not None and i.type != incidentType:
-                continue
-            if i.instance_id not in defs:
-                try:
-                    defs[i.instance_id] = engine.get_instance(i.instance_id).definition_id
-                except NotFound:
-                    defs[i.instance_id] = None
-            out.append(incident_json(i, defs[i.instance_id]))
-        return out
 
-    return JSONResponse(await run_in_threadpool(query))
+@router.get("/incident/count", response_model=s.CountDto, openapi_extra=oa.query(INCIDENT_FILTERS))
+async def count_incidents(request: Request, who: Who) -> Response:
+    _admin(who, "read incidents")
+    q = _incident_query(request)
+    n = await run_in_threadpool(lambda: _engine(request).queries.count_incidents(q))
+    return JSONResponse({"count": n})

@@ -1,24 +1,49 @@
-"""User-task endpoints of Camunda 7: list, read, claim, unclaim and complete tasks."""
+"""User-task endpoints of Camunda 7: list and count (GET with query parameters, POST with
+a JSON filter), read, update, claim, unclaim, assign, complete and submit forms."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from bpm.api import bodies as b
+from bpm.api import openapi as oa
+from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
-from bpm.api.errors import ApiError
-from bpm.api.variables import format_date, from_camunda
-from bpm.engine import Engine
+from bpm.api.camunda_params import Params, page, parse_date
+from bpm.api.errors import ApiError, bad_request
+from bpm.api.task_filters import task_query
+from bpm.api.variables import format_date, from_camunda, to_camunda
+from bpm.engine import Engine, TaskChanges
+from bpm.engine.queries import TaskRow
 from bpm.errors import NotFound
-from bpm.runtime.records import UserTask
+from bpm.runtime.states import InstanceState
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
-Id = Annotated[str | None, Query(max_length=300)]
+
+TASK_FILTERS = (
+    ("processInstanceId", "string"), ("processInstanceIdIn", "list"),
+    ("processInstanceBusinessKey", "string"), ("processInstanceBusinessKeyIn", "list"),
+    ("processInstanceBusinessKeyLike", "string"), ("processDefinitionId", "string"),
+    ("processDefinitionKey", "string"), ("processDefinitionKeyIn", "list"),
+    ("executionId", "string"), ("taskId", "string"), ("taskIdIn", "list"),
+    ("taskDefinitionKey", "string"), ("taskDefinitionKeyIn", "list"),
+    ("taskDefinitionKeyLike", "string"), ("assignee", "string"), ("assigneeIn", "list"),
+    ("assigneeLike", "string"), ("assigned", "boolean"), ("unassigned", "boolean"),
+    ("owner", "string"), ("candidateGroup", "string"), ("candidateGroups", "list"),
+    ("candidateUser", "string"), ("includeAssignedTasks", "boolean"),
+    ("withCandidateGroups", "boolean"), ("withoutCandidateGroups", "boolean"),
+    ("withCandidateUsers", "boolean"), ("withoutCandidateUsers", "boolean"),
+    ("name", "string"), ("nameLike", "string"), ("description", "string"),
+    ("descriptionLike", "string"), ("priority", "integer"), ("minPriority", "integer"),
+    ("maxPriority", "integer"), ("dueDate", "date"), ("dueBefore", "date"),
+    ("dueAfter", "date"), ("withoutDueDate", "boolean"), ("followUpBefore", "date"),
+    ("followUpAfter", "date"), ("createdOn", "date"), ("createdBefore", "date"),
+    ("createdAfter", "date"), ("active", "boolean"), ("suspended", "boolean"),
+)  # fmt: skip
 
 
 def _engine(request: Request) -> Engine:
@@ -26,118 +51,194 @@ def _engine(request: Request) -> Engine:
     return engine
 
 
-def task_json(task: UserTask, definition_id: str | None) -> dict[str, Any]:
-    return {
-        "id": task.id,
-        "name": task.name,
-        "assignee": task.assignee,
-        "owner": None,
-        "created": format_date(task.created_at),
-        "due": format_date(task.due_at) if task.due_at else None,
-        "followUp": format_date(task.follow_up_at) if task.follow_up_at else None,
-        "lastUpdated": None,
-        "delegationState": None,
-        "description": None,
-        "executionId": task.token_id,
-        "parentTaskId": None,
-        "priority": task.priority,
-        "processDefinitionId": definition_id,
-        "processInstanceId": task.instance_id,
-        "taskDefinitionKey": task.node_id,
-        "caseExecutionId": None,
-        "caseInstanceId": None,
-        "caseDefinitionId": None,
-        "suspended": False,
-        "formKey": task.form_key,
-        "camundaFormRef": dict(task.form_ref) if task.form_ref else None,
-        # Not in Camunda's task: its candidates, which Camunda serves from identity links.
-        "candidateUsers": list(task.candidate_users),
-        "candidateGroups": list(task.candidate_groups),
-        "tenantId": None,
-    }
-
-
-def _missing(task_id: str) -> ApiError:
+def missing_task(task_id: str) -> ApiError:
     return ApiError(404, "InvalidRequestException", f"No matching task with id {task_id}")
 
 
-def _open_task(engine: Engine, task_id: str) -> tuple[UserTask, str | None]:
-    found = [t for t in engine.user_tasks(state="open") if t.id == task_id]
-    if not found:
-        raise _missing(task_id)
-    task = found[0]
-    return task, engine.get_instance(task.instance_id).definition_id
+def task_dto(row: TaskRow) -> s.TaskDto:
+    task = row.task
+    return s.TaskDto(
+        id=task.id,
+        name=task.name,
+        assignee=task.assignee,
+        owner=task.owner,
+        created=format_date(task.created_at) or "",
+        due=format_date(task.due_at),
+        followUp=format_date(task.follow_up_at),
+        description=task.description,
+        executionId=task.token_id,
+        priority=task.priority,
+        processDefinitionId=row.definition_id,
+        processInstanceId=task.instance_id,
+        taskDefinitionKey=task.node_id,
+        suspended=row.instance_state is InstanceState.SUSPENDED,
+        formKey=task.form_key,
+        camundaFormRef=dict(task.form_ref) if task.form_ref else None,
+        candidateUsers=list(task.candidate_users),
+        candidateGroups=list(task.candidate_groups),
+    )
 
 
-@router.get("/task")
-async def tasks(
-    request: Request,
-    who: Who,
-    processInstanceId: Id = None,
-    taskDefinitionKey: Id = None,
-    assignee: Id = None,
-    candidateGroup: Id = None,
-    candidateUser: Id = None,
-    firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
-    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None,
-) -> Response:
-    """Open user tasks matching every given filter, oldest first."""
+async def _list(request: Request, who: Principal, p: Params) -> Response:
     who.check_unrestricted("read user tasks")
-    engine = _engine(request)
-
-    def query() -> list[dict[str, Any]]:
-        found = engine.user_tasks(processInstanceId, node_id=taskDefinitionKey, assignee=assignee)
-        if candidateGroup is not None:
-            found = [t for t in found if candidateGroup in t.candidate_groups]
-        if candidateUser is not None:
-            found = [t for t in found if candidateUser in t.candidate_users]
-        end = None if maxResults is None else firstResult + maxResults
-        defs: dict[str, str | None] = {}
-        out = []
-        for task in found[firstResult:end]:
-            if task.instance_id not in defs:
-                defs[task.instance_id] = engine.get_instance(task.instance_id).definition_id
-            out.append(task_json(task, defs[task.instance_id]))
-        return out
-
-    return JSONResponse(await run_in_threadpool(query))
+    at = page(request.query_params)
+    q = task_query(p)
+    rows = await run_in_threadpool(
+        lambda: _engine(request).queries.tasks(q, offset=at.offset, limit=at.limit)
+    )
+    return JSONResponse([task_dto(r).dump() for r in rows])
 
 
-@router.get("/task/{task_id}")
+async def _count(request: Request, who: Principal, p: Params) -> Response:
+    who.check_unrestricted("read user tasks")
+    q = task_query(p)
+    n = await run_in_threadpool(lambda: _engine(request).queries.count_tasks(q))
+    return JSONResponse({"count": n})
+
+
+LIST: dict[str, Any] = {"response_model": list[s.TaskDto], "responses": oa.errors(400)}
+COUNT: dict[str, Any] = {"response_model": s.CountDto, "responses": oa.errors(400)}
+
+
+@router.get("/task", **LIST, openapi_extra=oa.query(TASK_FILTERS, oa.PAGING, oa.SORTING))
+async def tasks(request: Request, who: Who) -> Response:
+    """Open user tasks matching every filter; oldest first unless sorted."""
+    return await _list(request, who, Params.of_query(request.query_params))
+
+
+@router.post("/task", **LIST, openapi_extra=oa.query(oa.PAGING))
+async def tasks_by_body(
+    request: Request, who: Who, body: Annotated[s.TaskQueryDto | None, Body()] = None
+) -> Response:
+    """The filter as a JSON body (``sorting`` a list); ``firstResult``/``maxResults`` in
+    the query."""
+    return await _list(request, who, Params.of_body(_raw(body)))
+
+
+@router.get("/task/count", **COUNT, openapi_extra=oa.query(TASK_FILTERS))
+async def count(request: Request, who: Who) -> Response:
+    return await _count(request, who, Params.of_query(request.query_params))
+
+
+@router.post("/task/count", **COUNT)
+async def count_by_body(
+    request: Request, who: Who, body: Annotated[s.TaskQueryDto | None, Body()] = None
+) -> Response:
+    return await _count(request, who, Params.of_body(_raw(body)))
+
+
+def _raw(body: Any) -> dict[str, Any]:
+    return {} if body is None else dict(body.model_dump(exclude_unset=True))
+
+
+@router.get("/task/{task_id}", response_model=s.TaskDto, responses=oa.errors(404))
 async def task(task_id: str, request: Request, who: Who) -> Response:
     who.check_unrestricted("read user tasks")
-    found, definition_id = await run_in_threadpool(_open_task, _engine(request), task_id)
-    return JSONResponse(task_json(found, definition_id))
-
-
-@router.post("/task/{task_id}/claim", status_code=204)
-async def claim(task_id: str, body: b.ClaimBody, request: Request, who: Who) -> Response:
-    who.check_unrestricted("claim user tasks")
     try:
-        await run_in_threadpool(_engine(request).claim_user_task, task_id, body.userId)
+        row = await run_in_threadpool(_engine(request).queries.task, task_id)
     except NotFound:
-        raise _missing(task_id) from None
+        raise missing_task(task_id) from None
+    return JSONResponse(task_dto(row).dump())
+
+
+def _when(name: str, value: str | None) -> Any:
+    return None if value is None else parse_date(name, value)
+
+
+@router.put("/task/{task_id}", status_code=204, responses=oa.errors(400, 404))
+async def update(task_id: str, body: s.TaskUpdateDto, request: Request, who: Who) -> Response:
+    """Replace name, description, assignee, owner, due and follow-up dates (null clears
+    them) and the priority (kept when left out), as Camunda's task update."""
+    who.check_unrestricted("update user tasks")
+    changes = TaskChanges(
+        name=body.name,
+        description=body.description,
+        assignee=body.assignee,
+        owner=body.owner,
+        due_at=_when("due", body.due),
+        follow_up_at=_when("followUp", body.followUp),
+        priority=body.priority,
+    )
+    try:
+        await run_in_threadpool(
+            lambda: _engine(request).update_user_task(task_id, changes, by=who.name)
+        )
+    except NotFound:
+        raise missing_task(task_id) from None
     return Response(status_code=204)
 
 
-@router.post("/task/{task_id}/unclaim", status_code=204)
+@router.post("/task/{task_id}/claim", status_code=204, responses=oa.errors(400, 404))
+async def claim(task_id: str, body: s.UserIdDto, request: Request, who: Who) -> Response:
+    who.check_unrestricted("claim user tasks")
+    if not body.userId or len(body.userId) > 255:
+        raise bad_request("userId (1 to 255 characters) is required to claim a task")
+    user = body.userId
+    try:
+        await run_in_threadpool(_engine(request).claim_user_task, task_id, user)
+    except NotFound:
+        raise missing_task(task_id) from None
+    return Response(status_code=204)
+
+
+@router.post("/task/{task_id}/unclaim", status_code=204, responses=oa.errors(404))
 async def unclaim(task_id: str, request: Request, who: Who) -> Response:
     who.check_unrestricted("unclaim user tasks")
     try:
         await run_in_threadpool(_engine(request).unclaim_user_task, task_id)
     except NotFound:
-        raise _missing(task_id) from None
+        raise missing_task(task_id) from None
     return Response(status_code=204)
 
 
-@router.post("/task/{task_id}/complete", status_code=204)
-async def complete(
-    task_id: str, request: Request, who: Who, body: b.TaskCompleteBody | None = None
+@router.post("/task/{task_id}/assignee", status_code=204, responses=oa.errors(400, 404))
+async def assignee(task_id: str, body: s.UserIdDto, request: Request, who: Who) -> Response:
+    """Set the assignee whoever has the task (``userId`` null: nobody)."""
+    who.check_unrestricted("assign user tasks")
+    if body.userId is not None and (not body.userId or len(body.userId) > 255):
+        raise bad_request("userId must be 1 to 255 characters, or null")
+    try:
+        await run_in_threadpool(_engine(request).set_user_task_assignee, task_id, body.userId)
+    except NotFound:
+        raise missing_task(task_id) from None
+    return Response(status_code=204)
+
+
+async def _complete(
+    task_id: str, request: Request, who: Principal, body: s.CompleteTaskDto | None
 ) -> Response:
     who.check_unrestricted("complete user tasks")
     variables = from_camunda(body.variables if body else None)
     try:
-        await run_in_threadpool(_engine(request).complete_user_task, task_id, variables)
+        inst = await run_in_threadpool(_engine(request).complete_user_task, task_id, variables)
     except NotFound:
-        raise _missing(task_id) from None
+        raise missing_task(task_id) from None
+    if body is not None and body.withVariablesInReturn:
+        return JSONResponse(to_camunda(inst.variables, True, inst.variable_types))
     return Response(status_code=204)
+
+
+DONE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "model": dict[str, s.VariableValueDto],
+        "description": "with withVariablesInReturn: the instance's variables",
+    },
+    **oa.errors(400, 404),
+}
+
+
+@router.post("/task/{task_id}/complete", status_code=204, responses=DONE)
+async def complete(
+    task_id: str, request: Request, who: Who, body: s.CompleteTaskDto | None = None
+) -> Response:
+    """Merge the variables and move the token on: 204, or 200 with the instance's
+    variables when ``withVariablesInReturn``."""
+    return await _complete(task_id, request, who, body)
+
+
+@router.post("/task/{task_id}/submit-form", status_code=204, responses=DONE)
+async def submit_form(
+    task_id: str, request: Request, who: Who, body: s.CompleteTaskDto | None = None
+) -> Response:
+    """The same as complete (forms are the client's business here)."""
+    return await _complete(task_id, request, who, body)

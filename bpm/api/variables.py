@@ -2,7 +2,10 @@
 
 Inbound ``{"value": v, "type": T, "valueInfo": {...}}``: ``T`` matches case-insensitively and
 may be missing (then the JSON value is kept as is). Outbound every value carries a
-capitalised ``type`` and a ``valueInfo``. Internally all variables are plain JSON.
+capitalised ``type`` and a ``valueInfo``. Internally all variables are plain JSON; a type
+that JSON does not tell (``Date``, ``Long``, ``Json``...) comes in wrapped in
+:class:`~bpm.runtime.variables.Typed` and is kept by the instance, so it goes out again as
+it came in.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bpm.api.errors import ApiError, bad_request
+from bpm.runtime.variables import Typed
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -73,16 +77,22 @@ def _one(name: str, entry: Any) -> Any:
     kind = type_.lower()
     if value is None or kind == "null":
         return None
-    if kind in ("string", "date", "bytes", "xml"):
+    if kind == "string":
         if not isinstance(value, str):
             raise _cannot(name, value, type_)
         return value
+    if kind == "date":
+        return Typed(_date(name, value), "Date")
+    if kind in ("bytes", "xml"):
+        if not isinstance(value, str):
+            raise _cannot(name, value, type_)
+        return Typed(value, "Bytes" if kind == "bytes" else "Xml")
     if kind == "integer":
         return _integer(name, value, "Integer", INT32)
     if kind == "short":
-        return _integer(name, value, "Short", INT16)
+        return Typed(_integer(name, value, "Short", INT16), "Short")
     if kind == "long":
-        return _integer(name, value, "Long", INT64)
+        return Typed(_integer(name, value, "Long", INT64), "Long")
     if kind == "double":
         if isinstance(value, bool):
             raise _cannot(name, value, type_)
@@ -97,7 +107,7 @@ def _one(name: str, entry: Any) -> Any:
             or value in (float("inf"), float("-inf"))
         ):
             raise _cannot(name, value, type_)
-        return value
+        return float(value)
     if kind == "boolean":
         if isinstance(value, bool):
             return value
@@ -105,7 +115,7 @@ def _one(name: str, entry: Any) -> Any:
             return value.lower() == "true"
         raise _cannot(name, value, type_)
     if kind == "json":
-        return _json_text(name, value, type_)
+        return Typed(_json_text(name, value, type_), "Json")
     if kind == "object":
         info = entry.get("valueInfo") or {}
         fmt = info.get("serializationDataFormat") if isinstance(info, Mapping) else None
@@ -114,11 +124,28 @@ def _one(name: str, entry: Any) -> Any:
                 f"variable '{name}': serialization format {fmt!r} is not supported; "
                 "send Object values as application/json"
             )
-        return _json_text(name, value, type_)
+        return Typed(_json_text(name, value, type_), "Object")
     raise bad_request(f"variable '{name}': unsupported value type '{type_}'")
 
 
+def _date(name: str, value: Any) -> str:
+    """A Camunda date, normalised to ``yyyy-MM-dd'T'HH:mm:ss.SSS+0000``."""
+    if not isinstance(value, str):
+        raise _cannot(name, value, "Date")
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise _cannot(name, value, "Date") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    out = format_date(when)
+    assert out is not None
+    return out
+
+
 def _has_nul(value: Any) -> bool:
+    if isinstance(value, Typed):
+        return _has_nul(value.value)
     if isinstance(value, str):
         return "\x00" in value
     if isinstance(value, Mapping):
@@ -140,12 +167,17 @@ def from_camunda(variables: Any, where: str = "variables") -> dict[str, Any] | N
     return out
 
 
-def typed(value: Any, deserialize: bool = True) -> dict[str, Any]:
+def typed(value: Any, deserialize: bool = True, type_name: str | None = None) -> dict[str, Any]:
     """One plain value as a Camunda typed value.
 
-    Objects and arrays are ``Object`` with the native value when the caller asked for
-    deserialized values, else ``Json`` with the value as a JSON string.
+    ``type_name``: the type the value was written with (the instance's ``variable_types``),
+    when JSON does not tell it: ``Date``, ``Long``, ``Short``, ``Json``, ``Object``,
+    ``Bytes``, ``Xml``. Untyped objects and arrays are ``Object`` with the native value when
+    the caller asked for deserialized values, else ``Json`` with the value as a JSON string.
     """
+    kept = _as_written(value, deserialize, type_name) if type_name else None
+    if kept is not None:
+        return kept
     if value is None:
         return {"type": "Null", "value": None, "valueInfo": {}}
     if isinstance(value, bool):
@@ -167,6 +199,38 @@ def typed(value: Any, deserialize: bool = True) -> dict[str, Any]:
     }
 
 
-def to_camunda(values: Mapping[str, Any] | None, deserialize: bool = True) -> dict[str, Any]:
-    """Plain variables as a Camunda variables map."""
-    return {k: typed(v, deserialize) for k, v in (values or {}).items()}
+def _as_written(value: Any, deserialize: bool, type_name: str) -> dict[str, Any] | None:
+    """The typed value in the type it was written with, if the value still fits it."""
+    if value is None:
+        return None
+    if type_name in ("Date", "Bytes", "Xml") and isinstance(value, str):
+        return {"type": type_name, "value": value, "valueInfo": {}}
+    if type_name in ("Long", "Short") and isinstance(value, int) and not isinstance(value, bool):
+        return {"type": type_name, "value": value, "valueInfo": {}}
+    if type_name == "Json":
+        text = json.dumps(value, separators=(",", ":"))
+        return {"type": "Json", "value": text, "valueInfo": {}}
+    if type_name == "Object" and isinstance(value, (dict, list)):
+        java = "java.util.ArrayList" if isinstance(value, list) else "java.util.LinkedHashMap"
+        shown = value if deserialize else json.dumps(value, separators=(",", ":"))
+        info = {"objectTypeName": java, "serializationDataFormat": JSON_FORMAT}
+        return {"type": "Object", "value": shown, "valueInfo": info}
+    return None
+
+
+def to_camunda(
+    values: Mapping[str, Any] | None,
+    deserialize: bool = True,
+    types: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Plain variables as a Camunda variables map (``types``: the instance's
+    ``variable_types``)."""
+    kinds = types or {}
+    return {k: typed(v, deserialize, kinds.get(k)) for k, v in (values or {}).items()}
+
+
+def one_from_camunda(name: str, entry: Any) -> Any:
+    """One typed value (``PUT .../variables/{name}``) as the engine stores it."""
+    out = from_camunda({name: entry})
+    assert out is not None
+    return out[name]

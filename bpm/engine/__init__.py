@@ -20,13 +20,16 @@ from bpm.engine import retention as _retention
 from bpm.engine import schedules as _schedules
 from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
+from bpm.engine import user_tasks as _user_tasks
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.engine.definitions import Deployment
 from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
+from bpm.engine.queries import Queries
 from bpm.engine.transactions import TransactionSource
+from bpm.engine.user_tasks import TaskChanges
 from bpm.errors import BpmError
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
@@ -54,6 +57,7 @@ __all__ = [
     "FetchRequest",
     "Incident",
     "Schedule",
+    "TaskChanges",
     "Timer",
     "TopicRequest",
 ]
@@ -113,6 +117,11 @@ class Engine:
     @dispatcher.setter
     def dispatcher(self, value: Dispatcher) -> None:
         self.core.dispatcher = value
+
+    @property
+    def queries(self) -> Queries:
+        """The reads of the Camunda REST surface: tasks, variables, history pages."""
+        return Queries(self.core)
 
     @property
     def cockpit(self) -> Cockpit:
@@ -246,6 +255,22 @@ class Engine:
         recorded in the ``variables_updated`` event)."""
         return _steering.set_variables(self.core, instance_id, variables, by=by, now=now)
 
+    def modify_variables(
+        self,
+        instance_id: str,
+        modifications: dict[str, Any] | None,
+        deletions: Sequence[str] = (),
+        *,
+        by: str | None = None,
+        now: datetime | None = None,
+    ) -> Instance:
+        """Set and delete variables of a running instance in one transaction (a name both
+        set and deleted ends deleted); recorded as ``variables_updated`` /
+        ``variables_deleted``."""
+        return _steering.modify_variables(
+            self.core, instance_id, modifications, deletions, by=by, now=now
+        )
+
     # -- user tasks -----------------------------------------------------------------------
     def user_tasks(
         self,
@@ -270,8 +295,26 @@ class Engine:
 
     def complete_user_task(
         self, task_id: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
-    ) -> None:
-        _inst.complete_user_task(self.core, task_id, variables, now=now)
+    ) -> Instance:
+        """Complete an open user task; returns its instance as the completion left it."""
+        return _inst.complete_user_task(self.core, task_id, variables, now=now)
+
+    def update_user_task(
+        self,
+        task_id: str,
+        changes: TaskChanges,
+        *,
+        by: str | None = None,
+        now: datetime | None = None,
+    ) -> UserTask:
+        """Replace an open task's name, description, assignee, owner, dates and priority."""
+        return _user_tasks.update_user_task(self.core, task_id, changes, by=by, now=now)
+
+    def set_user_task_assignee(
+        self, task_id: str, user_id: str | None, *, now: datetime | None = None
+    ) -> UserTask:
+        """Assign an open task to ``user_id`` whoever has it (None: nobody)."""
+        return _user_tasks.set_assignee(self.core, task_id, user_id, now=now)
 
     # -- inline execution -----------------------------------------------------------------
     def run_token(

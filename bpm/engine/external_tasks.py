@@ -261,6 +261,7 @@ def lock(
             TaskState.LOCKED,
             payload={"worker": worker_id, "until": until.isoformat()},
             lock_owner=worker_id,
+            worker_id=worker_id,
             lock_expires_at=until,
             updated_at=at,
         )
@@ -279,12 +280,15 @@ def unlock(
         if task.state in _CLOSED:
             raise not_found(task_id)
         if task.state is not TaskState.LOCKED:
+            if task.worker_id is not None:  # a failed attempt's worker, kept until now
+                work.change(task, event="external_task_unlocked", worker_id=None)
             return
         work.move(
             task,
             TaskState.READY,
             event="external_task_unlocked",
             lock_owner=None,
+            worker_id=None,  # only an unlock forgets the worker (as Camunda)
             lock_expires_at=None,
             updated_at=unit.now,
         )

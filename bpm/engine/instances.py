@@ -14,6 +14,7 @@ from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import InvalidOperation, NotFound
 from bpm.runtime.records import HistoryEvent, Instance, ProcessDefinition, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TokenState, UserTaskState
+from bpm.runtime.variables import split
 from bpm.runtime.work import InstanceWork, check_variables, claim_event
 from bpm.store import definitions as defs_store
 from bpm.store import history as history_store
@@ -80,12 +81,14 @@ def begin_instance(
     model = unit.model(definition.id)
     first_node = model.initial_start(start_event)
     at = unit.now
+    plain, types = split(variables)
     inst = Instance(
         id=str(uuid.uuid4()),
         definition_id=definition.id,
         definition_key=definition.key,
         state=InstanceState.ACTIVE,
-        variables=variables,
+        variables=plain,
+        variable_types=types,
         created_at=at,
         updated_at=at,
         business_key=business_key,
@@ -145,8 +148,9 @@ def complete_user_task(
     variables: dict[str, Any] | None = None,
     *,
     now: datetime | None = None,
-) -> None:
-    """Complete an open user task: merge ``variables`` and move its token on."""
+) -> Instance:
+    """Complete an open user task: merge ``variables`` and move its token on; returns the
+    instance as this transaction left it."""
     check_variables(variables, core.config.max_variable_bytes)
     with unit_of_work(core, now) as unit:
         work = unit.work_of(UserTask, task_id)
@@ -167,6 +171,7 @@ def complete_user_task(
         walker = unit.walker(work)
         walker.leave(tok)
         walker.run()
+    return work.instance
 
 
 def _assign(

@@ -5,7 +5,7 @@ history event, like every other change of an instance.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -81,11 +81,38 @@ def set_variables(
     """
     if not isinstance(variables, dict) or not variables:
         raise VariableError("give at least one variable to set, as a JSON object")
-    if len(variables) > MAX_VARIABLES_PER_EDIT:
+    return modify_variables(core, instance_id, variables, (), by=by, now=now)
+
+
+def modify_variables(
+    core: EngineCore,
+    instance_id: str,
+    modifications: dict[str, Any] | None,
+    deletions: Sequence[str] = (),
+    *,
+    by: str | None = None,
+    now: datetime | None = None,
+) -> Instance:
+    """Set ``modifications`` and remove ``deletions`` of a running instance's variables, in
+    one transaction under the instance lock (Camunda's order: a name both set and deleted
+    ends up deleted; deleting a missing variable is no error).
+
+    Values may be :class:`~bpm.runtime.variables.Typed` (their Camunda type is kept).
+    Recorded as ``variables_updated`` and ``variables_deleted`` events naming ``by``.
+    """
+    changes = dict(modifications or {})
+    if not isinstance(deletions, (list, tuple)) or not all(
+        isinstance(d, str) and d for d in deletions
+    ):
+        raise VariableError("deletions must be a list of variable names")
+    if len(changes) + len(deletions) > MAX_VARIABLES_PER_EDIT:
         raise VariableError(
-            f"{len(variables)} variables in one edit; set at most {MAX_VARIABLES_PER_EDIT}"
+            f"{len(changes) + len(deletions)} variables in one edit; change at most "
+            f"{MAX_VARIABLES_PER_EDIT}"
         )
-    clean = check_variables(variables, core.config.max_variable_bytes)
+    clean = check_variables(changes, core.config.max_variable_bytes)
+    gone = tuple(dict.fromkeys(deletions))
+    clean = {k: v for k, v in clean.items() if k not in gone}
     with unit_of_work(core, now) as unit:
         work = unit.work(instance_id)
         if work.instance.ended:
@@ -93,8 +120,13 @@ def set_variables(
                 f"instance {instance_id} is {work.instance.state.value}; only a running "
                 "instance's variables can be changed"
             )
-        # One event, of the usual type, that also says who changed them.
-        work.instance = replace(work.instance, variables={**work.instance.variables, **clean})
-        work.instance_dirty = True
-        work.record("variables_updated", payload={"names": sorted(clean), "by": by or "operator"})
+        present = tuple(name for name in gone if name in work.instance.variables)
+        if not clean and not present:
+            return work.instance
+        work.write_variables(clean, present)
+        who = by or "operator"
+        if clean:
+            work.record("variables_updated", payload={"names": sorted(clean), "by": who})
+        if present:
+            work.record("variables_deleted", payload={"names": sorted(present), "by": who})
     return work.instance

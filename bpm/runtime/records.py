@@ -71,6 +71,9 @@ class Instance:
     idempotency_key: str | None = None
     ended_at: datetime | None = None
     tokens: tuple[Token, ...] = field(default=(), compare=False)
+    variable_types: dict[str, str] = field(default_factory=dict)
+    """The Camunda type of each variable whose JSON value does not tell it (``Date``,
+    ``Long``, ``Json``...), as the REST API received it; see :mod:`bpm.runtime.variables`."""
 
     @property
     def ended(self) -> bool:
@@ -153,6 +156,8 @@ class UserTask:
     form_key: str | None = None
     form_ref: dict[str, str] | None = field(default=None, compare=False)
     """Camunda Forms reference: ``key``, ``binding`` (latest, deployment, version), ``version``."""
+    owner: str | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,9 @@ class ExternalTask:
     finished_by: str | None = None
     finish_kind: str | None = None
     properties: Mapping[str, Any] = field(default_factory=dict)
+    worker_id: str | None = None
+    """Camunda's ``workerId``: the worker that locked the task last; a failure keeps it,
+    only an unlock clears it (``lock_owner`` is the live lock's holder)."""
     variables: dict[str, Any] | None = None
     suspended: bool = False
 

@@ -40,6 +40,7 @@ from bpm.runtime.states import (
     TokenState,
     check_transition,
 )
+from bpm.runtime.variables import Typed, split, types_after
 
 DEFAULT_MAX_VARIABLE_BYTES = 256 * 1024
 
@@ -54,7 +55,9 @@ def new_id() -> str:
 
 
 def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES) -> dict[str, Any]:
-    """Return ``variables`` as plain JSON or raise :class:`VariableError` saying what is wrong."""
+    """Return ``variables`` as plain JSON or raise :class:`VariableError` saying what is wrong.
+
+    A :class:`~bpm.runtime.variables.Typed` value stays wrapped (its value checked)."""
     if variables is None:
         return {}
     if not isinstance(variables, dict):
@@ -62,9 +65,10 @@ def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES)
             f"variables must be a JSON object (a dict), not {type(variables).__name__}"
         )
     out: dict[str, Any] = {}
-    for name, value in variables.items():
+    for name, given in variables.items():
         if not isinstance(name, str) or not name:
             raise VariableError(f"variable names must be non-empty strings, got {name!r}")
+        value = given.value if isinstance(given, Typed) else given
         try:
             text = json.dumps(value, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
@@ -78,6 +82,8 @@ def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES)
                 f"{max_bytes}; store large data elsewhere and pass a reference"
             )
         out[name] = json.loads(text)
+        if isinstance(given, Typed):  # the type travels on to the instance's type map
+            out[name] = Typed(out[name], given.type)
     return out
 
 
@@ -401,14 +407,24 @@ class InstanceWork:
         clean = check_variables(updates, self.max_variable_bytes)
         if not clean:
             return
-        self.instance = replace(self.instance, variables={**self.instance.variables, **clean})
-        self.instance_dirty = True
+        self.write_variables(clean)
         self.record(
             "variables_updated",
             token_id=token_id,
             node_id=source,
             payload={"names": sorted(clean)},
         )
+
+    def write_variables(self, clean: dict[str, Any], deleted: tuple[str, ...] = ()) -> None:
+        """Set checked variables (plain or :class:`Typed`) and remove ``deleted`` ones;
+        the caller records the event."""
+        plain, types = split(clean)
+        current = self.instance.variables
+        values = {k: v for k, v in current.items() if k not in deleted}
+        values.update(plain)
+        kinds = types_after(self.instance.variable_types, plain, types, deleted)
+        self.instance = replace(self.instance, variables=values, variable_types=kinds)
+        self.instance_dirty = True
 
     def set_state(self, state: InstanceState, **payload: Any) -> None:
         if self.instance.state is state:

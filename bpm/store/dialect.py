@@ -14,7 +14,21 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Dialect, cast, func, literal, text
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Dialect,
+    Numeric,
+    String,
+    and_,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    text,
+    type_coerce,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 
 
@@ -156,6 +170,95 @@ def json_member_equals(
     wanted = json.dumps(value) if isinstance(value, (dict, list)) else value
     same: ColumnElement[bool] = extracted == wanted
     return same
+
+
+def _sqlite_path(name: str) -> str:
+    return '$."' + name.replace('"', '""') + '"'
+
+
+def json_array_contains(
+    conn: Connection, array: ColumnElement[Any], value: str
+) -> ColumnElement[bool]:
+    """``value`` is an element of the JSON array column ``array`` (NULL: no)."""
+    if is_postgres(conn):
+        found: ColumnElement[bool] = array.op("@>")(cast(literal(json.dumps([value])), JSONB))
+        return found
+    each = func.json_each(array).table_valued("value")
+    hit: ColumnElement[bool] = exists().where(each.c.value == value)
+    return hit
+
+
+def json_array_length(conn: Connection, array: ColumnElement[Any]) -> ColumnElement[int]:
+    """The length of the JSON array column ``array`` (0 for NULL)."""
+    fn = func.jsonb_array_length if is_postgres(conn) else func.json_array_length
+    length: ColumnElement[int] = func.coalesce(fn(array), 0)
+    return length
+
+
+def json_has_key(conn: Connection, document: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+    """The JSON object column ``document`` has a member ``name``."""
+    if is_postgres(conn):
+        has: ColumnElement[bool] = document.op("?")(literal(name))
+        return has
+    typed: ColumnElement[bool] = func.json_type(document, _sqlite_path(name)).is_not(None)
+    return typed
+
+
+def json_member_compare(
+    conn: Connection, document: ColumnElement[Any], name: str, operator: str, value: Any
+) -> ColumnElement[bool]:
+    """``document[name] <operator> value``: ``eq``, ``neq``, ``gt``, ``gteq``, ``lt``,
+    ``lteq`` (numbers compare as numbers, anything else as text) and ``like``."""
+    if operator == "eq":
+        return json_member_equals(conn, document, name, value)
+    if operator == "neq":
+        return and_(
+            json_has_key(conn, document, name), ~json_member_equals(conn, document, name, value)
+        )
+    if is_postgres(conn):
+        text_value: ColumnElement[Any] = type_coerce(document.op("->>")(literal(name)), String)
+        kind: ColumnElement[Any] = func.jsonb_typeof(document.op("->")(literal(name)))
+    else:
+        text_value = type_coerce(func.json_extract(document, _sqlite_path(name)), String)
+        kind = func.json_type(document, _sqlite_path(name))
+    if operator == "like":
+        liked: ColumnElement[bool] = and_(kind.in_(_TEXT_KINDS), text_value.like(str(value)))
+        return liked
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    kinds: tuple[str, ...] = _NUMBER_KINDS if numeric else _TEXT_KINDS
+    left: ColumnElement[Any] = text_value
+    if numeric and is_postgres(conn):
+        # CASE, not AND: PostgreSQL may cast before it checks the kind
+        left = case((kind == "number", cast(text_value, Numeric)), else_=None)
+    if not numeric:
+        value = str(value)
+    compare = {"gt": left > value, "gteq": left >= value, "lt": left < value, "lteq": left <= value}
+    return and_(kind.in_(kinds), compare[operator])
+
+
+def json_entries(conn: Connection, document: ColumnElement[Any]) -> Any:
+    """The members of a JSON object column as a table ``(key, value, kind)`` to join
+    after the column's table (PostgreSQL: ``jsonb_each``, SQLite: ``json_each``); read
+    ``value`` back with :func:`entry_value`."""
+    if is_postgres(conn):
+        each = func.jsonb_each(document).table_valued("key", "value", joins_implicitly=True)
+        return each
+    return func.json_each(document).table_valued("key", "value", "type", joins_implicitly=True)
+
+
+def entry_value(conn: Connection, value: Any, kind: str | None) -> Any:
+    """The Python value of a :func:`json_entries` row's ``value`` (``kind``: SQLite's type)."""
+    if is_postgres(conn) or kind is None:
+        return value
+    if kind in ("object", "array"):
+        return json.loads(value)
+    if kind in ("true", "false"):
+        return kind == "true"
+    return value
+
+
+_TEXT_KINDS = ("string", "text")  # jsonb_typeof / json_type names of a string
+_NUMBER_KINDS = ("number", "integer", "real")
 
 
 def notify(conn: Connection, channel: str, payloads: Iterable[str]) -> None:

@@ -143,6 +143,7 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
     values = {
         "state": TaskState.LOCKED.value,
         "lock_owner": req.worker_id,
+        "worker_id": req.worker_id,
         "lock_expires_at": expiry,
         "updated_at": now,
     }

@@ -95,11 +95,18 @@ process_instance = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("ended_at", UTCDateTime),
+    # Camunda type names of the variables whose JSON value does not tell it (Date, Long,
+    # Json...): name -> type (migration 0005)
+    Column("variable_types", JSONDoc),
     Index("ix_process_instance_state_created", "state", "created_at"),
     Index("ix_process_instance_business_key", "business_key"),
     Index("ix_process_instance_definition_key", "definition_key"),
     # counts by definition and state, lists by definition (migration 0002, the cockpit)
     Index("ix_process_instance_definition_state_created", "definition_id", "state", "created_at"),
+    # the history lists of /engine-rest (migration 0005)
+    Index("ix_process_instance_created", "created_at", "id"),
+    Index("ix_process_instance_ended", "ended_at"),
+    Index("ix_process_instance_key_created", "definition_key", "created_at"),
 )
 
 token = Table(
@@ -194,6 +201,8 @@ external_task = Table(
     Column("properties", JSONDoc, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # Camunda's workerId: set by a lock, kept after a failure, cleared only by an unlock
+    Column("worker_id", String(255)),
     Index(  # fetch-and-lock in creation order
         "ix_external_task_ready",
         "topic",
@@ -238,8 +247,21 @@ user_task = Table(
     Column("priority", Integer, nullable=False, server_default=text("50")),
     Column("form_key", String(1000)),
     Column("form_ref", JSONDoc),
+    Column("owner", String(255)),
+    Column("description", Text),
     Index("ix_user_task_instance", "instance_id"),
     Index("ix_user_task_open", "state", "created_at"),
+    Index("ix_user_task_created", "created_at", "id"),
+    Index("ix_user_task_assignee", "assignee", "created_at"),
+)
+
+Index(  # a task list by priority (highest first, then oldest): /task?sortBy=priority
+    "ix_user_task_open_priority",
+    user_task.c.priority.desc(),
+    user_task.c.created_at,
+    user_task.c.id,
+    postgresql_where=text("state = 'open'"),
+    sqlite_where=text("state = 'open'"),
 )
 
 # The schedule of one timer start event of one definition version: beat starts an
@@ -295,6 +317,7 @@ incident = Table(
     Column("resolved_at", UTCDateTime),
     Index("ix_incident_instance", "instance_id"),
     Index("ix_incident_open", "state", "created_at"),
+    Index("ix_incident_created", "created_at", "id"),
 )
 
 history = Table(  # one row per transaction and instance: its events, in order

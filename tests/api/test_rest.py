@@ -339,7 +339,7 @@ def test_parse_error_details_and_process_endpoints(api: Api) -> None:
     assert [i["id"] for i in listed] == [iid]
     assert api.http.get("/process-instance", params={"businessKey": "b-1"}).json()[0]["id"] == iid
     assert api.http.get(f"/process-instance/{iid}/variables").json() == {
-        "amount": {"type": "Integer", "value": 5, "valueInfo": {}}
+        "amount": {"type": "Long", "value": 5, "valueInfo": {}}  # as written (issue 14)
     }
     [task] = api.fetch("w1", "proc")
     assert api.http.delete(f"/process-instance/{iid}").status_code == 204
@@ -427,7 +427,8 @@ def test_reclaimer_returns_expired_locks_with_a_history_event(api: Api) -> None:
         what="the lock to expire and be reclaimed",
     )
     info = api.http.get(f"/external-task/{task['id']}").json()
-    assert info["workerId"] is None and info["lockExpirationTime"] is None
+    # the lock is gone; the last worker stays until an unlock, as in Camunda
+    assert info["workerId"] == "w1" and info["lockExpirationTime"] is None
     events = [e for e in api.engine.history(iid) if e.type == "external_task_lock_expired"]
     assert len(events) == 1 and events[0].payload["worker"] == "w1"
     # the worker that lost it cannot complete it any more; a new fetch gets it at once

@@ -1,0 +1,126 @@
+"""What ``/openapi.json`` says beyond FastAPI's defaults, so that it tells the truth:
+
+- the security schemes (HTTP Basic with a key's id and secret, Bearer with the secret);
+- no ``422``: request validation answers ``400`` in Camunda's error shape;
+- every error status a route may answer, with the error schema;
+- the query parameters of the Camunda list endpoints, which read their filters from the
+  query string themselves (see :func:`query`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import TypeAdapter
+
+from bpm.api.schemas import ErrorDto
+
+PAGING = (("firstResult", "integer"), ("maxResults", "integer"))
+SORTING = (("sortBy", "string"), ("sortOrder", "string"))
+
+
+def query(*groups: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """``openapi_extra`` declaring query parameters ``(name, type)``: ``string``,
+    ``integer``, ``boolean``, ``date`` (a Camunda date string) or ``list`` (comma-separated)."""
+    params = []
+    for group in groups:
+        for name, kind in group:
+            schema: dict[str, Any] = {"type": "string"}
+            if kind in ("integer", "boolean"):
+                schema = {"type": kind}
+            elif kind == "date":
+                schema = {"type": "string", "format": "date-time"}
+            params.append({"name": name, "in": "query", "required": False, "schema": schema})
+    return {"parameters": params}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` entries for the error statuses a route answers."""
+    return {status: {"model": ErrorDto, "description": "Camunda error"} for status in statuses}
+
+
+#: The /engine-rest routes that answer without a key; every other one authenticates.
+OPEN_PATHS = frozenset({"/engine-rest/version", "/engine-rest/engine"})
+
+
+def _authenticated(path: str) -> bool:
+    return path.startswith("/engine-rest/") and path not in OPEN_PATHS
+
+
+def _describe_success(doc: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """The success schemas of the routes that build their JSON by hand (SUCCESS)."""
+    from bpm.api.schemas_process import SUCCESS
+
+    for (method, path), shape in SUCCESS.items():
+        operation = doc.get("paths", {}).get(path, {}).get(method)
+        if operation is None:
+            continue
+        status = next((s for s in ("200", "201") if s in operation["responses"]), "200")
+        response = operation["responses"].setdefault(status, {"description": "OK"})
+        if shape is str:
+            response["content"] = {"text/plain": {"schema": {"type": "string"}}}
+            continue
+        schema = TypeAdapter(shape).json_schema(ref_template="#/components/schemas/{model}")
+        for name, definition in schema.pop("$defs", {}).items():
+            schemas.setdefault(name, definition)
+        response["content"] = {"application/json": {"schema": schema}}
+
+
+def install(app: FastAPI) -> None:
+    """Replace ``app.openapi`` with the corrected document (built once)."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        doc = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        components = doc.setdefault("components", {})
+        schemas = components.setdefault("schemas", {})
+        schemas.setdefault("ErrorDto", ErrorDto.model_json_schema())
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        components["securitySchemes"] = {
+            "basic": {"type": "http", "scheme": "basic", "description": "key id and secret"},
+            "bearer": {"type": "http", "scheme": "bearer", "description": "a key's secret"},
+        }
+        error_ref = {"$ref": "#/components/schemas/ErrorDto"}
+        _describe_success(doc, schemas)
+        for path, item in doc.get("paths", {}).items():
+            for operation in item.values():
+                if not isinstance(operation, dict) or "responses" not in operation:
+                    continue
+                responses = operation["responses"]
+                if responses.pop("422", None) is not None and "400" not in responses:
+                    responses["400"] = {
+                        "description": "Bad request",
+                        "content": {"application/json": {"schema": error_ref}},
+                    }
+                extra: list[tuple[str, str]] = []
+                if path.startswith("/engine-rest/") and path not in OPEN_PATHS:
+                    extra.append(("400", "Bad request"))  # any parameter or body
+                    if "{" in path:
+                        extra.append(("404", "No such resource (unknown or ended)"))
+                if _authenticated(path):
+                    operation["security"] = [{"basic": []}, {"bearer": []}]
+                    extra += [("401", "No or wrong credentials"), ("403", "Not allowed")]
+                if "requestBody" in operation:
+                    extra.append(("413", "Request body over the size limit"))
+                for status, text in extra:
+                    responses.setdefault(
+                        status,
+                        {
+                            "description": text,
+                            "content": {"application/json": {"schema": error_ref}},
+                        },
+                    )
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = build  # type: ignore[method-assign]

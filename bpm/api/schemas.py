@@ -1,0 +1,315 @@
+"""The JSON shapes of the Camunda REST surface, as pydantic models.
+
+Responses are built from these models (``dump``), so ``/openapi.json`` documents exactly
+what is sent; field names are Camunda's (camelCase). Request bodies of the filter and
+update endpoints are here too: unknown fields are kept (and ignored), nulls accepted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Dto(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class RequestDto(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorDto(Dto):
+    type: str = Field(description="Camunda's exception class, e.g. InvalidRequestException")
+    message: str
+    code: int | None = None
+
+
+class CountDto(Dto):
+    count: int
+
+
+class VariableValueDto(Dto):
+    value: Any = None
+    type: str = Field(description="String, Integer, Long, Double, Boolean, Date, Json, Null...")
+    valueInfo: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskDto(Dto):
+    id: str
+    name: str | None
+    assignee: str | None
+    owner: str | None
+    created: str
+    due: str | None
+    followUp: str | None
+    lastUpdated: str | None = None
+    delegationState: str | None = None
+    description: str | None
+    executionId: str
+    parentTaskId: str | None = None
+    priority: int
+    processDefinitionId: str
+    processInstanceId: str
+    taskDefinitionKey: str
+    caseExecutionId: str | None = None
+    caseInstanceId: str | None = None
+    caseDefinitionId: str | None = None
+    suspended: bool
+    formKey: str | None
+    camundaFormRef: dict[str, Any] | None
+    tenantId: str | None = None
+    candidateUsers: list[str] = Field(description="Not in Camunda's task: its candidate users")
+    candidateGroups: list[str] = Field(description="Not in Camunda's task: its candidate groups")
+
+
+class IdentityLinkDto(Dto):
+    userId: str | None
+    groupId: str | None
+    type: str = Field(description="assignee, owner or candidate")
+
+
+class FormVariablesDto(Dto):
+    pass
+
+
+class VariableInstanceDto(Dto):
+    id: str = Field(description="processInstanceId:name")
+    name: str
+    type: str
+    value: Any = None
+    valueInfo: dict[str, Any]
+    processDefinitionId: str
+    processInstanceId: str
+    executionId: str
+    activityInstanceId: str
+    caseExecutionId: str | None = None
+    caseInstanceId: str | None = None
+    taskId: str | None = None
+    batchId: str | None = None
+    tenantId: str | None = None
+    errorMessage: str | None = None
+
+
+class HistoricVariableInstanceDto(VariableInstanceDto):
+    processDefinitionKey: str
+    state: str = "CREATED"
+    createTime: str
+    removalTime: str | None = None
+    rootProcessInstanceId: str
+
+
+class HistoricProcessInstanceDto(Dto):
+    id: str
+    businessKey: str | None
+    processDefinitionId: str
+    processDefinitionKey: str
+    processDefinitionName: str | None
+    processDefinitionVersion: int
+    startTime: str
+    endTime: str | None
+    removalTime: str | None = None
+    durationInMillis: int | None
+    startUserId: str | None = None
+    startActivityId: str | None = None
+    deleteReason: str | None
+    rootProcessInstanceId: str
+    superProcessInstanceId: str | None = None
+    superCaseInstanceId: str | None = None
+    caseInstanceId: str | None = None
+    tenantId: str | None = None
+    state: str = Field(
+        description="ACTIVE, SUSPENDED, COMPLETED, EXTERNALLY_TERMINATED or INTERNALLY_TERMINATED"
+    )
+
+
+class HistoricActivityInstanceDto(Dto):
+    id: str
+    parentActivityInstanceId: str
+    activityId: str
+    activityName: str | None
+    activityType: str
+    processDefinitionKey: str
+    processDefinitionId: str
+    processInstanceId: str
+    executionId: str
+    taskId: str | None
+    calledProcessInstanceId: str | None = None
+    calledCaseInstanceId: str | None = None
+    assignee: str | None
+    startTime: str
+    endTime: str | None
+    durationInMillis: int | None
+    canceled: bool
+    completeScope: bool
+    tenantId: str | None = None
+    removalTime: str | None = None
+    rootProcessInstanceId: str
+
+
+class HistoricIncidentDto(Dto):
+    id: str
+    processDefinitionKey: str
+    processDefinitionId: str
+    processInstanceId: str
+    executionId: str
+    rootProcessInstanceId: str
+    createTime: str
+    endTime: str | None
+    removalTime: str | None = None
+    incidentType: str
+    activityId: str
+    failedActivityId: str
+    causeIncidentId: str
+    rootCauseIncidentId: str
+    configuration: str | None
+    historyConfiguration: str | None = None
+    incidentMessage: str | None
+    tenantId: str | None = None
+    jobDefinitionId: str | None = None
+    open: bool
+    deleted: bool
+    resolved: bool
+    annotation: str | None = None
+
+
+class HistoricTaskDto(Dto):
+    id: str
+    processDefinitionKey: str
+    processDefinitionId: str
+    processInstanceId: str
+    executionId: str
+    caseDefinitionKey: str | None = None
+    caseDefinitionId: str | None = None
+    caseInstanceId: str | None = None
+    caseExecutionId: str | None = None
+    activityInstanceId: str
+    name: str | None
+    description: str | None
+    deleteReason: str | None
+    owner: str | None
+    assignee: str | None
+    startTime: str
+    endTime: str | None
+    duration: int | None
+    taskDefinitionKey: str
+    priority: int
+    due: str | None
+    parentTaskId: str | None = None
+    followUp: str | None
+    tenantId: str | None = None
+    removalTime: str | None = None
+    rootProcessInstanceId: str
+
+
+# -- request bodies ----------------------------------------------------------------------------
+
+
+class SortingDto(RequestDto):
+    sortBy: str | None = None
+    sortOrder: str | None = None
+
+
+Sorting = list[SortingDto] | SortingDto | None
+
+
+class TaskQueryDto(RequestDto):
+    """The filter of ``POST /task`` and ``POST /task/count`` (see docs/rest-api.md)."""
+
+    processInstanceId: str | None = None
+    processInstanceIdIn: list[str] | None = None
+    processInstanceBusinessKey: str | None = None
+    processInstanceBusinessKeyIn: list[str] | None = None
+    processDefinitionKey: str | None = None
+    processDefinitionKeyIn: list[str] | None = None
+    taskDefinitionKey: str | None = None
+    taskDefinitionKeyIn: list[str] | None = None
+    assignee: str | None = None
+    assigneeIn: list[str] | None = None
+    unassigned: bool | None = None
+    assigned: bool | None = None
+    candidateGroup: str | None = None
+    candidateGroups: list[str] | None = None
+    candidateUser: str | None = None
+    includeAssignedTasks: bool | None = None
+    name: str | None = None
+    nameLike: str | None = None
+    dueBefore: str | None = None
+    dueAfter: str | None = None
+    createdBefore: str | None = None
+    createdAfter: str | None = None
+    sorting: Sorting = None
+
+
+class TaskUpdateDto(RequestDto):
+    name: str | None = None
+    description: str | None = None
+    assignee: str | None = None
+    owner: str | None = None
+    due: str | None = None
+    followUp: str | None = None
+    priority: int | None = None
+
+
+class UserIdDto(RequestDto):
+    userId: str | None = None
+
+
+class CompleteTaskDto(RequestDto):
+    variables: dict[str, Any] | None = None
+    withVariablesInReturn: bool | None = None
+
+
+class PatchVariablesDto(RequestDto):
+    modifications: dict[str, Any] | None = None
+    deletions: list[str] | None = None
+
+
+class VariableValueInDto(RequestDto):
+    value: Any = None
+    type: str | None = None
+    valueInfo: dict[str, Any] | None = None
+
+
+class VariableQueryDto(RequestDto):
+    """The filter of ``POST /variable-instance`` and ``POST /history/variable-instance``."""
+
+    variableName: str | None = None
+    variableNameIn: list[str] | None = None
+    variableNameLike: str | None = None
+    processInstanceId: str | None = None
+    processInstanceIdIn: list[str] | None = None
+    variableValues: list[dict[str, Any]] | None = None
+    sorting: Sorting = None
+
+
+class HistoricProcessInstanceQueryDto(RequestDto):
+    """The filter of ``POST /history/process-instance`` (and ``/count``)."""
+
+    processInstanceId: str | None = None
+    processInstanceIds: list[str] | None = None
+    processDefinitionId: str | None = None
+    processDefinitionKey: str | None = None
+    processDefinitionKeyIn: list[str] | None = None
+    processInstanceBusinessKey: str | None = None
+    finished: bool | None = None
+    unfinished: bool | None = None
+    startedBefore: str | None = None
+    startedAfter: str | None = None
+    sorting: list[SortingDto] | SortingDto | None = None
+
+
+class HistoricTaskQueryDto(RequestDto):
+    """The filter of ``POST /history/task`` (and ``/count``)."""
+
+    taskId: str | None = None
+    processInstanceId: str | None = None
+    processDefinitionKey: str | None = None
+    taskAssignee: str | None = None
+    finished: bool | None = None
+    unfinished: bool | None = None
+    sorting: Sorting = None
