@@ -112,7 +112,8 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     hub: LongPollHub = request.app.state.longpoll
     loop = asyncio.get_running_loop()
     timeout = timeout_ms / 1000
-    deadline = loop.time() + timeout - min(1.0, timeout * 0.05)  # answer [] before the timeout
+    # answer [] before the timeout (a client gives up soon after it): at least 100 ms early
+    deadline = loop.time() + timeout - min(1.0, max(0.1, timeout * 0.05))
     try:
         waiter = hub.register(frozenset(tp.topic for tp in req.topics))
     except TooManyPolls as exc:
