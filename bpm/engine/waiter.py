@@ -82,23 +82,23 @@ class TimerWaiter:
                 self._stop.wait(self.tick.total_seconds())
 
     def _one_tick(self) -> None:
+        """One look-ahead, then sleep until each due time of the tick and fire. An idle tick
+        is that one query: nothing else reads the database when nothing is due."""
         core = self.engine.core
         end = core.now() + self.tick
-        due = self._look_ahead(end)
-        self._fire()  # anything already due (missed while stopped, or just notified)
+        due = self._look_ahead(end)  # also what is overdue (missed while stopped, busy)
         while not self._stop.is_set():
             now = core.now()
             if self._woken.is_set():  # a timer due sooner was created: look again
                 self._woken.clear()
                 due = self._look_ahead(end)
-            due = [d for d in due if d > now]
+            if due and due[0] <= now:
+                self._fire()
+                due = [d for d in due if d > now]
             if now >= end:
                 return
             nxt = min(due[0], end) if due else end
-            if self._woken.wait((nxt - now).total_seconds()):
-                continue
-            if due and core.now() >= due[0]:
-                self._fire()
+            self._woken.wait(max(0.0, (nxt - now).total_seconds()))
 
     def _look_ahead(self, until: datetime) -> list[datetime]:
         self.queries += 1
