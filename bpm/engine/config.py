@@ -44,6 +44,8 @@ class EngineConfig:
     # beat's sweeper finds new steps. See :func:`bpm.dispatch.default_dispatcher`.
     broker_url: str | None = None
     queue: str = "bpm"
+    # How deep call activities may nest (a process calling itself needs a way out).
+    max_call_depth: int = 32
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod

@@ -32,8 +32,11 @@ from bpm.retry import RetryPolicy
 from bpm.runtime.failure import IMMEDIATE, Failure, fail_attempt
 from bpm.runtime.records import Token
 from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.variables import overlay
 from bpm.runtime.walker import Walker
+from bpm.runtime.work import check_variables
 from bpm.store import tokens as token_store
+from bpm.store.work import scope_chains
 
 log = logging.getLogger("bpm.execution")
 
@@ -58,6 +61,7 @@ class Outcome:
     details: str | None = None
     finished_at: datetime | None = None
     error_code: str | None = None  # from an ``error_code`` attribute of the exception
+    locals: dict[str, Any] | None = None  # ctx.set_local(...)
 
 
 def lease_for(core: EngineCore, node: n.ServiceTask, spec: HandlerSpec | None) -> timedelta:
@@ -97,7 +101,15 @@ def claim(
         foreign: list[Token] = []  # given back: another worker may have their handlers
         broken: list[Token] = []  # given back unpublished: nothing can run them
         longer = []
+        scoped = {
+            tok.scope_id
+            for tok, _, definition_id, _ in got
+            if tok.scope_id and core.model(conn, definition_id).sees_scopes(tok.node_id)
+        }
+        chains = scope_chains(conn, scoped)  # a step in a scope sees its local variables
         for tok, variables, definition_id, business_key in got:
+            if tok.scope_id in scoped:
+                variables = overlay(variables, chains, tok.scope_id)
             node = _inline(core.model(conn, definition_id).node(tok.node_id))
             if node is None:
                 log.error("token %s is not at an inline service task; not running it", tok.id)
@@ -160,7 +172,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         )
     finally:
         core.pace.observe(time.perf_counter() - started)
-    return Outcome(variables=result, finished_at=core.now())
+    return Outcome(variables=result, finished_at=core.now(), locals=dict(ctx.locals) or None)
 
 
 def _error_code(exc: Exception) -> str | None:
@@ -194,7 +206,11 @@ def _apply(unit: Unit, walker: Walker, step: Claimed, outcome: Outcome, worker_i
     error, details = outcome.error, outcome.details
     if error is None:
         try:
-            work.merge_variables(outcome.variables, source=tok.node_id, token_id=tok.id)
+            # Both checked before either is written: a bad value changes nothing.
+            check_variables(outcome.variables, work.max_variable_bytes)
+            check_variables(outcome.locals, work.max_variable_bytes)
+            walker.write_variables(current, outcome.variables)
+            walker.write_variables(current, outcome.locals, local=True)
         except BpmError as exc:
             error, details = f"{type(exc).__name__}: {exc}", None
     if error is None:
@@ -278,7 +294,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
             out.append(
                 Claimed(
                     tok,
-                    dict(work.instance.variables),
+                    dict(walker.variables(tok)),
                     work.instance.definition_id,
                     node,
                     work.instance.business_key,

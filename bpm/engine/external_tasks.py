@@ -16,13 +16,15 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import Connection
+
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
 from bpm.model import nodes as n
 from bpm.retry import RetryPolicy
 from bpm.runtime.external import FetchRequest, FinishKind
-from bpm.runtime.failure import Failure, catching_boundary, fail_external, take_error_boundary
+from bpm.runtime.failure import Failure, fail_external
 from bpm.runtime.records import ExternalTask, Incident, Token
 from bpm.runtime.states import (
     BlockKind,
@@ -31,9 +33,13 @@ from bpm.runtime.states import (
     TaskState,
     TokenState,
 )
+from bpm.runtime.throwing import find, throw
+from bpm.runtime.variables import overlay
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import external_tasks as store
 from bpm.store import history as history_store
+from bpm.store import tokens as token_store
+from bpm.store.work import scope_chains
 
 log = logging.getLogger("bpm.external_tasks")
 
@@ -81,7 +87,7 @@ def fetch_and_lock(
         _check_duration(tp.lock_duration_ms, f"lockDuration of topic '{tp.topic}'")
     at = core.now(now)
     with core.tx() as conn:
-        tasks = store.fetch_and_lock(conn, req, at)
+        tasks = _scope_views(core, conn, store.fetch_and_lock(conn, req, at))
         history_store.append(
             conn,
             [
@@ -111,6 +117,23 @@ def fetch_and_lock(
             task = replace(task, variables={k: v for k, v in task.variables.items() if k in names})
         out.append(task)
     return out
+
+
+def _scope_views(
+    core: EngineCore, conn: Connection, tasks: list[ExternalTask]
+) -> list[ExternalTask]:
+    """Tasks inside scopes see their scopes' local variables too (one read each for all)."""
+    scoped = [
+        x
+        for x in tasks
+        if x.variables is not None and core.model(conn, x.definition_id).sees_scopes(x.node_id)
+    ]
+    if not scoped:
+        return tasks
+    scope_of = token_store.scope_ids(conn, [x.token_id for x in scoped])
+    chains = scope_chains(conn, {s for s in scope_of.values() if s})
+    views = {x.id: overlay(x.variables or {}, chains, scope_of.get(x.token_id)) for x in scoped}
+    return [replace(x, variables=views[x.id]) if x.id in views else x for x in tasks]
 
 
 def next_free_at(
@@ -201,29 +224,30 @@ def complete(
     topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Complete a task locked by ``worker_id``: merge variables and move the token on.
+    """Complete a task locked by ``worker_id``: write variables and move the token on.
 
-    Local variables have no scope of their own here: they are merged like ``variables``.
+    ``variables`` go where the task's scope says (the nearest scope that has each, else
+    the instance); ``local_variables`` into the scope the task runs in (its sub-process,
+    inner instance or own variables; the instance at the top level).
     ``topics``: the caller may only touch tasks of these topics (None: any).
     """
-    updates = {
-        **check_variables(local_variables, core.config.max_variable_bytes),
-        **check_variables(variables, core.config.max_variable_bytes),
-    }
+    updates = check_variables(variables, core.config.max_variable_bytes)
+    local = check_variables(local_variables, core.config.max_variable_bytes)
     with unit_of_work(core, now) as unit:
         work, task = _open(unit, task_id, topics)
         if _repeated(task, worker_id, FinishKind.COMPLETE):
             return
         _check_owner(task, worker_id, "completed")
         tok = _waiting_token(work, task)
-        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
+        walker = unit.walker(work)
+        walker.write_variables(tok, local, local=True)
+        walker.write_variables(tok, updates)
         work.move(
             task,
             TaskState.COMPLETED,
             payload={"worker": worker_id},
             **_finished(worker_id, FinishKind.COMPLETE, unit.now),
         )
-        walker = unit.walker(work)
         walker.leave(tok)
         walker.run()
 
@@ -292,7 +316,9 @@ def handle_bpmn_error(
     topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """A business error: to the matching error boundary event, else the activity just ends.
+    """A business error, thrown at the task: caught by the nearest matching error
+    boundary event or error event sub-process around it (in a called instance, also
+    around its call activity: :mod:`bpm.runtime.throwing`); else the activity just ends.
 
     As in Camunda, an uncaught BPMN error ends the token at the activity without following
     its outgoing flows.
@@ -307,8 +333,9 @@ def handle_bpmn_error(
         _check_owner(task, worker_id, "reported with a BPMN error")
         tok = _waiting_token(work, task)
         walker = unit.walker(work)
-        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
-        boundary = catching_boundary(walker, tok.node_id, error_code)
+        walker.write_variables(tok, updates)
+        catcher = find(walker, tok, error_code)
+        caught_by = catcher.boundary or catcher.start if catcher else None
         work.move(
             task,
             TaskState.COMPLETED,
@@ -317,13 +344,13 @@ def handle_bpmn_error(
                 "worker": worker_id,
                 "error_code": error_code,
                 "message": error_message,
-                "caught_by": boundary.id if boundary else None,
+                "caught_by": caught_by.id if caught_by else None,
             },
             error_message=error_message,
             **_finished(worker_id, FinishKind.BPMN_ERROR, unit.now),
         )
-        if boundary is not None:
-            take_error_boundary(walker, tok, boundary, error_message or error_code, error_code)
+        if catcher is not None:
+            throw(walker, work.token(tok.id), error_code, error_message or error_code)
         else:
             walker.cancel_boundaries(tok)
             work.transition(

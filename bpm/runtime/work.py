@@ -21,10 +21,10 @@ from typing import Any, Protocol, TypeVar
 from bpm.errors import VariableError
 from bpm.runtime.records import (
     ExternalTask,
-    ForkScope,
     HistoryEvent,
     Incident,
     Instance,
+    Scope,
     Timer,
     Token,
     UserTask,
@@ -36,6 +36,8 @@ from bpm.runtime.states import (
     BlockKind,
     IncidentState,
     InstanceState,
+    ScopeKind,
+    ScopeState,
     TimerState,
     TokenState,
     check_transition,
@@ -43,10 +45,10 @@ from bpm.runtime.states import (
 
 DEFAULT_MAX_VARIABLE_BYTES = 256 * 1024
 
-Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident)
+Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope)
 # The payload key naming the item in its events ("task" as Camunda calls both kinds).
 _PAYLOAD_KEY = {"external_task": "task", "user_task": "task"}
-ITEM_KINDS: tuple[type[WorkItem], ...] = (ExternalTask, Timer, UserTask, Incident)
+ITEM_KINDS: tuple[type[WorkItem], ...] = (ExternalTask, Timer, UserTask, Incident, Scope)
 
 
 def new_id() -> str:
@@ -84,7 +86,7 @@ def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES)
 class Loader(Protocol):
     """Reads, under the instance lock, the records a transaction needs on first use."""
 
-    def scope(self, scope_id: str) -> ForkScope | None: ...
+    def scope(self, scope_id: str) -> Scope | None: ...
 
     def items(self, kind: type[Item], instance_id: str, *, token_id: str) -> list[Item]:
         """Every record of ``kind`` of the instance that belongs to ``token_id``."""
@@ -122,7 +124,6 @@ class InstanceWork:
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
     events: list[HistoryEvent] = field(default_factory=list)
     token_changes: Changes = field(default_factory=Changes)
-    scope_changes: Changes = field(default_factory=Changes)
     item_changes: dict[type, Changes] = field(
         default_factory=lambda: {kind: Changes() for kind in ITEM_KINDS}
     )
@@ -140,6 +141,11 @@ class InstanceWork:
 
     def __post_init__(self) -> None:
         self.token_changes.records = self.tokens
+
+    @property
+    def scope_changes(self) -> Changes:
+        """The scopes this transaction loaded or created (a kind of work item)."""
+        return self.item_changes[Scope]
 
     # -- tokens ---------------------------------------------------------------------------
     def token(self, token_id: str) -> Token:
@@ -162,6 +168,11 @@ class InstanceWork:
         )
         self.tokens[tok.id] = tok
         self.token_changes.new.append(tok.id)
+        payload: dict[str, Any] = {}
+        if scope_id:
+            payload["scope"] = scope_id
+            if depth := self.depth(scope_id):
+                payload["depth"] = depth  # how far `bpm show` indents it
         self.events.append(
             HistoryEvent(
                 instance_id=self.instance.id,
@@ -170,10 +181,17 @@ class InstanceWork:
                 token_id=tok.id,
                 node_id=node_id,
                 to_state=TokenState.CREATED.value,
-                payload={"scope": scope_id} if scope_id else {},
+                payload=payload,
             )
         )
         return self.transition(tok.id, TokenState.READY)
+
+    def rescope(self, token_id: str, scope_id: str) -> Token:
+        """Move a Ready token into the scope its activity just opened (its own variables:
+        ``bpm.runtime.scopes``); the ``scope_entered`` event records it."""
+        tok = replace(self.tokens[token_id], scope_id=scope_id)
+        self.token_changes.put(token_id, tok)
+        return tok
 
     def transition(
         self,
@@ -355,32 +373,68 @@ class InstanceWork:
         self.record("incident_opened", token_id=tok.id, node_id=tok.node_id, payload=payload)
         return incident
 
-    # -- fork scopes ------------------------------------------------------------------------
-    def open_scope(self, fork_node_id: str, expected: int, parent_id: str | None) -> ForkScope:
-        scope = ForkScope(
-            id=new_id(),
-            instance_id=self.instance.id,
-            fork_node_id=fork_node_id,
-            expected=expected,
-            created_at=self.now,
-            parent_id=parent_id,
+    # -- scopes -----------------------------------------------------------------------------
+    def open_scope(self, fork_node_id: str, expected: int, parent_id: str | None) -> Scope:
+        """The scope of a parallel fork: its joins' state (no history event of its own)."""
+        return self.add(
+            Scope(
+                id=new_id(),
+                instance_id=self.instance.id,
+                kind=ScopeKind.FORK,
+                node_id=fork_node_id,
+                state=ScopeState.ACTIVE,
+                created_at=self.now,
+                parent_id=parent_id,
+                expected=expected,
+            )
         )
-        self.scope_changes.records[scope.id] = scope
-        self.scope_changes.new.append(scope.id)
-        return scope
 
-    def scope(self, scope_id: str) -> ForkScope | None:
-        """The fork scope ``scope_id`` of this instance, loaded on first use."""
-        found: ForkScope | None = self.scope_changes.records.get(scope_id)
+    def scope(self, scope_id: str) -> Scope | None:
+        """The scope ``scope_id`` of this instance, loaded on first use."""
+        found: Scope | None = self.scope_changes.records.get(scope_id)
         if found is None and self.loader is not None:
             found = self.loader.scope(scope_id)
             if found is not None:
                 self.scope_changes.records[scope_id] = found
         return found
 
-    def shrink_scope(self, scope_id: str, by: int) -> ForkScope:
+    def depth(self, scope_id: str | None) -> int:
+        """How many sub-processes, multi-instance bodies and inner instances (not forks,
+        not activities' own variables) surround a token of ``scope_id``."""
+        depth, seen = 0, set()
+        while scope_id is not None and scope_id not in seen:
+            seen.add(scope_id)
+            found = self.scope(scope_id)
+            if found is None:
+                break
+            if found.kind not in (ScopeKind.FORK, ScopeKind.ACTIVITY):
+                depth += 1
+            scope_id = found.parent_id
+        return depth
+
+    def set_scope_variables(
+        self,
+        scope: Scope,
+        values: dict[str, Any],
+        *,
+        source: str | None = None,
+        token_id: str | None = None,
+    ) -> Scope:
+        """Merge checked ``values`` into a scope's local variables and record it."""
+        current: Scope = self.scope_changes.records.get(scope.id, scope)
+        new = replace(current, variables={**current.variables, **values})
+        self.scope_changes.put(scope.id, new)
+        self.record(
+            "variables_updated",
+            token_id=token_id,
+            node_id=source,
+            payload={"names": sorted(values), "scope": scope.id},
+        )
+        return new
+
+    def shrink_scope(self, scope_id: str, by: int) -> Scope:
         current = self.scope(scope_id)
-        if current is None:
+        if current is None or current.expected is None:
             raise KeyError(f"fork scope {scope_id} of instance {self.instance.id} is missing")
         scope = replace(current, expected=current.expected - by)
         self.scope_changes.put(scope_id, scope)
@@ -453,11 +507,14 @@ class InstanceWork:
 
     def items_written(self) -> Iterable[tuple[type, list[Any], list[Any]]]:
         """(kind, records to insert, records to update) per kind of work item. A timer
-        created and cancelled in this transaction gets no row."""
+        created and cancelled, or a scope opened and closed, in this transaction gets no
+        row."""
         for kind, changes in self.item_changes.items():
             new, dirty = changes.written()
             if kind is Timer:
                 new = [t for t in new if t.state is not TimerState.CANCELLED]
+            elif kind is Scope:  # entered and left in this transaction: its events remain
+                new = [x for x in new if x.state is ScopeState.ACTIVE]
             if new or dirty:
                 yield kind, new, dirty
 

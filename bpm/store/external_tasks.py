@@ -152,15 +152,24 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
         ids_sub = [r.id for r in conn.execute(ready)] + [r.id for r in conn.execute(expired)]
         if not ids_sub:
             return []
-    rows = conn.execute(
-        update(et)
-        .where(et.c.id.in_(ids_sub), et.c.instance_id == pi.c.id)
-        .values(values)
-        .returning(*et.c, pi.c.variables.label("instance_variables"))
-    ).all()
-    if not rows:
+    if dialect.is_postgres(conn):
+        rows = conn.execute(
+            update(et)
+            .where(et.c.id.in_(ids_sub), et.c.instance_id == pi.c.id)
+            .values(values)
+            .returning(*et.c, pi.c.variables.label("instance_variables"))
+        ).all()
+        tasks = [task_from_row(r, dict(r.instance_variables or {})) for r in rows]
+    else:  # SQLite's RETURNING cannot name another table: read the variables after
+        rows = conn.execute(
+            update(et).where(et.c.id.in_(ids_sub)).values(values).returning(*et.c)
+        ).all()
+        owners = {r.instance_id for r in rows}
+        found = conn.execute(select(pi.c.id, pi.c.variables).where(pi.c.id.in_(owners)))
+        variables = {r.id: dict(r.variables or {}) for r in found}
+        tasks = [task_from_row(r, variables.get(r.instance_id, {})) for r in rows]
+    if not tasks:
         return []
-    tasks = [task_from_row(r, dict(r.instance_variables or {})) for r in rows]
     rank = {tid: i for i, tid in enumerate(_ordered_ids(tasks, req))}
     return sorted(tasks, key=lambda x: rank[x.id])
 

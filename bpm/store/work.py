@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Table, bindparam, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, insert, or_, select, update
 
 from bpm.runtime.external import NOTIFY_CHANNEL as EXTERNAL_TASK_CHANNEL
-from bpm.runtime.records import ForkScope, Instance, Timer, Token
+from bpm.runtime.records import Instance, Scope, Timer, Token
 from bpm.runtime.states import LIVE_TOKEN_STATES, TimerState
 from bpm.runtime.work import InstanceWork, Item
 from bpm.store import dialect, history
@@ -36,29 +36,50 @@ pi = t.process_instance
 _PARENTS_FIRST = tuple(t.metadata.sorted_tables)
 
 
-def lock_owner_of(conn: Connection, kind: type[Item], item_id: str) -> Instance | None:
-    """Lock the instance a work item belongs to, found through the item, in ONE statement
-    (the item's instance never changes, so reading it without a lock is safe)."""
+# The lock order of instance rows: a call tree's root before its members, then by id.
+_LOCK_ORDER = (pi.c.call_depth, pi.c.id)
+
+
+def lock_owner_of(
+    conn: Connection, kind: type[Item], item_id: str
+) -> tuple[dict[str, Instance], str | None]:
+    """Lock the instance a work item belongs to, found through the item, and the root of
+    its call tree, in ONE statement (an item's instance and an instance's root never
+    change, so reading them without a lock is safe). Returns the locked instances and
+    the owner's id (None: no such item)."""
     table = table_of(kind)
     owner = select(table.c.instance_id).where(table.c.id == item_id).scalar_subquery()
-    row = conn.execute(select(pi).where(pi.c.id == owner).with_for_update()).first()
-    return record_of(Instance, row._mapping) if row else None
+    root = select(pi.c.root_id).where(pi.c.id == owner).scalar_subquery()
+    q = (
+        select(pi, (pi.c.id == owner).label("is_owner"))
+        .where(or_(pi.c.id == owner, pi.c.id == root))
+        .order_by(*_LOCK_ORDER)
+        .with_for_update(of=pi)
+    )
+    found, owner_id = {}, None
+    for r in conn.execute(q):
+        found[r.id] = record_of(Instance, r._mapping)
+        if r.is_owner:
+            owner_id = r.id
+    return found, owner_id
 
 
 def lock_instances(
     conn: Connection, instance_ids: Sequence[str], *, skip_locked: bool = False
 ) -> dict[str, Instance]:
-    """``SELECT ... FOR UPDATE`` of the instance rows, in id order: the first lock every
-    change of an instance takes. Always in the same order, so two transactions that lock
-    several instances cannot deadlock. ``skip_locked``: never wait, leave out the instances
-    another transaction holds (for a caller that already holds other row locks)."""
+    """``SELECT ... FOR UPDATE`` of the instance rows and of the roots of their call trees,
+    roots first, then in id order: the first lock every change of an instance takes.
+    Always in the same order, so two transactions that lock several instances cannot
+    deadlock. ``skip_locked``: never wait, leave out the instances another transaction
+    holds (for a caller that already holds other row locks)."""
     ids = sorted(set(instance_ids))
     if not ids:
         return {}
+    roots = select(pi.c.root_id).where(pi.c.id.in_(ids), pi.c.root_id.is_not(None))
     q = (
         select(pi)
-        .where(pi.c.id.in_(ids))
-        .order_by(pi.c.id)
+        .where(or_(pi.c.id.in_(ids), pi.c.id.in_(roots)))
+        .order_by(*_LOCK_ORDER)
         .with_for_update(skip_locked=skip_locked)
     )
     return {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
@@ -84,9 +105,9 @@ class StoreLoader:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def scope(self, scope_id: str) -> ForkScope | None:
-        r = self.conn.execute(select(t.fork_scope).where(t.fork_scope.c.id == scope_id)).first()
-        return record_of(ForkScope, r._mapping) if r else None
+    def scope(self, scope_id: str) -> Scope | None:
+        r = self.conn.execute(select(t.scope).where(t.scope.c.id == scope_id)).first()
+        return record_of(Scope, r._mapping) if r else None
 
     def items(self, kind: type[Item], instance_id: str, *, token_id: str) -> list[Item]:
         table = table_of(kind)
@@ -107,17 +128,18 @@ def load(
     max_variable_bytes: int,
     skip_locked: bool = False,
     owner_of: tuple[type[Item], str] | None = None,
-) -> dict[str, InstanceWork]:
-    """Lock the instances (id order) and load their live tokens: one change set each.
-    Instances that do not exist (or, with ``skip_locked``, are busy) are missing.
-    ``owner_of=(kind, id)``: instead, lock the instance that work item belongs to."""
+) -> tuple[dict[str, InstanceWork], str | None]:
+    """Lock the instances (and their call trees' roots, see :func:`lock_instances`) and
+    load their live tokens and scopes: one change set each. Instances that do not exist
+    (or, with ``skip_locked``, are busy) are missing. ``owner_of=(kind, id)``: instead,
+    lock the instance that work item belongs to; its id is returned second."""
+    owner: str | None = None
     if owner_of is not None:
-        found = lock_owner_of(conn, *owner_of)
-        instances = {found.id: found} if found else {}
+        instances, owner = lock_owner_of(conn, *owner_of)
     else:
         instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
     tokens = live_tokens(conn, list(instances))
-    scopes = fork_scopes(conn, {s for toks in tokens.values() for t in toks if (s := t.scope_id)})
+    scopes = scope_chains(conn, {s for toks in tokens.values() for t in toks if (s := t.scope_id)})
     loader = StoreLoader(conn)
     works = {}
     for iid, inst in instances.items():
@@ -128,19 +150,22 @@ def load(
             loader=loader,
             max_variable_bytes=max_variable_bytes,
         )
-        for tok in tokens[iid]:
-            if tok.scope_id in scopes:
-                work.scope_changes.records[tok.scope_id] = scopes[tok.scope_id]
+        for scope in scopes.values():
+            if scope.instance_id == iid:
+                work.scope_changes.records[scope.id] = scope
         works[iid] = work
-    return works
+    return works, owner
 
 
-def fork_scopes(conn: Connection, scope_ids: set[str]) -> dict[str, ForkScope]:
-    """The fork scopes of the live tokens, in one statement (joins need them)."""
+def scope_chains(conn: Connection, scope_ids: set[str]) -> dict[str, Scope]:
+    """The scopes of the live tokens and every scope around them, in one statement:
+    joins need their fork's state, scopes their parents' variables and counters."""
     if not scope_ids:
         return {}
-    q = select(t.fork_scope).where(t.fork_scope.c.id.in_(sorted(scope_ids)))
-    return {r.id: record_of(ForkScope, r._mapping) for r in conn.execute(q)}
+    sc = t.scope
+    chain = select(sc).where(sc.c.id.in_(sorted(scope_ids))).cte("chain", recursive=True)
+    chain = chain.union(select(sc).join(chain, sc.c.id == chain.c.parent_id))
+    return {r.id: record_of(Scope, r._mapping) for r in conn.execute(select(chain))}
 
 
 @cache
@@ -175,9 +200,6 @@ def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
             inserts[pi].append(values_of(work.instance))
         elif work.instance_dirty:
             updates[pi].extend(_updates([replace(work.instance, updated_at=work.now)]))
-        new_scopes, dirty_scopes = work.scope_changes.written()
-        inserts[t.fork_scope].extend(values_of(s) for s in new_scopes)
-        updates[t.fork_scope].extend(_updates(dirty_scopes))
         new_tokens, dirty_tokens = work.tokens_written()
         inserts[t.token].extend(values_of(x) for x in new_tokens)
         updates[t.token].extend(_updates(dirty_tokens))
