@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Table, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, Table, bindparam, insert, or_, select, union_all, update
 
 from bpm.runtime.external import NOTIFY_CHANNEL as EXTERNAL_TASK_CHANNEL
 from bpm.runtime.records import Instance, Scope, Timer, Token
@@ -75,10 +75,14 @@ def lock_instances(
     ids = sorted(set(instance_ids))
     if not ids:
         return {}
-    roots = select(pi.c.root_id).where(pi.c.id.in_(ids), pi.c.root_id.is_not(None))
+    # One id list (the instances, then their roots) so the lock is index lookups only.
+    wanted = union_all(
+        select(pi.c.id).where(pi.c.id.in_(ids)),
+        select(pi.c.root_id).where(pi.c.id.in_(ids), pi.c.root_id.is_not(None)),
+    )
     q = (
         select(pi)
-        .where(or_(pi.c.id.in_(ids), pi.c.id.in_(roots)))
+        .where(pi.c.id.in_(wanted))
         .order_by(*_LOCK_ORDER)
         .with_for_update(skip_locked=skip_locked)
     )
