@@ -137,12 +137,26 @@ class ScopeMethods:
         return self
 
     def event_sub_process(
-        self, id: str, body: Callable[[Self], object], *, name: str | None = None
+        self,
+        id: str,
+        body: Callable[[Self], object],
+        *,
+        name: str | None = None,
+        inputs: Mappings | None = None,
+        outputs: Mappings | None = None,
     ) -> Self:
         """An event sub-process of the enclosing (sub-)process: ``body`` adds a start
         event with a trigger (``start(..., duration=...)`` or ``start(..., error=...)``)
-        and what follows it."""
-        self._add(n.EventSubProcess(id, name))
+        and what follows it. ``inputs`` become its local variables, ``outputs`` are
+        written to the enclosing scope when it completes."""
+        self._add(
+            n.EventSubProcess(
+                id,
+                name,
+                inputs=self._mappings(id, inputs),
+                outputs=self._mappings(id, outputs),
+            )
+        )
         with self._inside(id):
             body(self)
         return self

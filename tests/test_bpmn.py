@@ -233,11 +233,11 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
         "unknown element <bpmn:fancyThing>",
     ),
     (
-        "subprocess-without-start",
-        between('<bpmn:subProcess id="sub" />', "sub"),
+        "event-subprocess-in-a-flow",
+        between('<bpmn:subProcess id="sub" triggeredByEvent="true" />', "sub"),
         "sub",
         'id="sub"',
-        "has no none start event",
+        "has incoming or outgoing sequence flows",
     ),
     (
         "complex-gateway",

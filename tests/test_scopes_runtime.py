@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bpm import Engine, TaskContext, VariableError
+from bpm.bpmn import parse_bpmn
 from bpm.builder import Process
 from bpm.errors import NotFound
 from bpm.handlers import HandlerRegistry
@@ -27,6 +28,7 @@ from tests.scopes_helpers import (
     task_of,
     types,
 )
+from tests.test_scopes_model import chain, xml
 
 
 @pytest.fixture
@@ -156,6 +158,32 @@ def test_nested_sub_processes_with_a_fork_and_a_loop_inside(
     assert done.variables["n"] == 3 and done.variables["a_ran"] is True
     assert {s.node_id for s in done.scopes} == {"outer", "counting"}
     assert sum(1 for t, _ in types(engine, inst.id) if t == "join_fired") == 1
+
+
+def test_sub_processes_without_a_start_event_start_where_no_flow_leads(
+    local: tuple[Engine, QueueDispatcher],
+) -> None:
+    """BPMN's implicit start: the nodes nothing flows into; an empty one just completes."""
+    engine, _ = local
+    engine.deploy(
+        parse_bpmn(
+            xml(
+                '<bpmn:startEvent id="s" /><bpmn:subProcess id="empty" />'
+                '<bpmn:subProcess id="implicit"><bpmn:userTask id="first" />'
+                '<bpmn:userTask id="second" />'
+                + chain("first", "second")
+                + '</bpmn:subProcess><bpmn:endEvent id="e" />'
+                + chain("s", "empty", "implicit", "e"),
+                key="implicit",
+            )
+        )
+    )
+    inst = engine.start("implicit")
+    assert open_tasks(engine, inst.id) == ["first"]
+    assert ("scope_completed", "empty") in types(engine, inst.id)
+    engine.complete_user_task(task_of(engine, inst.id, "first"))
+    engine.complete_user_task(task_of(engine, inst.id, "second"))
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
 
 
 def test_a_terminate_end_event_ends_only_its_sub_process(
@@ -337,6 +365,8 @@ def test_an_interrupting_timer_event_sub_process(local: tuple[Engine, QueueDispa
                 .end("ee")
                 .sequence("deadline", "escalate", "ee")
             ),
+            inputs={"reason": '"late"'},
+            outputs={"escalated_for": "reason"},
         )
     )
     inst = engine.start("late", now=at(0))
@@ -347,6 +377,7 @@ def test_an_interrupting_timer_event_sub_process(local: tuple[Engine, QueueDispa
     assert [t.node_id for t in engine.user_tasks(inst.id, state="cancelled")] == ["work"]
     engine.complete_user_task(task_of(engine, inst.id, "escalate"), now=at(62))
     assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert engine.get_instance(inst.id).variables == {"escalated_for": "late"}
     assert nothing_live(engine, inst.id) == EMPTY
 
 

@@ -111,8 +111,12 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
     an event sub-process, with a timer or an error (``isInterrupting``)."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
+    before = len(ctx.problems)
     defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition"})
     interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
+    if len(ctx.problems) > before:
+        # Reported (a message start...): still a start event, blamed for nothing else.
+        ctx.placeholders.add(node_id)
     if not defs:
         return n.StartEvent(node_id, name, line)
     if local(defs[0]) == "errorEventDefinition":

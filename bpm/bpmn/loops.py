@@ -40,6 +40,7 @@ def _cel(owner: Element, where: Element, what: str, text: str | None, ctx: Conte
         return to_cel(text)
     except ExpressionError as exc:
         ctx.report_in(owner, where, f"the {what} of '{owner.get('id')}': {exc}")
+        ctx.placeholders.add(owner.get("id", ""))  # refused already: blamed for nothing else
         return None
 
 
@@ -52,6 +53,7 @@ def _feel(owner: Element, where: Element, what: str, text: str | None, ctx: Cont
         return translate_feel(body[1:]) if body.startswith("=") else to_cel(body)
     except ExpressionError as exc:
         ctx.report_in(owner, where, f"the {what} of '{owner.get('id')}': {exc}")
+        ctx.placeholders.add(owner.get("id", ""))  # refused already: blamed for nothing else
         return None
 
 

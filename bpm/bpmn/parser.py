@@ -26,8 +26,10 @@ _IGNORED = frozenset(
         "ioSpecification", "category", "auditing", "monitoring", "correlationSubscription",
         "supportedInterfaceRef", "resourceRole", "performer", "humanPerformer",
         "potentialOwner", "laneSetRef", "artifact",
-        # a sub-process's own marker, read with the sub-process (bpm.bpmn.loops)
-        "multiInstanceLoopCharacteristics", "standardLoopCharacteristics",
+        # a sub-process's own children that are not members: its marker (read with the
+        # sub-process, bpm.bpmn.loops) and the references to its flows
+        "multiInstanceLoopCharacteristics", "standardLoopCharacteristics", "incoming",
+        "outgoing",
         "dataInputAssociation", "dataOutputAssociation",
     }
 )  # fmt: skip

@@ -38,13 +38,13 @@ def parse_subprocess(el: Element, ctx: Context) -> n.Node:
     warn_attributes(el, ctx)
     if (el.get("triggeredByEvent") or "").strip().lower() == "true":
         fields = activity_fields(el, ext, ctx)
-        if fields["loop"] is not None or fields["inputs"] or fields["outputs"]:
+        if fields.pop("loop") is not None:
             ctx.report(
                 el,
-                f"event sub-process '{node_id}' has a multi-instance marker or variable "
-                "mappings: an event sub-process runs once per event, remove them",
+                f"event sub-process '{node_id}' has a multi-instance marker: an event "
+                "sub-process runs once per event, remove it",
             )
-        return n.EventSubProcess(node_id, name, line)
+        return n.EventSubProcess(node_id, name, line, **fields)
     return n.SubProcess(node_id, name, line, **activity_fields(el, ext, ctx))
 
 

@@ -192,9 +192,11 @@ class SubProcess(Activity):
 
 
 @dataclass(frozen=True)
-class EventSubProcess(Node):
+class EventSubProcess(Activity):
     """An event sub-process (``triggeredByEvent``): no flows in or out; its start event
-    (timer or error) starts it inside the enclosing scope."""
+    (timer or error) starts it inside the enclosing scope. Its ``inputs`` become its local
+    variables, its ``outputs`` are written to the enclosing scope when it completes (it
+    has no multi-instance marker)."""
 
 
 class CallBinding(StrEnum):

@@ -83,12 +83,23 @@ class ProcessModel:
             out.setdefault(node.container, []).append(node)
         return {k: tuple(v) for k, v in out.items()}
 
-    def starts_in(self, container: str | None) -> tuple[n.StartEvent, ...]:
-        """The none start events of a container: where entering it puts tokens."""
+    def starts_in(self, container: str | None) -> tuple[n.Node, ...]:
+        """Where entering a sub-process puts tokens: its none start events; without any,
+        every node in it that no flow leads to (BPMN's implicit start; none for an empty
+        sub-process, which then completes at once)."""
+        members = self.members.get(container, ())
+        starts = [
+            x
+            for x in members
+            if isinstance(x, n.StartEvent) and x.timer is None and not x.error_start
+        ]
+        if starts or container is None:
+            return tuple(starts)
         return tuple(
             x
-            for x in self.members.get(container, ())
-            if isinstance(x, n.StartEvent) and x.timer is None and not x.error_start
+            for x in members
+            if not self.incoming.get(x.id)
+            and not isinstance(x, n.StartEvent | n.BoundaryEvent | n.EventSubProcess)
         )
 
     def event_subprocesses(self, container: str | None) -> tuple[n.EventSubProcess, ...]:

@@ -137,10 +137,9 @@ def _boundaries(
 
 
 def _entries(model: ProcessModel, container: str | None) -> list[str]:
-    """Where tokens start in a container: its none start events and its event
-    sub-processes (whose start events are their triggers); a sub-process without a start
-    event (reported on its own) starts nowhere, so its nodes without incoming flows count
-    as entries and nothing in it is blamed a second time."""
+    """Where tokens start in a container: its start events (in a sub-process without
+    one, its nodes without incoming flows) and its event sub-processes (whose start
+    events are their triggers)."""
     found = [x.id for x in model.event_subprocesses(container)]
     if container is None:
         return [*(x.id for x in model.start_events), *found]
@@ -148,14 +147,7 @@ def _entries(model: ProcessModel, container: str | None) -> list[str]:
     if isinstance(host, n.EventSubProcess):
         trigger = model.trigger_of(container)
         return [trigger.id] if trigger else []
-    starts = [x.id for x in model.starts_in(container)]
-    if not starts:
-        starts = [
-            x.id
-            for x in model.members.get(container, ())
-            if not model.incoming.get(x.id) and not isinstance(x, n.BoundaryEvent)
-        ]
-    return [*starts, *found]
+    return [*(x.id for x in model.starts_in(container)), *found]
 
 
 def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:

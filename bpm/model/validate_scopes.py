@@ -69,13 +69,6 @@ def _containers(model: ProcessModel) -> Iterator[Problem]:
             "not in the same (sub-)process: a flow may not cross a sub-process border; "
             "connect the sub-process itself",
         )
-    for node in model.nodes.values():
-        if isinstance(node, n.SubProcess) and not model.starts_in(node.id):
-            yield _at(
-                node,
-                f"sub-process '{node.id}' has no none start event: add a startEvent inside "
-                "it (entering the sub-process starts there)",
-            )
 
 
 def _event_subprocesses(model: ProcessModel) -> Iterator[Problem]:

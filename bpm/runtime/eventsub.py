@@ -11,13 +11,14 @@ re-arms it). An error start has no listener: a thrown error finds it in the mode
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from bpm.errors import BpmError
 from bpm.model import nodes as n
 from bpm.runtime import scopes
-from bpm.runtime.records import Timer, Token
-from bpm.runtime.states import BlockKind, ScopeKind, TokenState
-from bpm.runtime.variables import visible
+from bpm.runtime.records import Scope, Timer, Token
+from bpm.runtime.states import BlockKind, ScopeKind, ScopeState, TokenState
+from bpm.runtime.variables import evaluate, visible, write
 from bpm.timeexpr import TimerError
 
 if TYPE_CHECKING:
@@ -106,16 +107,45 @@ def start(
     """Run the event sub-process of ``trigger`` in ``region``: its scope and a token at
     its start event."""
     assert trigger.container is not None
+    esp = walker.model.node(trigger.container)
+    inputs: dict[str, Any] = {}
+    failed: BpmError | None = None
+    if isinstance(esp, n.EventSubProcess) and esp.inputs:
+        try:
+            inputs = evaluate(esp.inputs, visible(walker.work, region))
+        except BpmError as exc:
+            failed = exc
     scope = scopes.open_scope(
         walker.work,
         ScopeKind.EVENT_SUBPROCESS,
         trigger.container,
         parent_id=region,
         token_id=None,
+        variables=inputs,
     )
     token = walker.work.create_token(trigger.id, scope_id=scope.id, parent_id=parent_token)
+    if failed is not None:  # the start event's token carries the incident
+        scopes.fail_mapping(walker, token, failed, "input mapping")
+        return
     walker.continue_tokens([token])
     arm(walker, trigger.container, scope.id)
+
+
+def complete(walker: Walker, scope: Scope) -> None:
+    """An event sub-process with no token left: its outputs go to the enclosing scope."""
+    work = walker.work
+    node = walker.model.node(scope.node_id)
+    if isinstance(node, n.EventSubProcess) and node.outputs:
+        try:
+            values = evaluate(node.outputs, visible(work, scope.id))
+            write(work, walker.model, scope.parent_id, values, source=node.id)
+        except BpmError as exc:
+            work.record(
+                "output_mapping_failed",
+                node_id=node.id,
+                payload={"scope": scope.id, "error": str(exc)},
+            )
+    scopes.close(work, scope, ScopeState.COMPLETED)
 
 
 def disarm(walker: Walker, scope_id: str | None) -> None:

@@ -325,6 +325,8 @@ def settle(walker: Walker) -> bool:
         complete_sub_process(walker, scope)
     elif scope.kind is ScopeKind.INNER_INSTANCE:
         multi.inner_done(walker, scope)
+    elif scope.kind is ScopeKind.EVENT_SUBPROCESS:
+        eventsub.complete(walker, scope)
     else:
         opener = work.tokens.get(scope.token_id or "")
         ended = opener is not None and opener.state is TokenState.TERMINATED
