@@ -21,8 +21,9 @@ may lock further instances of that tree at any time (:meth:`Unit.walker_of`: a c
 completing continues its caller; terminating a caller terminates its children, three
 levels down or more): nobody else can hold them without holding the root, so it never
 waits for a transaction that waits for it. Instances of *other* trees are never locked
-later: that would break the order. A timer poller that skips busy rows may get a member
-without its root: it leaves that member alone (its lock lasts until the poller commits).
+later: that would break the order. A timer poller that skips busy rows takes roots first
+and then only members of the trees it got (:func:`bpm.store.work.lock_instances`), so it
+never holds a member without its root either.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Unit:
         return self.core.config.max_call_depth
 
     def _adopt(self, found: dict[str, InstanceWork]) -> None:
-        """Keep what was locked; a member of a tree whose root was skipped stays unused."""
+        """Keep what was locked (a member whose root is not held would be left unused)."""
         for work in found.values():
             if work.instance.root_id is None:
                 self._roots.add(work.instance.id)

@@ -75,18 +75,34 @@ def lock_instances(
     ids = sorted(set(instance_ids))
     if not ids:
         return {}
-    # One id list (the instances, then their roots) so the lock is index lookups only.
-    wanted = union_all(
-        select(pi.c.id).where(pi.c.id.in_(ids)),
-        select(pi.c.root_id).where(pi.c.id.in_(ids), pi.c.root_id.is_not(None)),
-    )
+    roots = select(pi.c.root_id).where(pi.c.id.in_(ids), pi.c.root_id.is_not(None))
+    if not skip_locked:
+        # One id list (the instances, then their roots): the lock is index lookups only.
+        wanted = union_all(select(pi.c.id).where(pi.c.id.in_(ids)), roots)
+        q = select(pi).where(pi.c.id.in_(wanted)).order_by(*_LOCK_ORDER).with_for_update()
+        return {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
+    # Skipping busy rows, a member could be taken without its root, and two such
+    # transactions could then wait for each other's members. So: roots (and instances
+    # outside call trees) first, skipping busy ones; then the members of the trees taken,
+    # which nobody can hold without their root.
+    alone = select(pi.c.id).where(pi.c.id.in_(ids), pi.c.root_id.is_(None))
     q = (
         select(pi)
-        .where(pi.c.id.in_(wanted))
+        .where(pi.c.id.in_(union_all(alone, roots)))
         .order_by(*_LOCK_ORDER)
-        .with_for_update(skip_locked=skip_locked)
+        .with_for_update(skip_locked=True)
     )
-    return {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
+    got = {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
+    members = [i for i in ids if i not in got]
+    if members and got:
+        q = (
+            select(pi)
+            .where(pi.c.id.in_(members), pi.c.root_id.in_(sorted(got)))
+            .order_by(*_LOCK_ORDER)
+            .with_for_update()
+        )
+        got.update({r.id: record_of(Instance, r._mapping) for r in conn.execute(q)})
+    return got
 
 
 def live_tokens(conn: Connection, instance_ids: Sequence[str]) -> dict[str, list[Token]]:
