@@ -147,6 +147,7 @@ def close(work: InstanceWork, scope: Scope, state: ScopeState, **payload: Any) -
 
 
 def fail_mapping(walker: Walker, tok: Token, exc: BpmError, what: str) -> None:
+    """A mapping could not be evaluated or stored: the token gets an incident."""
     walker.fail_token(tok, f"{what} of '{tok.node_id}': {exc}", incident_type=MAPPING_INCIDENT)
 
 
@@ -263,15 +264,13 @@ def terminate(walker: Walker, scope_id: str, reason: str) -> None:
     close(work, scope, ScopeState.TERMINATED, reason=reason)
 
 
-def stop_inside(
-    walker: Walker, scope_id: str | None, reason: str, *, keep: str | None = None
-) -> None:
-    """Stop every live token inside ``scope_id`` (None: the whole instance) but ``keep``,
-    and end every scope nested in it."""
+def stop_inside(walker: Walker, scope_id: str | None, reason: str) -> None:
+    """Stop every live token inside ``scope_id`` (None: the whole instance) and end every
+    scope nested in it."""
     work = walker.work
     for tok in list(work.tokens.values()):
         current = work.tokens[tok.id]
-        if current.id == keep or current.state not in LIVE_TOKEN_STATES:
+        if current.state not in LIVE_TOKEN_STATES:
             continue
         if scope_id is None or inside(work, current, scope_id):
             walker.stop_token(current, payload={"reason": reason})
