@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.runtime import calls, eventsub, scopes, variables
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -30,16 +31,13 @@ from bpm.runtime.states import (
 )
 from bpm.runtime.work import InstanceWork
 
-if TYPE_CHECKING:
-    from bpm.runtime.calls import Relatives
-
 
 class Walker:
     """Continuation of one instance inside one transaction. ``relatives``: the other
     instances of its call tree (the unit of work); without, call activities fail."""
 
     def __init__(
-        self, work: InstanceWork, model: ProcessModel, relatives: Relatives | None = None
+        self, work: InstanceWork, model: ProcessModel, relatives: calls.Relatives | None = None
     ) -> None:
         self.work = work
         self.model = model
@@ -51,16 +49,13 @@ class Walker:
         """A new instance's first token (and its event sub-processes' listeners), walked."""
         first = self.work.create_token(start_node_id, scope_id=None, parent_id=None)
         if self.model.scoped:
-            from bpm.runtime.eventsub import arm
-
-            arm(self, None, None)
+            eventsub.arm(self, None, None)
         self.run([first.id])
         return first
 
     def run(self, token_ids: Iterable[str] = ()) -> None:
         """Advance the given Ready tokens (and every token they create) to rest. A call
         while the walker runs (a called instance completing at once) only queues them."""
-        from bpm.runtime import scopes
         from bpm.runtime.behaviours import BEHAVIOURS
 
         self._queue.extend(token_ids)
@@ -91,18 +86,14 @@ class Walker:
         """The variables ``tok`` sees: the instance's and its scopes' (innermost wins)."""
         if tok.scope_id is None or not self.model.scoped:
             return self.work.instance.variables
-        from bpm.runtime.variables import visible
-
-        return visible(self.work, tok.scope_id)
+        return variables.visible(self.work, tok.scope_id)
 
     def write_variables(self, tok: Token, updates: Any, *, local: bool = False) -> None:
         """Write variables from ``tok`` (see :mod:`bpm.runtime.variables`)."""
         if tok.scope_id is None or not self.model.scoped:
             self.work.merge_variables(updates, source=tok.node_id, token_id=tok.id)
             return
-        from bpm.runtime.variables import write
-
-        write(
+        variables.write(
             self.work,
             self.model,
             tok.scope_id,
@@ -116,9 +107,7 @@ class Walker:
         """The scope ``tok``'s node sits in (outside its activity's own variables)."""
         if tok.scope_id is None or not self.model.scoped:
             return tok.scope_id
-        from bpm.runtime.scopes import outer_scope_id
-
-        return outer_scope_id(self.work, tok)
+        return scopes.outer_scope_id(self.work, tok)
 
     # -- moving on ------------------------------------------------------------------------
     def leave(
@@ -136,9 +125,7 @@ class Walker:
         scope = tok.scope_id if keep_scope else scope_id
         follow = True
         if keep_scope and self.model.scoped:
-            from bpm.runtime.scopes import leaving
-
-            ok, scope, follow = leaving(self, tok)
+            ok, scope, follow = scopes.leaving(self, tok)
             if not ok:
                 return []
         if tok.state is not TokenState.COMPLETED:
@@ -174,22 +161,18 @@ class Walker:
         self.cancel_boundaries(tok)
         w.transition(tok.id, target, **kw)
         if self.model.scoped:
-            from bpm.runtime.scopes import stopped
-
-            stopped(self, tok)
+            scopes.stopped(self, tok)
 
     def cancel_wait(self, tok: Token) -> None:
         """Cancel what a token waits on (user or external task, timer, a scope and
         everything in it, a called instance) and its incidents."""
         w = self.work
         if tok.blocked_kind is BlockKind.SCOPE and tok.blocked_id:
-            from bpm.runtime.scopes import terminate
-
-            terminate(self, tok.blocked_id, f"{tok.node_id} ended")
+            scopes.terminate(self, tok.blocked_id, f"{tok.node_id} ended")
         elif tok.blocked_kind is BlockKind.CALL_ACTIVITY and tok.blocked_id:
-            from bpm.runtime.calls import terminate_child
-
-            terminate_child(self, tok.blocked_id, f"its caller's token at {tok.node_id} ended")
+            calls.terminate_child(
+                self, tok.blocked_id, f"its caller's token at {tok.node_id} ended"
+            )
         if tok.blocked_kind is BlockKind.USER_TASK and tok.blocked_id:
             task = w.item(UserTask, tok.blocked_id)
             if task is not None and task.state is UserTaskState.OPEN:
@@ -229,8 +212,6 @@ class Walker:
             return
         live = w.live_tokens()
         if self.model.scoped:
-            from bpm.runtime import eventsub, scopes
-
             if any(not scopes.is_listener(self, t) for t in live):
                 return
             eventsub.disarm(self, None)
@@ -238,9 +219,7 @@ class Walker:
             return
         w.set_state(InstanceState.COMPLETED)
         if w.instance.parent_id is not None:
-            from bpm.runtime.calls import child_completed
-
-            child_completed(self)
+            calls.child_completed(self)
 
     def fail_token(self, tok: Token, error: str, *, incident_type: str = "failedGateway") -> None:
         """A node could not proceed (no gateway flow matched, a timer could not be set)."""
@@ -263,6 +242,4 @@ class Walker:
         """Whether ``tok`` runs one inner instance of a multi-instance activity."""
         if tok.scope_id is None or not self.model.scoped:
             return False
-        from bpm.runtime.scopes import is_inner
-
-        return is_inner(self.work, tok)
+        return scopes.is_inner(self.work, tok)
