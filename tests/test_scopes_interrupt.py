@@ -38,8 +38,9 @@ def history_rows(engine: Engine, instance_id: str) -> int:
 
 
 def busy_sub_process() -> Process:
-    """A sub-process holding a parallel fork into: a waiting external task, a user task, and
-    a nested sub-process that waits on a timer and another user task."""
+    """A sub-process holding a parallel fork into: a waiting external task, a user task, a
+    nested sub-process that waits on a timer and another user task, and a gateway whose
+    condition failed (an incident)."""
 
     def nested(b: Process) -> Process:
         return (
@@ -65,6 +66,10 @@ def busy_sub_process() -> Process:
             .sequence("bs", "fork", "remote", "join", "be")
             .sequence("fork", "review", "join")
             .sequence("fork", "nested", "join")
+            .exclusive("broken")  # its condition fails: an incident inside
+            .end("never")
+            .flow("fork", "broken")
+            .flow("broken", "never", condition="missing > 1")
         )
 
     return (
@@ -91,6 +96,7 @@ def test_an_interrupting_boundary_timer_ends_everything_in_the_sub_process(
     )
     assert open_tasks(engine, inst.id) == ["inner_review", "review"]
     assert sorted(x.node_id for x in engine.timers(inst.id)) == ["nap", "too_slow"]
+    assert [x.node_id for x in engine.incidents(inst.id)] == ["broken"]
     rows = history_rows(engine, inst.id)
 
     assert engine.fire_due_timers(now=at(61)) == 1
@@ -105,6 +111,7 @@ def test_an_interrupting_boundary_timer_ends_everything_in_the_sub_process(
         "review",
     ]
     assert [x.node_id for x in engine.timers(inst.id, state="cancelled")] == ["nap"]
+    assert [x.node_id for x in engine.incidents(inst.id, state="deleted")] == ["broken"]
     # the boundary path ran once
     assert types(engine, inst.id).count(("token_created", "too_slow")) == 1
     # The worker still holding the external task finds it gone (the REST API's 404),
