@@ -1,6 +1,8 @@
-"""The baseline: the order process as a plain Celery canvas, with a Redis result backend.
+"""The baselines: plain Celery canvases, with a Redis result backend.
 
-``chain(validate.s(order), chord([reserve.s(), charge.s()], ship.s()))``. The app keeps
+``chain(validate.s(order), chord([reserve.s(), charge.s()], ship.s()))`` is the order
+process (``bench.order``); ``chord(group(item.s(i) for i in items), collected.s())`` is a
+parallel multi-instance over the items (``bench.scopes``). The app keeps
 Celery's default settings (early acks, prefetch 4): the fastest ordinary setup, so the
 comparison never flatters the engine. Worker: ``celery -A bench.canvas worker``.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from celery import Celery, chain, chord
+from celery import Celery, chain, chord, group
 from celery.canvas import Signature
 
 app = Celery(
@@ -53,3 +55,19 @@ def ship(results: list[Order]) -> Order:
 def order_canvas(order: Order) -> Signature[Any]:
     """The reference process without an engine: validate, then both branches, then ship."""
     return chain(validate.s(order), chord([reserve.s(), charge.s()], ship.s()))
+
+
+@app.task(name="bench.item")
+def item(value: Any) -> Any:
+    return value
+
+
+@app.task(name="bench.collected")
+def collected(results: list[Any]) -> int:
+    return len(results)
+
+
+def batch_canvas(items: list[Any]) -> Signature[Any]:
+    """A parallel multi-instance without an engine: one task per item, then the callback
+    with every result, in order."""
+    return chord(group(item.s(x) for x in items), collected.s())

@@ -32,10 +32,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from itertools import pairwise
-from typing import Self
+from typing import Any, Self
 
 import isodate
 
+from bpm.builder_scopes import Mappings, ScopeMethods, in_container
 from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.model import nodes as n
@@ -61,7 +62,7 @@ def _date_text(value: str | datetime) -> str:
     return value if isinstance(value, str) else value.isoformat()
 
 
-class Process:
+class Process(ScopeMethods):
     """A fluent builder of a :class:`ProcessModel` with key ``key``."""
 
     def __init__(self, key: str, *, name: str | None = None, version_tag: str | None = None):
@@ -72,10 +73,12 @@ class Process:
         self._flows: list[n.Flow] = []
         self._defaults: dict[str, str] = {}  # gateway id -> flow id, from flow(default=True)
         self._problems: list[Problem] = []
+        self._containers: list[str] = []  # the sub-processes being built, innermost last
 
     # -- nodes ---------------------------------------------------------------------------
 
     def _add(self, node: n.Node) -> Self:
+        node = in_container(node, self._containers)
         if not node.id:
             self._problems.append(Problem("a node needs a non-empty id"))
         elif node.id in self._nodes or any(f.id == node.id for f in self._flows):
@@ -84,9 +87,32 @@ class Process:
             self._nodes[node.id] = node
         return self
 
-    def start(self, id: str, *, name: str | None = None) -> Self:
-        """A (none) start event."""
-        return self._add(n.StartEvent(id, name))
+    def start(
+        self,
+        id: str,
+        *,
+        name: str | None = None,
+        duration: Duration | None = None,
+        date: str | datetime | None = None,
+        cycle: str | None = None,
+        error: bool | str | None = None,
+        interrupting: bool = True,
+    ) -> Self:
+        """A start event: none; with a timer (``duration``, ``date`` or ``cycle``: the
+        process then also starts on that schedule, an event sub-process when it is due);
+        or, starting an event sub-process, ``error`` (True: every error, or a code).
+        ``interrupting=False``: an event sub-process that runs beside its scope."""
+        return self._add(
+            self._start_event(
+                id,
+                name,
+                duration=duration,
+                date=date,
+                cycle=cycle,
+                error=error,
+                interrupting=interrupting,
+            )
+        )
 
     def end(
         self,
@@ -115,11 +141,23 @@ class Process:
         lease: Duration | None = None,
         properties: Mapping[str, str] | None = None,
         name: str | None = None,
+        for_each: str | None = None,
+        as_: str | None = None,
+        parallel: bool = True,
+        collect: str | None = None,
+        output: str | None = None,
+        times: int | str | None = None,
+        until: str | None = None,
+        inputs: Mappings | None = None,
+        outputs: Mappings | None = None,
     ) -> Self:
         """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
 
         ``retry`` is a :class:`RetryPolicy` or its text form (``"fixed(3, PT2S)"``);
         ``lease`` is how long a worker may hold the task before it is given to another.
+        ``for_each`` ... ``until`` make it multi-instance and ``inputs`` / ``outputs``
+        map variables (see :meth:`ScopeMethods._activity`): ``for_each="items",
+        as_="item", parallel=True, collect="results"`` runs it once per item.
         """
         policy: RetryPolicy | None = None
         if isinstance(retry, str):
@@ -146,6 +184,18 @@ class Process:
             priority=priority,
             properties=dict(properties or {}),
             lease_seconds=lease_seconds,
+            **self._activity(
+                id,
+                for_each=for_each,
+                as_=as_,
+                parallel=parallel,
+                collect=collect,
+                output=output,
+                times=times,
+                until=until,
+                inputs=inputs,
+                outputs=outputs,
+            ),
         )
         return self._add(task)
 
@@ -157,16 +207,24 @@ class Process:
         candidate_groups: Iterable[str] = (),
         properties: Mapping[str, str] | None = None,
         name: str | None = None,
+        **options: Any,
     ) -> Self:
-        """A task for a person: it waits until completed through the API."""
+        """A task for a person: it waits until completed through the API. Takes the
+        multi-instance and mapping options of :meth:`service_task`."""
         task = n.UserTask(
             id,
             name,
             assignee=assignee,
             candidate_groups=tuple(candidate_groups),
             properties=dict(properties or {}),
+            **self._activity(id, **options),
         )
         return self._add(task)
+
+    def task(self, id: str, *, name: str | None = None, **options: Any) -> Self:
+        """A task with nothing for the engine to do (``bpmn:task``); takes the
+        multi-instance and mapping options of :meth:`service_task`."""
+        return self._add(n.PassThrough(id, name, **self._activity(id, **options)))
 
     def exclusive(self, id: str, *, default: str | None = None, name: str | None = None) -> Self:
         """An exclusive gateway; ``default`` is the id of the flow taken when none matches."""
@@ -301,11 +359,11 @@ class Process:
         nodes = dict(self._nodes)
         for gateway_id, flow_id in self._defaults.items():
             node = nodes.get(gateway_id)
-            if not isinstance(node, n.ExclusiveGateway):
+            if not isinstance(node, n.ExclusiveGateway | n.InclusiveGateway):
                 problems.append(
                     Problem(
                         f"flow '{flow_id}' is marked default but '{gateway_id}' is not an "
-                        "exclusive gateway",
+                        "exclusive or inclusive gateway",
                         flow_id,
                     )
                 )

@@ -17,7 +17,9 @@ class LeaseExtender(Protocol):
 
 @dataclass(frozen=True)
 class TaskContext:
-    """What a handler gets: a snapshot of the variables and who it is running for.
+    """What a handler gets: a snapshot of the variables it sees (the instance's, and the
+    local variables of every scope around the step, innermost winning) and who it is
+    running for.
 
     ``idempotency_key`` is the same for every attempt of this step, so a handler can pass it
     to the systems it calls and have a retry recognised as a repeat.
@@ -32,10 +34,23 @@ class TaskContext:
     _extend: LeaseExtender | None = field(default=None, repr=False, compare=False)
     script: str | None = None
     """The script text of a script task run by this handler (None for service tasks)."""
+    locals: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What :meth:`set_local` set, written when the step finishes."""
 
     @property
     def idempotency_key(self) -> str:
         return f"{self.instance_id}:{self.node_id}:{self.token_id}"
+
+    def set_local(self, name: str | Mapping[str, Any], value: Any = None) -> None:
+        """Set a variable local to the scope this step runs in (its sub-process, its
+        multi-instance inner instance, its activity's own variables; at the top level of
+        a process, the instance's), instead of where a returned variable would go.
+        ``set_local({"a": 1, "b": 2})`` sets several. Written when the step finishes,
+        like the variables it returns."""
+        if isinstance(name, Mapping):
+            self.locals.update(name)
+        else:
+            self.locals[name] = value
 
     def extend_lease(self, duration: timedelta | None = None) -> bool:
         """Keep the lease on this step for ``duration`` (default: the task's lease) more.

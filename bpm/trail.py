@@ -1,4 +1,9 @@
-"""Rendering an instance's history as a token trail, for ``bpm run`` and ``bpm show``."""
+"""Rendering an instance's history as a token trail, for ``bpm run`` and ``bpm show``.
+
+The trail is indented by scope: a step inside a sub-process, a multi-instance body or one
+of its inner instances is shifted right once per level (the depth each token was created
+at is in its ``token_created`` event).
+"""
 
 from __future__ import annotations
 
@@ -25,7 +30,24 @@ def _details(e: HistoryEvent) -> str:
         parts.append(f"joined {len(p.get('tokens', []))} tokens")
     if "reason" in p:
         parts.append(str(p["reason"]))
+    if e.type == "scope_entered":
+        parts.append(str(p.get("kind", "scope")).replace("_", " "))
+        if p.get("loop_counter") is not None:
+            parts.append(f"#{p['loop_counter']}")
+    if e.type == "call_started":
+        parts.append(f"calls {p.get('process')} ({str(p.get('child', ''))[:8]})")
     return "; ".join(parts)
+
+
+def depths(events: Sequence[HistoryEvent]) -> list[int]:
+    """How many scopes each event happened in (0: the process itself)."""
+    token_depth: dict[str, int] = {}
+    out = []
+    for e in events:
+        if e.type == "token_created" and e.token_id:
+            token_depth[e.token_id] = int(e.payload.get("depth", 0))
+        out.append(token_depth.get(e.token_id or "", 0))
+    return out
 
 
 def trail_table(events: Sequence[HistoryEvent], *, title: str | None = None) -> Table:
@@ -34,14 +56,13 @@ def trail_table(events: Sequence[HistoryEvent], *, title: str | None = None) -> 
     for col in ("#", "+ms", "node", "token", "event", "details"):
         table.add_column(col, no_wrap=col != "details")
     start = events[0].at if events else None
-    for e in events:
+    for e, depth in zip(events, depths(events), strict=True):
         ms = int((e.at - start).total_seconds() * 1000) if start else 0
         move = f"{e.from_state} -> {e.to_state}" if e.from_state and e.to_state else e.type
         if e.type.startswith("token_") and e.from_state is None:
             move = "created"
-        table.add_row(
-            str(e.seq), str(ms), e.node_id or "", (e.token_id or "")[:8], move, _details(e)
-        )
+        node = "  " * depth + (e.node_id or "") if e.node_id else ""
+        table.add_row(str(e.seq), str(ms), node, (e.token_id or "")[:8], move, _details(e))
     return table
 
 
@@ -55,6 +76,21 @@ def instance_json(inst: Instance, events: Sequence[HistoryEvent]) -> dict[str, A
         "variables": inst.variables,
         "created_at": inst.created_at.isoformat(),
         "ended_at": inst.ended_at.isoformat() if inst.ended_at else None,
+        "parent_id": inst.parent_id,
+        "root_id": inst.root_id,
+        "children": list(inst.children),
+        "scopes": [
+            {
+                "id": x.id,
+                "kind": x.kind.value,
+                "node_id": x.node_id,
+                "state": x.state.value,
+                "parent_id": x.parent_id,
+                "loop_counter": x.loop_counter,
+                "variables": x.variables,
+            }
+            for x in inst.scopes
+        ],
         "tokens": [
             {
                 "id": t.id,

@@ -233,18 +233,18 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
         "unknown element <bpmn:fancyThing>",
     ),
     (
-        "subprocess",
-        between('<bpmn:subProcess id="sub" />', "sub"),
+        "event-subprocess-in-a-flow",
+        between('<bpmn:subProcess id="sub" triggeredByEvent="true" />', "sub"),
         "sub",
         'id="sub"',
-        "not supported",
+        "has incoming or outgoing sequence flows",
     ),
     (
-        "inclusive",
-        between('<bpmn:inclusiveGateway id="inc" />', "inc"),
-        "inc",
-        'id="inc"',
-        "inclusive gateways",
+        "complex-gateway",
+        between('<bpmn:complexGateway id="cg" />', "cg"),
+        "cg",
+        'id="cg"',
+        "complex gateways",
     ),
     (
         "script-cel-empty",
@@ -254,11 +254,11 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
         "has no script",
     ),
     (
-        "call-activity",
-        between('<bpmn:callActivity id="call" calledElement="x" />', "call"),
+        "call-activity-without-called-element",
+        between('<bpmn:callActivity id="call" />', "call"),
         "call",
         'id="call"',
-        "call activities",
+        "has no calledElement",
     ),
     (
         "event-based",
@@ -287,14 +287,25 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
         "needs exactly one of timeDuration",
     ),
     (
-        "multi-instance",
+        "multi-instance-without-count",
         between(
             '<bpmn:serviceTask id="mi" bpm:handler="h">\n'
             "<bpmn:multiInstanceLoopCharacteristics />\n</bpmn:serviceTask>",
             "mi",
         ),
         "mi",
-        "multiInstance",
+        'id="mi"',
+        "neither a loopCardinality nor a collection",
+    ),
+    (
+        "standard-loop",
+        between(
+            '<bpmn:serviceTask id="sl" bpm:handler="h">\n'
+            "<bpmn:standardLoopCharacteristics />\n</bpmn:serviceTask>",
+            "sl",
+        ),
+        "sl",
+        "standardLoop",
         "loop marker",
     ),
     (
@@ -507,7 +518,7 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
         '</bpmn:boundaryEvent>\n<bpmn:sequenceFlow id="f_bg" sourceRef="bg" targetRef="end" />',
         "bg",
         'id="bg"',
-        "not a service or user task",
+        "which is not an activity",
     ),
     (
         "boundary-on-missing",
@@ -582,8 +593,8 @@ def test_no_start_event() -> None:
 
 
 def test_unsupported_element_does_not_cause_dangling_flow_noise() -> None:
-    problems = rejected(doc(between('<bpmn:subProcess id="sub" />', "sub")))
-    assert [p.element_id for p in problems] == ["sub"]
+    problems = rejected(doc(between('<bpmn:transaction id="tx" />', "tx")))
+    assert [p.element_id for p in problems] == ["tx"]
 
 
 def test_unknown_element_is_reported_once() -> None:

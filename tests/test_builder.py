@@ -191,7 +191,7 @@ def test_builder_collects_every_mistake() -> None:
         "neither a handler nor a topic",
         "target 'nowhere'",
         "does not compile",
-        "is not an exclusive gateway",
+        "is not an exclusive or inclusive gateway",
         "'r' cannot be reached",
     ):
         assert fragment in text, fragment

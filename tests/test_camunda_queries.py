@@ -13,7 +13,7 @@ from bpm.engine import TaskChanges
 from bpm.engine.queries import ActivityQuery, InstanceQuery, TaskQuery, VariableQuery
 from bpm.errors import InvalidOperation, NotFound, VariableError
 from bpm.runtime.states import InstanceState, UserTaskState
-from bpm.runtime.variables import Typed
+from bpm.runtime.variable_types import Typed
 from tests.camunda_models import REVIEW, STOP
 from tests.engine_helpers import table_dump
 

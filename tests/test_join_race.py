@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from multiprocessing.synchronize import Barrier as MpBarrier
 from typing import Any
@@ -65,14 +65,20 @@ def branch_tokens(engine: Engine, instance_id: str) -> list[str]:
 
 
 def claim_and_finish(
-    core: EngineCore, token_id: str, worker: str, wait: threading.Barrier | MpBarrier
+    core: EngineCore,
+    token_id: str,
+    worker: str,
+    wait: threading.Barrier | MpBarrier,
+    outcome: Callable[[Claimed, str], dict[str, Any]] | None = None,
 ) -> bool:
-    """Claim, then finish together with every other branch; True if the finish applied."""
+    """Claim, then finish together with every other branch; True if the finish applied.
+    ``outcome(step, worker)``: the variables the step returns (default: node -> worker)."""
     step: Claimed | None = claim_one(core, token_id, worker, utcnow())
     assert step is not None, f"{worker} could not claim {token_id}"
     wait.wait(timeout=30)
     before = core.stats.finishes_dropped
-    finish_one(core, step, Outcome(variables={step.token.node_id: worker}), worker, utcnow())
+    variables = outcome(step, worker) if outcome else {step.token.node_id: worker}
+    finish_one(core, step, Outcome(variables=variables), worker, utcnow())
     return core.stats.finishes_dropped == before
 
 

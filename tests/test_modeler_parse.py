@@ -157,7 +157,7 @@ def test_every_executable_process_of_a_file_is_read_in_document_order() -> None:
 def test_one_broken_process_refuses_the_whole_file_with_every_problem() -> None:
     text = (DATA / "two_processes.bpmn").read_text()
     text = text.replace('<bpmn:endEvent id="b_end" />', '<bpmn:fancyEnd id="b_end" />')
-    text = text.replace('<bpmn:task id="take" />', '<bpmn:subProcess id="take" />')
+    text = text.replace('<bpmn:task id="take" />', '<bpmn:transaction id="take" />')
     ids = {p.element_id for p in refused(text)}
     assert ids == {"b_end", "take"}
 
@@ -465,12 +465,20 @@ def test_settings_understood_but_not_honoured_deploy_with_a_warning_naming_each(
         ("camunda:asyncBefore", "'start'"),
         ("camunda:asyncAfter", "'work'"),
         ("camunda:executionListener", "'work'"),
-        ("camunda:inputOutput", "'work'"),
     ]
     for setting, element in expected:
         assert any(setting in w and element in w for w in model.warnings), (setting, model)
     assert not any("historyTimeToLive" in w for w in model.warnings)  # honoured: retention
-    assert any("zeebe:ioMapping" in w for w in load("zeebe.bpmn").warnings)
+    # Variable mappings are honoured now (issue 10): read, not warned about.
+    assert not any("inputOutput" in w or "ioMapping" in w for w in model.warnings)
+    work = model.nodes["work"]
+    assert isinstance(work, n.ServiceTask)
+    assert work.inputs == (n.VariableMapping("x", '"1"'),)
+    zeebe = load("zeebe.bpmn")
+    assert not any("zeebe:ioMapping" in w for w in zeebe.warnings)
+    collect = zeebe.nodes["collect"]
+    assert isinstance(collect, n.ServiceTask)
+    assert collect.inputs == (n.VariableMapping("amount", "total"),)
 
 
 # -- the cron reader ------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def test_unconditioned_non_default_flow_out_of_exclusive_is_taken_with_a_warning
 
 def test_condition_outside_gateway_is_refused() -> None:
     m = simple(n.Flow("f3", "t", "e", "x > 1"))
-    assert any("not an exclusive gateway" in x for x in messages(m))
+    assert any("not an exclusive or inclusive gateway" in x for x in messages(m))
 
 
 def test_timer_catch_without_timer_and_with_bad_spec() -> None:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bpm.api.errors import ApiError, bad_request
-from bpm.runtime.variables import Typed
+from bpm.runtime.variable_types import Typed
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)

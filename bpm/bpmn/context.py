@@ -50,9 +50,11 @@ def base(el: Element, ctx: Context) -> tuple[str, str | None, int | None]:
     return el.get("id", ""), el.get("name") or None, ctx.doc.line(el)
 
 
-def event_definitions(el: Element, ctx: Context, allowed: frozenset[str]) -> list[Element]:
-    """The event definitions of ``el`` among ``allowed``; reports the others (and loop
-    markers, which no element supports yet)."""
+def event_definitions(
+    el: Element, ctx: Context, allowed: frozenset[str], *, activity: bool = False
+) -> list[Element]:
+    """The event definitions of ``el`` among ``allowed``; reports the others, and loop
+    markers on anything but an ``activity`` (whose parser reads them)."""
     found: list[Element] = []
     if (el.get("isForCompensation") or "").strip().lower() == "true":
         ctx.report(
@@ -62,6 +64,8 @@ def event_definitions(el: Element, ctx: Context, allowed: frozenset[str]) -> lis
         )
     for child in el:
         name = local(child)
+        if name.endswith("LoopCharacteristics") and activity:
+            continue  # read by bpm.bpmn.loops
         if name.endswith("LoopCharacteristics"):
             ctx.report_in(
                 el,

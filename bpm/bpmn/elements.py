@@ -14,6 +14,7 @@ from bpm.bpmn.context import Context, base
 from bpm.bpmn.events import parse_boundary, parse_catch, parse_end, parse_start, parse_throw
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import java_engine, local
+from bpm.bpmn.scopes import parse_call, parse_inclusive, parse_subprocess
 from bpm.bpmn.tasks import parse_pass_through, parse_script, parse_service, parse_user
 from bpm.dialects import to_cel
 from bpm.errors import ExpressionError
@@ -97,6 +98,9 @@ ELEMENTS: dict[str, ElementParser] = {
     "manualTask": parse_pass_through,
     "exclusiveGateway": parse_exclusive,
     "parallelGateway": parse_parallel,
+    "inclusiveGateway": parse_inclusive,
+    "subProcess": parse_subprocess,
+    "callActivity": parse_call,
     "intermediateCatchEvent": parse_catch,
     "intermediateThrowEvent": parse_throw,
     "boundaryEvent": parse_boundary,

@@ -107,16 +107,27 @@ def _spring_weekdays(text: str) -> str:
 
 
 def parse_start(el: Element, ctx: Context) -> n.Node:
-    """``startEvent``: none, or with a timer (instances start on its schedule)."""
+    """``startEvent``: none, with a timer (instances start on its schedule), or, starting
+    an event sub-process, with a timer or an error (``isInterrupting``)."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    defs = event_definitions(el, ctx, _TIMER)
+    before = len(ctx.problems)
+    defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition"})
+    interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
+    if len(ctx.problems) > before:
+        # Reported (a message start...): still a start event, blamed for nothing else.
+        ctx.placeholders.add(node_id)
     if not defs:
         return n.StartEvent(node_id, name, line)
+    if local(defs[0]) == "errorEventDefinition":
+        code = error_code(defs[0], el, ctx, required=False)
+        return n.StartEvent(
+            node_id, name, line, error_start=True, error_code=code, interrupting=interrupting
+        )
     spec = timer(defs[0], el, ctx)
     if spec is None:
         return ctx.placeholder(el)
-    return n.StartEvent(node_id, name, line, timer=spec)
+    return n.StartEvent(node_id, name, line, timer=spec, interrupting=interrupting)
 
 
 def parse_end(el: Element, ctx: Context) -> n.Node:

@@ -29,10 +29,10 @@ _REASONS = {
     "executionListeners": "put the work in a service task",
     "taskListener": "react to the task over the API instead",
     "taskListeners": "react to the task over the API instead",
-    "inputOutput": "handlers read and return instance variables directly",
-    "ioMapping": "handlers read and return instance variables directly",
-    "in": "call activities are not supported yet",
-    "out": "call activities are not supported yet",
+    "inputOutput": "variable mappings are honoured on activities only",
+    "ioMapping": "variable mappings are honoured on activities only",
+    "in": "variable mappings into a called process belong on a call activity",
+    "out": "variable mappings out of a called process belong on a call activity",
     "field": "pass settings as extension properties instead",
     "initiator": "set the variable when starting the instance",
     "resultVariable": "return the result from the handler as a variable",
@@ -57,7 +57,9 @@ class Extensions:
     zeebe: dict[str, Element] = field(default_factory=dict)
     """Used ``zeebe:`` children by local name."""
     java: dict[str, Element] = field(default_factory=dict)
-    """Used ``camunda:`` / ``activiti:`` / ``flowable:`` children by local name."""
+    """Used ``camunda:`` / ``activiti:`` / ``flowable:`` children by local name (the last)."""
+    java_all: dict[str, list[Element]] = field(default_factory=dict)
+    """Every used ``camunda:`` / ``activiti:`` / ``flowable:`` child, by local name."""
 
 
 def _label(ns: str, name: str) -> str:
@@ -114,6 +116,7 @@ def _java_item(
                 _ignored(ctx, owner, child, ns, "inputOutput")
     elif name in uses:
         out.java[name] = item
+        out.java_all.setdefault(name, []).append(item)
     else:
         _ignored(ctx, owner, item, ns, name)
 

@@ -26,15 +26,17 @@ _IGNORED = frozenset(
         "ioSpecification", "category", "auditing", "monitoring", "correlationSubscription",
         "supportedInterfaceRef", "resourceRole", "performer", "humanPerformer",
         "potentialOwner", "laneSetRef", "artifact",
+        # a sub-process's own children that are not members: its marker (read with the
+        # sub-process, bpm.bpmn.loops) and the references to its flows
+        "multiInstanceLoopCharacteristics", "standardLoopCharacteristics", "incoming",
+        "outgoing",
+        "dataInputAssociation", "dataOutputAssociation",
     }
 )  # fmt: skip
 # Real BPMN flow elements that this engine does not run (yet).
 _UNSUPPORTED = {
-    "subProcess": "embedded sub processes",
     "adHocSubProcess": "ad-hoc sub processes",
     "transaction": "transactions",
-    "callActivity": "call activities",
-    "inclusiveGateway": "inclusive gateways",
     "complexGateway": "complex gateways",
     "eventBasedGateway": "event-based gateways",
     "receiveTask": "receive tasks",
@@ -44,8 +46,9 @@ _UNSUPPORTED = {
     "subChoreography": "choreographies",
 }
 _SUPPORTED = (
-    "start/end events, service/send/business-rule/script/user/manual tasks, exclusive and "
-    "parallel gateways, timer catch events, none throw events, timer and error boundary events"
+    "start/end events, service/send/business-rule/script/user/manual tasks, embedded and "
+    "event sub-processes, call activities, exclusive, parallel and inclusive gateways, "
+    "timer catch events, none throw events, timer and error boundary events"
 )
 _PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
 
@@ -160,7 +163,7 @@ def _assign_flow_ids(process: Element) -> None:
     """A sequence flow without an id gets ``Flow_<source>_<target>`` (stable: the same
     file always gives the same ids), so neither end is blamed for a missing flow."""
     taken = {el.get("id") for el in process.iter() if el.get("id")}
-    for el in process:
+    for el in process.iter():
         if local(el) != "sequenceFlow" or el.get("id"):
             continue
         stem = f"Flow_{el.get('sourceRef', '')}_{el.get('targetRef', '')}"
@@ -178,28 +181,9 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
     ext = read_extensions(process, ctx, frozenset({"versionTag"}))
     warn_attributes(process, ctx, _PROCESS_USES)
     zeebe_tag = ext.zeebe["versionTag"].get("value") if "versionTag" in ext.zeebe else None
-    nodes: dict[str, n.Node] = {}
-    flows: list[n.Flow] = []
-    first_line: dict[str, int | None] = {}
-    for el in process:
-        item = _parse_element(el, ctx)
-        if item is None:
-            continue
-        if not item.id:
-            ctx.report(el, f'{pretty(el.tag)} on line {item.line} has no id: add id="..."')
-            continue
-        if item.id in first_line:
-            ctx.report(
-                el,
-                f"id '{item.id}' is used twice (first on line {first_line[item.id]}): "
-                "ids must be unique, rename one",
-            )
-            continue
-        first_line[item.id] = item.line
-        if isinstance(item, n.Flow):
-            flows.append(item)
-        else:
-            nodes[item.id] = item
+    found = _Members()
+    _parse_members(process, None, ctx, found)
+    nodes, flows = found.nodes, found.flows
     key = process.get("id", "")
     if not key:
         ctx.report(process, 'the process has no id: add id="..." (it becomes the process key)')
@@ -218,6 +202,41 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
     ]
     merged = tuple(dict.fromkeys(ctx.warnings + warnings))
     return dataclasses.replace(model, warnings=merged), problems
+
+
+@dataclass
+class _Members:
+    nodes: dict[str, n.Node] = dataclasses.field(default_factory=dict)
+    flows: list[n.Flow] = dataclasses.field(default_factory=list)
+    first_line: dict[str, int | None] = dataclasses.field(default_factory=dict)
+
+
+def _parse_members(parent: Element, container: str | None, ctx: Context, out: _Members) -> None:
+    """The flow elements of a process or sub-process; a sub-process's own elements are
+    read the same way, each marked with the sub-process as its ``container``."""
+    for el in parent:
+        item = _parse_element(el, ctx)
+        if item is None:
+            continue
+        if not item.id:
+            ctx.report(el, f'{pretty(el.tag)} on line {item.line} has no id: add id="..."')
+            continue
+        if item.id in out.first_line:
+            ctx.report(
+                el,
+                f"id '{item.id}' is used twice (first on line {out.first_line[item.id]}): "
+                "ids must be unique, rename one",
+            )
+            continue
+        out.first_line[item.id] = item.line
+        if isinstance(item, n.Flow):
+            out.flows.append(item)
+            continue
+        if container is not None:
+            item = dataclasses.replace(item, container=container)
+        out.nodes[item.id] = item
+        if isinstance(item, n.SubProcess | n.EventSubProcess):
+            _parse_members(el, item.id, ctx, out)
 
 
 def _parse_element(el: Element, ctx: Context) -> n.Node | n.Flow | None:

@@ -9,7 +9,9 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn import bindings, usertasks
 from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.namespaces import java_engine, local, ours
+from bpm.bpmn.scopes import activity_fields
 from bpm.dialects import translate_feel
 from bpm.errors import ExpressionError
 from bpm.model import nodes as n
@@ -42,9 +44,9 @@ def _lease(el: Element, ctx: Context) -> float | None:
 
 def parse_service(el: Element, ctx: Context) -> n.Node:
     """``serviceTask``, ``sendTask``, ``businessRuleTask``: inline or external work."""
-    event_definitions(el, ctx, frozenset())
+    event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    ext = read_extensions(el, ctx, bindings.ZEEBE_USES)
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES)
     warn_attributes(el, ctx, bindings.USES)
     binding = bindings.bind(el, ctx, ext)
     return n.ServiceTask(
@@ -57,6 +59,7 @@ def parse_service(el: Element, ctx: Context) -> n.Node:
         priority=_priority(el, ctx),
         properties={**ext.properties, **binding.properties},
         lease_seconds=_lease(el, ctx),
+        **activity_fields(el, ext, ctx),
     )
 
 
@@ -71,12 +74,13 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
     """``scriptTask``: ``scriptFormat="cel"`` is evaluated by the engine; any other language
     runs as the inline handler named by the task id (the script on ``ctx.script``);
     ``zeebe:script`` (FEEL) is translated to CEL; ``zeebe:taskDefinition`` is a job."""
-    event_definitions(el, ctx, frozenset())
+    event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | {"script"})
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES | {"script"})
     warn_attributes(el, ctx, bindings.USES | {"resultVariable", "resource"})
     result = java_engine(el, "resultVariable")
     priority, lease = _priority(el, ctx), _lease(el, ctx)
+    extra = activity_fields(el, ext, ctx)
     feel = ext.zeebe.get("script")
     if "taskDefinition" in ext.zeebe:
         binding = bindings.bind(el, ctx, ext)
@@ -90,6 +94,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             properties={**ext.properties, **binding.properties},
             priority=priority,
             lease_seconds=lease,
+            **extra,
         )
     if feel is not None:
         expression = (feel.get("expression") or "").strip()
@@ -108,6 +113,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             properties=ext.properties,
             priority=priority,
             lease_seconds=lease,
+            **extra,
         )
     script_format = (el.get("scriptFormat") or "").strip() or None
     script = _script_text(el)
@@ -136,6 +142,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             result_variable=(result[1].strip() or None) if result is not None else None,
             priority=priority,
             lease_seconds=lease,
+            **extra,
         )
     binding = bindings.bind(el, ctx, ext)  # bpm:handler may name it; else the task id
     return n.ScriptTask(
@@ -150,24 +157,30 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
         script_format=script_format,
         priority=priority,
         lease_seconds=lease,
+        **extra,
     )
 
 
 def parse_user(el: Element, ctx: Context) -> n.Node:
     """``userTask`` with its assignee, candidates, dates, priority and form."""
-    event_definitions(el, ctx, frozenset())
+    event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    ext = read_extensions(el, ctx, usertasks.ZEEBE_USES)
+    ext = read_extensions(el, ctx, usertasks.ZEEBE_USES | IO_USES)
     warn_attributes(el, ctx, usertasks.USES)
     return n.UserTask(
-        node_id, name, line, properties=ext.properties, **usertasks.user_settings(el, ctx, ext)
+        node_id,
+        name,
+        line,
+        properties=ext.properties,
+        **usertasks.user_settings(el, ctx, ext),
+        **activity_fields(el, ext, ctx),
     )
 
 
 def parse_pass_through(el: Element, ctx: Context) -> n.Node:
     """``task`` and ``manualTask``: no work for the engine, the token moves on."""
-    event_definitions(el, ctx, frozenset())
+    event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    read_extensions(el, ctx)
+    ext = read_extensions(el, ctx, IO_USES)
     warn_attributes(el, ctx)
-    return n.PassThrough(node_id, name, line, element=local(el))
+    return n.PassThrough(node_id, name, line, element=local(el), **activity_fields(el, ext, ctx))

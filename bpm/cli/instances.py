@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.padding import Padding
 from rich.table import Table
 
 from bpm.cli.app import (
@@ -103,19 +104,37 @@ def show(
     with user_errors():
         engine = _engine(db)
         inst = engine.get_instance(instance_id)
-        events = engine.history(instance_id)
         if as_json:
-            typer.echo(json.dumps(instance_json(inst, events), indent=2, default=str))
+            typer.echo(json.dumps(_with_children(engine, inst.id), indent=2, default=str))
             return
         _print_instance(engine, inst.id)
 
 
-def _print_instance(engine: Engine, instance_id: str) -> None:
+def _with_children(engine: Engine, instance_id: str) -> dict[str, Any]:
+    """An instance's JSON, with the JSON of every instance it called nested in it."""
+    inst = engine.get_instance(instance_id)
+    out = instance_json(inst, engine.history(instance_id))
+    out["children"] = [_with_children(engine, child) for child in inst.children]
+    return out
+
+
+def _print_instance(engine: Engine, instance_id: str, level: int = 0) -> None:
+    """The trail, variables and state; then, indented, each instance it called."""
     inst = engine.get_instance(instance_id)
     events = engine.history(instance_id)
-    console.print(trail_table(events, title=f"token trail of {inst.id}"))
-    console.print(f"variables: {json.dumps(inst.variables, default=str)}")
-    console.print(f"state: [bold]{inst.state.value}[/]")
+    pad = 4 * level
+    title = f"token trail of {inst.id}"
+    if inst.parent_id is not None:
+        title = f"token trail of {inst.definition_key} {inst.id[:8]}"
+        header = f"called by {inst.parent_id}: {inst.definition_key} {inst.id}"
+        console.print(Padding(header, (1, 0, 0, pad)), highlight=False)
+    console.print(Padding(trail_table(events, title=title), (0, 0, 0, pad)))
+    console.print(
+        Padding(f"variables: {json.dumps(inst.variables, default=str)}", (0, 0, 0, pad)),
+        Padding(f"state: [bold]{inst.state.value}[/]", (0, 0, 0, pad)),
+    )
+    for child in inst.children:
+        _print_instance(engine, child, level + 1)
 
 
 @app.command("instances")

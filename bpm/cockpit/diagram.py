@@ -81,6 +81,13 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         return SubElement(parent, _q(BPMN, "exclusiveGateway"), attrs)
     if isinstance(node, n.ParallelGateway):
         return SubElement(parent, _q(BPMN, "parallelGateway"), attrs)
+    if isinstance(node, n.InclusiveGateway):
+        if node.default_flow:
+            attrs["default"] = node.default_flow
+        return SubElement(parent, _q(BPMN, "inclusiveGateway"), attrs)
+    if isinstance(node, n.CallActivity):
+        attrs["calledElement"] = node.called_element
+        return SubElement(parent, _q(BPMN, "callActivity"), attrs)
     if isinstance(node, n.TimerCatchEvent):
         el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
         _timer(el, node.timer)

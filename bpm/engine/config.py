@@ -44,13 +44,15 @@ class EngineConfig:
     # beat's sweeper finds new steps. See :func:`bpm.dispatch.default_dispatcher`.
     broker_url: str | None = None
     queue: str = "bpm"
+    # How deep call activities may nest (a process calling itself needs a way out).
+    max_call_depth: int = 32
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_env(cls) -> EngineConfig:
         """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
         ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``,
-        ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
+        ``BPM_MAX_CALL_DEPTH``, ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
@@ -59,6 +61,7 @@ class EngineConfig:
             redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
             batch_size=max(1, int(_env_float("BPM_BATCH_SIZE", 32))),
+            max_call_depth=max(1, int(_env_float("BPM_MAX_CALL_DEPTH", 32))),
             broker_url=os.environ.get("BPM_BROKER_URL", "").strip() or None,
             queue=os.environ.get("BPM_QUEUE", "").strip() or "bpm",
         )

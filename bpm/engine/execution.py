@@ -34,8 +34,11 @@ from bpm.retry import RetryPolicy
 from bpm.runtime.failure import IMMEDIATE, Failure, fail_attempt
 from bpm.runtime.records import Token
 from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.variables import overlay
 from bpm.runtime.walker import Walker
+from bpm.runtime.work import check_variables
 from bpm.store import tokens as token_store
+from bpm.store.work import scope_chains
 
 log = logging.getLogger("bpm.execution")
 
@@ -63,6 +66,7 @@ class Outcome:
     finished_at: datetime | None = None
     error_code: str | None = None  # from an ``error_code`` attribute of the exception
     seconds: float | None = None  # how long the handler ran
+    locals: dict[str, Any] | None = None  # ctx.set_local(...)
 
 
 def lease_for(core: EngineCore, node: n.ServiceTask, spec: HandlerSpec | None) -> timedelta:
@@ -103,7 +107,15 @@ def claim(
         broken: list[Token] = []  # given back unpublished: nothing can run them
         longer = []
         mark = time.perf_counter()
+        scoped = {
+            tok.scope_id
+            for tok, _, definition_id, _ in got
+            if tok.scope_id and core.model(conn, definition_id).sees_scopes(tok.node_id)
+        }
+        chains = scope_chains(conn, scoped)  # a step in a scope sees its local variables
         for tok, variables, definition_id, business_key in got:
+            if tok.scope_id in scoped:
+                variables = overlay(variables, chains, tok.scope_id)
             model = core.model(conn, definition_id)
             node = _inline(model.node(tok.node_id))
             if node is None:
@@ -173,7 +185,12 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             seconds=_ran_for(core, started),
         )
     else:
-        outcome = Outcome(variables=result, finished_at=core.now(), seconds=_ran_for(core, started))
+        outcome = Outcome(
+            variables=result,
+            finished_at=core.now(),
+            seconds=_ran_for(core, started),
+            locals=dict(ctx.locals) or None,
+        )
     if core.observers:
         observed.handler_finished(core, step, worker_id, outcome)
     return outcome
@@ -218,7 +235,11 @@ def _apply(
     error, details = outcome.error, outcome.details
     if error is None:
         try:
-            work.merge_variables(outcome.variables, source=tok.node_id, token_id=tok.id)
+            # Both checked before either is written: a bad value changes nothing.
+            check_variables(outcome.variables, work.max_variable_bytes)
+            check_variables(outcome.locals, work.max_variable_bytes)
+            walker.write_variables(current, outcome.variables)
+            walker.write_variables(current, outcome.locals, local=True)
         except BpmError as exc:
             error, details = f"{type(exc).__name__}: {exc}", None
     if error is None:
@@ -311,7 +332,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
             out.append(
                 Claimed(
                     tok,
-                    dict(work.instance.variables),
+                    dict(walker.variables(tok)),
                     work.instance.definition_id,
                     node,
                     work.instance.business_key,

@@ -30,9 +30,10 @@ from bpm.errors import BpmError, InvalidOperation
 from bpm.model import nodes as n
 from bpm.retry import RetryPolicy
 from bpm.runtime.external import FinishKind
-from bpm.runtime.failure import Failure, catching_boundary, fail_external, take_error_boundary
+from bpm.runtime.failure import Failure, fail_external
 from bpm.runtime.records import ExternalTask
 from bpm.runtime.states import TaskState, TokenState
+from bpm.runtime.throwing import find, throw
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import external_tasks as store
 
@@ -79,13 +80,13 @@ def complete_many(
     (nothing of a refused completion is applied); the others commit.
     """
     results: list[BpmError | None] = [None] * len(completions)
-    updates: list[dict[str, Any]] = []
+    updates: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for i, done in enumerate(completions):
         try:
             updates.append(_updates(core, done))
         except BpmError as exc:
             results[i] = exc
-            updates.append({})
+            updates.append(({}, {}))
     wanted = [i for i, r in enumerate(results) if r is None]
     if not wanted:
         return results
@@ -115,29 +116,38 @@ def complete_many(
     return results
 
 
-def _updates(core: EngineCore, done: Completion) -> dict[str, Any]:
-    return {
-        **check_variables(done.local_variables, core.config.max_variable_bytes),
-        **check_variables(done.variables, core.config.max_variable_bytes),
-    }
+def _updates(core: EngineCore, done: Completion) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(variables, local variables), checked before anything is locked."""
+    return (
+        check_variables(done.variables, core.config.max_variable_bytes),
+        check_variables(done.local_variables, core.config.max_variable_bytes),
+    )
 
 
 def _complete(
-    unit: Unit, work: InstanceWork, task: ExternalTask, done: Completion, updates: dict[str, Any]
+    unit: Unit,
+    work: InstanceWork,
+    task: ExternalTask,
+    done: Completion,
+    updates: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
-    """Every check first (a refusal changes nothing), then the completion."""
+    """Every check first (a refusal changes nothing), then the completion: ``variables``
+    go where the task's scope says (the nearest scope that has each, else the instance),
+    local variables into the scope the task runs in."""
     if repeated(task, done.worker_id, FinishKind.COMPLETE):
         return
     check_owner(task, done.worker_id, "completed")
     tok = waiting_token(work, task)
-    work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
+    walker = unit.walker(work)
+    variables, local = updates
+    walker.write_variables(tok, local, local=True)
+    walker.write_variables(tok, variables)
     work.move(
         task,
         TaskState.COMPLETED,
         payload={"worker": done.worker_id},
         **finished(done.worker_id, FinishKind.COMPLETE, unit.now),
     )
-    walker = unit.walker(work)
     walker.leave(tok)
     walker.run()
 
@@ -206,7 +216,9 @@ def handle_bpmn_error(
     topics: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """A business error: to the matching error boundary event, else the activity just ends.
+    """A business error, thrown at the task: caught by the nearest matching error
+    boundary event or error event sub-process around it (in a called instance, also
+    around its call activity: :mod:`bpm.runtime.throwing`); else the activity just ends.
 
     As in Camunda, an uncaught BPMN error ends the token at the activity without following
     its outgoing flows.
@@ -221,8 +233,9 @@ def handle_bpmn_error(
         check_owner(task, worker_id, "reported with a BPMN error")
         tok = waiting_token(work, task)
         walker = unit.walker(work)
-        work.merge_variables(updates, source=task.node_id, token_id=task.token_id)
-        boundary = catching_boundary(walker, tok.node_id, error_code)
+        walker.write_variables(tok, updates)
+        catcher = find(walker, tok, error_code)
+        caught_by = catcher.boundary or catcher.start if catcher else None
         work.move(
             task,
             TaskState.COMPLETED,
@@ -231,13 +244,13 @@ def handle_bpmn_error(
                 "worker": worker_id,
                 "error_code": error_code,
                 "message": error_message,
-                "caught_by": boundary.id if boundary else None,
+                "caught_by": caught_by.id if caught_by else None,
             },
             error_message=error_message,
             **finished(worker_id, FinishKind.BPMN_ERROR, unit.now),
         )
-        if boundary is not None:
-            take_error_boundary(walker, tok, boundary, error_message or error_code, error_code)
+        if catcher is not None:
+            throw(walker, work.token(tok.id), error_code, error_message or error_code)
         else:
             walker.cancel_boundaries(tok)
             work.transition(

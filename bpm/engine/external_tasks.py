@@ -15,6 +15,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import Connection
+
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
@@ -27,9 +29,12 @@ from bpm.runtime.states import (
     TaskState,
     TokenState,
 )
+from bpm.runtime.variables import overlay
 from bpm.runtime.work import InstanceWork
 from bpm.store import external_tasks as store
 from bpm.store import history as history_store
+from bpm.store import tokens as token_store
+from bpm.store.work import scope_chains
 
 log = logging.getLogger("bpm.external_tasks")
 
@@ -77,7 +82,7 @@ def fetch_and_lock(
         _check_duration(tp.lock_duration_ms, f"lockDuration of topic '{tp.topic}'")
     at = core.now(now)
     with core.tx() as conn:
-        tasks = store.fetch_and_lock(conn, req, at)
+        tasks = _scope_views(core, conn, store.fetch_and_lock(conn, req, at))
         history_store.append(
             conn,
             [
@@ -107,6 +112,23 @@ def fetch_and_lock(
             task = replace(task, variables={k: v for k, v in task.variables.items() if k in names})
         out.append(task)
     return out
+
+
+def _scope_views(
+    core: EngineCore, conn: Connection, tasks: list[ExternalTask]
+) -> list[ExternalTask]:
+    """Tasks inside scopes see their scopes' local variables too (one read each for all)."""
+    scoped = [
+        x
+        for x in tasks
+        if x.variables is not None and core.model(conn, x.definition_id).sees_scopes(x.node_id)
+    ]
+    if not scoped:
+        return tasks
+    scope_of = token_store.scope_ids(conn, [x.token_id for x in scoped])
+    chains = scope_chains(conn, {s for s in scope_of.values() if s})
+    views = {x.id: overlay(x.variables or {}, chains, scope_of.get(x.token_id)) for x in scoped}
+    return [replace(x, variables=views[x.id]) if x.id in views else x for x in tasks]
 
 
 def next_free_at(

@@ -12,9 +12,10 @@ from sqlalchemy.exc import IntegrityError
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import InvalidOperation, NotFound
+from bpm.runtime.calls import terminated_by_operator
 from bpm.runtime.records import HistoryEvent, Instance, ProcessDefinition, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TokenState, UserTaskState
-from bpm.runtime.variables import split
+from bpm.runtime.variable_types import split
 from bpm.runtime.work import InstanceWork, check_variables, claim_event
 from bpm.store import definitions as defs_store
 from bpm.store import history as history_store
@@ -103,8 +104,7 @@ def begin_instance(
     if len(model.start_events) > 1:
         payload["start_event"] = first_node.id
     work.record("instance_started", payload=payload)
-    first = work.create_token(first_node.id, scope_id=None, parent_id=None)
-    unit.walker(work).run([first.id])
+    unit.walker(work).begin(first_node.id)
     return work
 
 
@@ -166,9 +166,9 @@ def complete_user_task(
             raise InvalidOperation(
                 f"instance {work.instance.id} is suspended; resume it before completing tasks"
             )
-        work.merge_variables(variables, source=tok.node_id, token_id=tok.id)
-        work.move(task, UserTaskState.COMPLETED, completed_at=unit.now)
         walker = unit.walker(work)
+        walker.write_variables(tok, variables)
+        work.move(task, UserTaskState.COMPLETED, completed_at=unit.now)
         walker.leave(tok)
         walker.run()
     return work.instance
@@ -217,12 +217,17 @@ def terminate(
     reason: str = "terminated by operator",
     now: datetime | None = None,
 ) -> Instance:
+    """End an instance and everything it called; a called instance's caller gets an
+    incident at its call activity (retry it to call again, or terminate the caller)."""
     with unit_of_work(core, now) as unit:
         work = unit.work(instance_id)
         if work.instance.ended:
             raise InvalidOperation(f"instance {instance_id} is already {work.instance.state.value}")
-        unit.walker(work).terminate_all(reason)
+        walker = unit.walker(work)
+        walker.terminate_all(reason)
         work.set_state(InstanceState.TERMINATED, reason=reason)
+        if work.instance.parent_id is not None:
+            terminated_by_operator(walker, reason)
     return work.instance
 
 

@@ -5,10 +5,25 @@
         ...                                  # change it: InstanceWork / Walker, pure
     # flushed and committed here; then the Ready inline steps are published
 
-It owns the order of things: the instance locks first (several instances: in id order, in
-one statement), then the reads, the runtime's decisions in memory, one write per table, the
-commit, and only after the commit the publishing of Ready steps. An exception anywhere
-before the commit rolls everything back and publishes nothing.
+It owns the order of things: the instance locks first (several instances: in one
+statement, in a fixed order), then the reads, the runtime's decisions in memory, one write
+per table, the commit, and only after the commit the publishing of Ready steps. An
+exception anywhere before the commit rolls everything back and publishes nothing.
+
+Call trees, and why a transaction may lock more of one later
+------------------------------------------------------------
+
+Instances started by call activities form a tree. Every lock statement also locks the
+*root* of the tree of each instance it locks (the row names its root; roots come first in
+the lock order, then ids), so every transaction that changes any instance of a tree holds
+its root: the root's row lock is the tree's mutex. Hence a transaction that holds a root
+may lock further instances of that tree at any time (:meth:`Unit.walker_of`: a child
+completing continues its caller; terminating a caller terminates its children, three
+levels down or more): nobody else can hold them without holding the root, so it never
+waits for a transaction that waits for it. Instances of *other* trees are never locked
+later: that would break the order. A timer poller that skips busy rows takes roots first
+and then only members of the trees it got (:func:`bpm.store.work.lock_instances`), so it
+never holds a member without its root either.
 """
 
 from __future__ import annotations
@@ -16,17 +31,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection
 
 from bpm.engine.core import EngineCore
 from bpm.errors import NotFound
 from bpm.events import ended_by
+from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.behaviours import BEHAVIOURS
-from bpm.runtime.records import Instance
+from bpm.runtime.records import Instance, ProcessDefinition, Token
+from bpm.runtime.states import InstanceState
 from bpm.runtime.walker import Walker
 from bpm.runtime.work import InstanceWork, Item
+from bpm.store import definitions as defs_store
 from bpm.store import work as work_store
 
 
@@ -40,30 +59,45 @@ class Unit:
         self.works: dict[str, InstanceWork] = {}
         self.dispatch_after: list[str] = []
         self._locked = False
+        self._walkers: dict[str, Walker] = {}
+        self._roots: set[str] = set()  # call trees whose root this transaction holds
+
+    @property
+    def max_depth(self) -> int:
+        return self.core.config.max_call_depth
+
+    def _adopt(self, found: dict[str, InstanceWork]) -> None:
+        """Keep what was locked (a member whose root is not held would be left unused)."""
+        for work in found.values():
+            if work.instance.root_id is None:
+                self._roots.add(work.instance.id)
+        for iid, work in found.items():
+            if work.instance.tree_root in self._roots:
+                self.works[iid] = work
 
     def lock(
         self, instance_ids: Sequence[str], *, skip_locked: bool = False
     ) -> dict[str, InstanceWork]:
-        """Lock and load the instances, all in one go (a second call would break the lock
-        order). Missing instances (and with ``skip_locked`` busy ones) are missing from the
-        result."""
+        """Lock and load the instances (and their trees' roots), all in one go (a second
+        call would break the lock order). Missing instances (and with ``skip_locked``
+        busy ones) are missing from the result."""
         if self._locked:
             raise RuntimeError("a unit of work locks its instances once, all together")
         self._locked = True
-        self.works.update(
-            work_store.load(
-                self.conn,
-                instance_ids,
-                self.now,
-                max_variable_bytes=self.core.config.max_variable_bytes,
-                skip_locked=skip_locked,
-            )
+        found, _ = work_store.load(
+            self.conn,
+            instance_ids,
+            self.now,
+            max_variable_bytes=self.core.config.max_variable_bytes,
+            skip_locked=skip_locked,
         )
+        self._adopt(found)
         return {i: self.works[i] for i in instance_ids if i in self.works}
 
     def drop(self, instance_id: str) -> None:
         """Forget the in-memory changes of one instance (nothing of it is written)."""
         self.works.pop(instance_id, None)
+        self._walkers.pop(instance_id, None)
 
     def work_of(self, kind: type[Item], item_id: str) -> InstanceWork | None:
         """Lock and load the instance that a work item (an external or user task, an
@@ -72,15 +106,15 @@ class Unit:
         if self._locked:
             raise RuntimeError("a unit of work locks its instances once, all together")
         self._locked = True
-        found = work_store.load(
+        found, owner = work_store.load(
             self.conn,
             (),
             self.now,
             max_variable_bytes=self.core.config.max_variable_bytes,
             owner_of=(kind, item_id),
         )
-        self.works.update(found)
-        return next(iter(found.values()), None)
+        self._adopt(found)
+        return self.works.get(owner) if owner else None
 
     def work(self, instance_id: str) -> InstanceWork:
         """Lock and load one instance; :class:`NotFound` when it does not exist."""
@@ -99,13 +133,97 @@ class Unit:
             max_variable_bytes=self.core.config.max_variable_bytes,
         )
         self.works[instance.id] = work
+        if instance.root_id is None:
+            self._roots.add(instance.id)
         return work
 
     def model(self, definition_id: str) -> ProcessModel:
         return self.core.model(self.conn, definition_id)
 
     def walker(self, work: InstanceWork) -> Walker:
-        return Walker(work, self.model(work.instance.definition_id), BEHAVIOURS)
+        """The walker of an instance of this unit (one per instance, so a called instance
+        that completes continues the walk its caller is in)."""
+        found = self._walkers.get(work.instance.id)
+        if found is None or found.work is not work:
+            found = Walker(work, self.model(work.instance.definition_id), BEHAVIOURS, self)
+            self._walkers[work.instance.id] = found
+        return found
+
+    # -- relatives: the other instances of a call tree (bpm.runtime.calls.Relatives) -------
+    def walker_of(self, instance_id: str) -> Walker | None:
+        """An instance of a call tree this unit holds the root of, locked and loaded on
+        first use (see the module docstring); None when it does not exist."""
+        work = self.works.get(instance_id)
+        if work is None:
+            found, _ = work_store.load(
+                self.conn,
+                [instance_id],
+                self.now,
+                max_variable_bytes=self.core.config.max_variable_bytes,
+            )
+            work = found.get(instance_id)
+            if work is None:
+                return None
+            if work.instance.tree_root not in self._roots:
+                raise RuntimeError(
+                    f"instance {instance_id} is not in a call tree this transaction holds"
+                )
+            for iid, other in found.items():
+                self.works.setdefault(iid, other)
+            work = self.works[instance_id]
+        return self.walker(work)
+
+    def called_definition(
+        self, node: n.CallActivity, key: str, caller_definition_id: str
+    ) -> ProcessDefinition | None:
+        if node.binding is n.CallBinding.DEPLOYMENT:
+            caller = defs_store.by_id(self.conn, caller_definition_id)
+            deployment = caller.deployment_id if caller else None
+            return defs_store.in_deployment(self.conn, key, deployment)
+        if node.binding is n.CallBinding.VERSION:
+            return defs_store.by_version(self.conn, key, int(node.version or 0))
+        if node.binding is n.CallBinding.VERSION_TAG:
+            return defs_store.by_version_tag(self.conn, key, node.version or "")
+        return defs_store.latest(self.conn, key)
+
+    def start_child(
+        self,
+        definition: ProcessDefinition,
+        caller: Walker,
+        token: Token,
+        child_id: str,
+        variables: dict[str, Any],
+        business_key: str | None,
+    ) -> Walker:
+        parent = caller.work.instance
+        child = Instance(
+            id=child_id,
+            definition_id=definition.id,
+            definition_key=definition.key,
+            state=InstanceState.ACTIVE,
+            variables=variables,
+            created_at=self.now,
+            updated_at=self.now,
+            business_key=business_key,
+            parent_id=parent.id,
+            parent_token_id=token.id,
+            root_id=parent.tree_root,
+            call_depth=parent.call_depth + 1,
+        )
+        work = self.new(child)
+        walker = self.walker(work)
+        work.record(
+            "instance_started",
+            token_id=token.id,
+            payload={
+                "definition": definition.id,
+                "business_key": business_key,
+                "variables": sorted(variables),
+                "called_by": {"instance": parent.id, "token": token.id, "node": token.node_id},
+            },
+        )
+        walker.begin(walker.model.initial_start().id)
+        return walker
 
     def flush(self) -> None:
         work_store.flush(self.conn, [w for w in self.works.values() if w.changed])

@@ -1,12 +1,21 @@
-"""Node and flow values of a process definition. Pure data: no I/O, no behaviour."""
+"""Node and flow values of a process definition. Pure data: no I/O, no behaviour.
+
+The graph is flat: a node inside a sub-process names it in ``container`` (None: the
+process itself), so every node is found by its id wherever it sits.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from bpm.retry import RetryPolicy
+
+SPARSE: Mapping[str, Any] = {"sparse": True}
+"""Field metadata: left out of the model's JSON when it holds its default, so models that
+do not use the field keep the checksum they had before it existed."""
 
 
 @dataclass(frozen=True)
@@ -16,6 +25,8 @@ class Node:
     id: str
     name: str | None = None
     line: int | None = field(default=None, compare=False)  # where, not what: not compared
+    container: str | None = field(default=None, metadata=SPARSE)
+    """The sub-process (embedded or event) this node is drawn in; None: the process."""
 
     @property
     def waits(self) -> bool:
@@ -25,10 +36,17 @@ class Node:
 
 @dataclass(frozen=True)
 class StartEvent(Node):
-    """Where an instance starts. A ``timer`` start event also starts instances on a
-    schedule (beat); without one it is a none start event."""
+    """Where an instance (or a sub-process) starts. A ``timer`` start event of the process
+    also starts instances on a schedule (beat); without one it is a none start event.
+
+    In an event sub-process the start event is its trigger: a ``timer``, or an error
+    (``error_start``; ``error_code`` None catches every error). ``interrupting`` says
+    whether it cancels the rest of the enclosing scope (errors always do)."""
 
     timer: TimerSpec | None = None
+    error_start: bool = field(default=False, metadata=SPARSE)
+    error_code: str | None = field(default=None, metadata=SPARSE)
+    interrupting: bool = field(default=True, metadata=SPARSE)
 
 
 class EndKind(StrEnum):
@@ -44,7 +62,50 @@ class EndEvent(Node):
 
 
 @dataclass(frozen=True)
-class ServiceTask(Node):
+class VariableMapping:
+    """``target`` receives the value of the CEL expression ``source``."""
+
+    target: str
+    source: str
+
+
+@dataclass(frozen=True)
+class MultiInstance:
+    """A multi-instance marker: run the activity once per item (or ``cardinality`` times).
+
+    Every expression is CEL over the variables the activity sees. Each inner instance has
+    the local variables ``loopCounter`` (0-based) and ``element`` (the item); the body has
+    ``nrOfInstances``, ``nrOfCompletedInstances``, ``nrOfActiveInstances`` and, when
+    ``output_collection`` is set, that list: one entry per item, in input order, the value
+    of ``output_element`` (or, without one, the inner instance's local variables).
+    """
+
+    parallel: bool = True
+    cardinality: str | None = None
+    collection: str | None = None
+    element: str | None = None
+    output_collection: str | None = None
+    output_element: str | None = None
+    completion: str | None = None
+
+
+@dataclass(frozen=True)
+class Activity(Node):
+    """What every activity may carry: a multi-instance marker and variable mappings
+    (``inputs`` become local variables of the activity; ``outputs`` are written to the
+    enclosing scope when it completes)."""
+
+    loop: MultiInstance | None = field(default=None, metadata=SPARSE)
+    inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
+    outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
+
+    @property
+    def has_mappings(self) -> bool:
+        return bool(self.inputs or self.outputs)
+
+
+@dataclass(frozen=True)
+class ServiceTask(Activity):
     """Inline (``handler``) or external (``topic``) work. Exactly one of the two is set."""
 
     handler: str | None = None
@@ -84,7 +145,7 @@ class ScriptTask(ServiceTask):
 
 
 @dataclass(frozen=True)
-class UserTask(Node):
+class UserTask(Activity):
     """A task for a person. Every setting is text as written in the model; ``${name}``
     reads a variable when the task is created (see :mod:`bpm.runtime.usertasks`)."""
 
@@ -114,7 +175,65 @@ class ParallelGateway(Node):
 
 
 @dataclass(frozen=True)
-class PassThrough(Node):
+class InclusiveGateway(Node):
+    """Forks along every outgoing flow whose condition is true (the default when none is);
+    joins when no token that could still arrive is left upstream in its scope."""
+
+    default_flow: str | None = None
+
+
+@dataclass(frozen=True)
+class SubProcess(Activity):
+    """An embedded sub-process: its nodes name it as their ``container``."""
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class EventSubProcess(Activity):
+    """An event sub-process (``triggeredByEvent``): no flows in or out; its start event
+    (timer or error) starts it inside the enclosing scope. Its ``inputs`` become its local
+    variables, its ``outputs`` are written to the enclosing scope when it completes (it
+    has no multi-instance marker)."""
+
+
+class CallBinding(StrEnum):
+    """Which version of the called process a call activity starts."""
+
+    LATEST = "latest"
+    DEPLOYMENT = "deployment"  # the version deployed together with the caller
+    VERSION = "version"
+    VERSION_TAG = "versionTag"
+
+
+@dataclass(frozen=True)
+class CallActivity(Activity):
+    """Starts an instance of ``called_element`` (a key, or ``${var}``) and waits for it.
+
+    ``call_inputs`` become the child's variables (all of the caller's with ``all_in``);
+    ``call_outputs`` are copied back when it completes (all of the child's with
+    ``all_out``). ``business_key``: CEL for the child's business key; ``inherit_key``
+    passes the caller's own."""
+
+    called_element: str = ""
+    binding: CallBinding = CallBinding.LATEST
+    version: str | None = None
+    call_inputs: tuple[VariableMapping, ...] = ()
+    call_outputs: tuple[VariableMapping, ...] = ()
+    all_in: bool = False
+    all_out: bool = False
+    business_key: str | None = None
+    inherit_key: bool = False
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class PassThrough(Activity):
     """``task``, ``manualTask`` and a none ``intermediateThrowEvent``: the token moves on
     at once (BPMN gives them no behaviour an engine performs). ``element`` is the BPMN
     local name, for messages and the trail."""

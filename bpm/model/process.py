@@ -24,7 +24,12 @@ _KINDS: dict[str, type[n.Node]] = {
     "parallel_gateway": n.ParallelGateway,
     "timer_catch_event": n.TimerCatchEvent,
     "boundary_event": n.BoundaryEvent,
+    "inclusive_gateway": n.InclusiveGateway,
+    "sub_process": n.SubProcess,
+    "event_sub_process": n.EventSubProcess,
+    "call_activity": n.CallActivity,
 }
+_MAPPING_FIELDS = frozenset({"inputs", "outputs", "call_inputs", "call_outputs"})
 _KIND_OF = {cls: name for name, cls in _KINDS.items()}
 
 
@@ -64,7 +69,89 @@ class ProcessModel:
 
     @cached_property
     def start_events(self) -> tuple[n.StartEvent, ...]:
-        return tuple(x for x in self.nodes.values() if isinstance(x, n.StartEvent))
+        """The start events of the process itself (not of its sub-processes)."""
+        return tuple(
+            x for x in self.nodes.values() if isinstance(x, n.StartEvent) and x.container is None
+        )
+
+    # -- scopes -----------------------------------------------------------------------------
+    @cached_property
+    def members(self) -> Mapping[str | None, tuple[n.Node, ...]]:
+        """The nodes drawn directly in each container (None: the process)."""
+        out: dict[str | None, list[n.Node]] = {}
+        for node in self.nodes.values():
+            out.setdefault(node.container, []).append(node)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def starts_in(self, container: str | None) -> tuple[n.Node, ...]:
+        """Where entering a sub-process puts tokens: its none start events; without any,
+        every node in it that no flow leads to (BPMN's implicit start; none for an empty
+        sub-process, which then completes at once)."""
+        members = self.members.get(container, ())
+        starts = [
+            x
+            for x in members
+            if isinstance(x, n.StartEvent) and x.timer is None and not x.error_start
+        ]
+        if starts or container is None:
+            return tuple(starts)
+        return tuple(
+            x
+            for x in members
+            if not self.incoming.get(x.id)
+            and not isinstance(x, n.StartEvent | n.BoundaryEvent | n.EventSubProcess)
+        )
+
+    def event_subprocesses(self, container: str | None) -> tuple[n.EventSubProcess, ...]:
+        """The event sub-processes drawn directly in ``container``."""
+        return tuple(x for x in self.members.get(container, ()) if isinstance(x, n.EventSubProcess))
+
+    def trigger_of(self, event_subprocess: str) -> n.StartEvent | None:
+        """The start event that triggers an event sub-process."""
+        starts = [x for x in self.members.get(event_subprocess, ()) if isinstance(x, n.StartEvent)]
+        return starts[0] if starts else None
+
+    @cached_property
+    def scoped(self) -> bool:
+        """Whether anything in the process opens a scope (sub-processes, multi-instance,
+        call activities, variable mappings, event sub-processes) or joins inclusively:
+        plain processes skip every scope check."""
+        return any(
+            x.container is not None
+            or isinstance(x, n.SubProcess | n.EventSubProcess | n.CallActivity | n.InclusiveGateway)
+            or (isinstance(x, n.Activity) and (x.loop is not None or x.has_mappings))
+            for x in self.nodes.values()
+        )
+
+    def sees_scopes(self, node_id: str) -> bool:
+        """Whether a token at ``node_id`` may see scope-local variables."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return False
+        return node.container is not None or (
+            isinstance(node, n.Activity) and (node.loop is not None or node.has_mappings)
+        )
+
+    def depth(self, node_id: str) -> int:
+        """How many sub-processes ``node_id`` is drawn in."""
+        depth, node = 0, self.nodes.get(node_id)
+        while node is not None and node.container is not None:
+            depth += 1
+            node = self.nodes.get(node.container)
+        return depth
+
+    @cached_property
+    def upstream(self) -> Mapping[str, frozenset[str]]:
+        """For every inclusive gateway that joins: the nodes of its container from which a
+        token can still reach it (not through the gateway itself). BPMN's rule: the join
+        waits while a live token of its scope sits on one of them."""
+        from bpm.model.reach import upstream_of
+
+        return {
+            node.id: upstream_of(self, node.id)
+            for node in self.nodes.values()
+            if isinstance(node, n.InclusiveGateway) and len(self.incoming.get(node.id, ())) > 1
+        }
 
     @cached_property
     def timer_starts(self) -> tuple[n.StartEvent, ...]:
@@ -136,18 +223,34 @@ class ProcessModel:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
 def _node_to_dict(node: n.Node) -> dict[str, Any]:
     out: dict[str, Any] = {"type": _KIND_OF[type(node)]}
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
+        if f.metadata.get("sparse") and value == _default(f):
+            continue  # see nodes.SPARSE: the checksum of models without it is unchanged
         if isinstance(value, RetryPolicy):
             value = value.to_dict()
         elif isinstance(value, n.TimerSpec):
             value = {"kind": value.kind.value, "expression": value.expression}
+        elif isinstance(value, n.MultiInstance):
+            value = dataclasses.asdict(value)
         elif isinstance(value, Mapping):
             value = dict(value)
         elif isinstance(value, tuple):
-            value = list(value)
+            value = [_plain(x) for x in value]
         out[f.name] = value
     return out
 
@@ -165,6 +268,12 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
             value = n.TimerSpec(n.TimerKind(value["kind"]), value["expression"])
         elif f.name == "kind" and cls is n.EndEvent:
             value = n.EndKind(value)
+        elif f.name == "loop" and value is not None:
+            value = n.MultiInstance(**value)
+        elif f.name in _MAPPING_FIELDS:
+            value = tuple(n.VariableMapping(**x) for x in value)
+        elif f.name == "binding":
+            value = n.CallBinding(value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[f.name] = value

@@ -13,13 +13,14 @@ from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, check
 
 __all__ = ["check_model", "validate"]
 
-_ACTIVITIES = (n.ServiceTask, n.UserTask, n.PassThrough)
-_GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway)
+_ACTIVITIES = (n.ServiceTask, n.UserTask, n.PassThrough, n.SubProcess, n.CallActivity)
+_GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway, n.InclusiveGateway)
 
 
 def validate(model: ProcessModel) -> ProcessModel:
@@ -52,6 +53,7 @@ def check_model(
     problems += _tasks(model, warnings)
     problems += _user_tasks(model)
     problems += _timers(model, warnings)
+    problems += check_scopes(model, warnings)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
@@ -67,6 +69,7 @@ def element_type(node: n.Node | n.Flow) -> str:
     kind = {
         n.Flow: "sequenceFlow",
         n.TimerCatchEvent: "intermediateCatchEvent",
+        n.EventSubProcess: "subProcess",
     }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
     return f"bpmn:{kind}"
 
@@ -117,13 +120,13 @@ def _boundaries(
             yield _at(
                 node,
                 f"boundary event '{node.id}' is attached to '{node.attached_to}', which does "
-                "not exist: set attachedToRef to a service or user task",
+                "not exist: set attachedToRef to a task, sub-process or call activity",
             )
         elif not isinstance(host, _ACTIVITIES):
             yield _at(
                 node,
-                f"boundary event '{node.id}' is attached to '{host.id}', which is not a "
-                "service or user task: only tasks can have boundary events",
+                f"boundary event '{node.id}' is attached to '{host.id}', which is not an "
+                "activity: only tasks, sub-processes and call activities have boundary events",
             )
         if node.is_error and not node.cancel_activity:
             yield _at(
@@ -133,10 +136,24 @@ def _boundaries(
             )
 
 
+def _entries(model: ProcessModel, container: str | None) -> list[str]:
+    """Where tokens start in a container: its start events (in a sub-process without
+    one, its nodes without incoming flows) and its event sub-processes (whose start
+    events are their triggers)."""
+    found = [x.id for x in model.event_subprocesses(container)]
+    if container is None:
+        return [*(x.id for x in model.start_events), *found]
+    host = model.nodes.get(container)
+    if isinstance(host, n.EventSubProcess):
+        trigger = model.trigger_of(container)
+        return [trigger.id] if trigger else []
+    return [*(x.id for x in model.starts_in(container)), *found]
+
+
 def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:
     seen: set[str] = set()
     # What only a refused element leads to is not a second problem: start there too.
-    queue = deque([*(s.id for s in model.start_events), *placeholders])
+    queue = deque([*_entries(model, None), *placeholders])
     while queue:
         node_id = queue.popleft()
         if node_id in seen or node_id not in model.nodes:
@@ -144,6 +161,8 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
         seen.add(node_id)
         queue.extend(f.target for f in model.outgoing.get(node_id, ()))
         queue.extend(b.id for b in model.boundaries.get(node_id, ()))
+        if isinstance(model.nodes[node_id], n.SubProcess | n.EventSubProcess):
+            queue.extend(_entries(model, node_id))
     if not model.start_events:
         return  # already reported; every node would be unreachable
     for node in model.nodes.values():
@@ -173,7 +192,9 @@ def _degrees(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Prob
                 f"gateway '{node.id}' has no outgoing sequence flow: connect it to the next "
                 "step or to an end event",
             )
-        if isinstance(node, n.StartEvent | n.BoundaryEvent) and incoming:
+        if isinstance(node, n.StartEvent | n.BoundaryEvent | n.EventSubProcess) and incoming:
+            if isinstance(node, n.EventSubProcess):
+                continue  # reported with the other event sub-process checks
             kind = "start" if isinstance(node, n.StartEvent) else "boundary"
             yield _at(
                 node,
@@ -191,6 +212,8 @@ def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
         for flow in outgoing:
             if flow.condition is None:
                 continue
+            if isinstance(node, n.InclusiveGateway):
+                continue  # checked with the inclusive gateway
             if isinstance(node, n.ParallelGateway):
                 yield _at(
                     flow,
@@ -202,8 +225,8 @@ def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
                 yield _at(
                     flow,
                     f"flow '{flow.id}' has a condition but leaves '{node.id}', which is not "
-                    "an exclusive gateway: conditions are only evaluated by exclusive "
-                    "gateways, add one after the element",
+                    "an exclusive or inclusive gateway: conditions are only evaluated by "
+                    "those gateways, add one after the element",
                 )
 
 
@@ -309,7 +332,7 @@ def _starts(model: ProcessModel, warnings: list[str]) -> None:
 
 def _timers(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
     for node in model.nodes.values():
-        if isinstance(node, n.StartEvent) and node.timer is not None:
+        if isinstance(node, n.StartEvent) and node.timer is not None and node.container is None:
             try:
                 recurrence(node.timer)
             except TimerError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
-from bpm.runtime import timers
+from bpm.runtime import calls, inclusive, scopes, throwing, timers
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
@@ -19,12 +19,6 @@ from bpm.runtime.work import new_id
 
 SCRIPT_INCIDENT = "failedScript"
 """Incident type of a CEL script that could not be evaluated or stored."""
-
-
-def enter_activity(walker: Walker, tok: Token) -> bool:
-    """Schedule the activity's boundary timers; False when that failed the token."""
-    timers.schedule_boundaries(walker, tok)
-    return walker.work.token(tok.id).state is TokenState.READY
 
 
 def start_event(walker: Walker, tok: Token, node: n.StartEvent) -> None:
@@ -45,19 +39,27 @@ def boundary_event(walker: Walker, tok: Token, node: n.BoundaryEvent) -> None:
 
 
 def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
+    """A none end event ends the path; a terminate end event ends its scope (the whole
+    instance at the top); an error end event throws its error to the nearest catcher
+    (:mod:`bpm.runtime.throwing`), and ends the path when nothing catches it."""
     w = walker.work
     w.transition(tok.id, TokenState.COMPLETED)
     if node.kind is n.EndKind.TERMINATE:
+        region = scopes.region_of(w, tok.scope_id) if walker.model.scoped else None
+        if region is not None:
+            scopes.stop_inside(walker, region.id, f"terminate end event {node.id}")
+            return
         walker.terminate_all(f"terminate end event {node.id}")
         w.set_state(InstanceState.TERMINATED, by=node.id)
     elif node.kind is n.EndKind.ERROR:
         w.record(
             "error_end", token_id=tok.id, node_id=node.id, payload={"error_code": node.error_code}
         )
+        throwing.throw(walker, w.token(tok.id), node.error_code, f"error end event {node.id}")
 
 
 def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
-    if not enter_activity(walker, tok):
+    if not walker.enter_activity(tok):
         return
     w = walker.work
     if not node.is_external:
@@ -93,11 +95,10 @@ def script_task(walker: Walker, tok: Token, node: n.ScriptTask) -> None:
     if not node.is_cel:
         service_task(walker, tok, node)
         return
-    w = walker.work
     try:
-        value = compile_expression(node.script or "").evaluate(w.instance.variables)
+        value = compile_expression(node.script or "").evaluate(walker.variables(tok))
         if node.result_variable:
-            w.merge_variables({node.result_variable: value}, source=node.id, token_id=tok.id)
+            walker.write_variables(tok, {node.result_variable: value})
     except BpmError as exc:  # ExpressionError, VariableError: the model's or the data's fault
         walker.fail_token(tok, f"script of {node.id}: {exc}", incident_type=SCRIPT_INCIDENT)
         return
@@ -105,7 +106,7 @@ def script_task(walker: Walker, tok: Token, node: n.ScriptTask) -> None:
 
 
 def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
-    if not enter_activity(walker, tok):
+    if not walker.enter_activity(tok):
         return
     w = walker.work
     task = w.add(
@@ -116,7 +117,7 @@ def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
             node_id=node.id,
             state=UserTaskState.OPEN,
             created_at=w.now,
-            **user_task_fields(node, w.instance.variables, w.now),  # name, assignee, form...
+            **user_task_fields(node, walker.variables(tok), w.now),  # name, assignee, form...
         )
     )
     w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.USER_TASK, task.id))
@@ -127,7 +128,7 @@ def exclusive_gateway(walker: Walker, tok: Token, node: n.ExclusiveGateway) -> N
     if len(outgoing) == 1 and outgoing[0].condition is None:
         walker.leave(tok, outgoing)
         return
-    variables = walker.work.instance.variables
+    variables = walker.variables(tok)
     default = None
     for f in outgoing:
         if f.id == node.default_flow:
@@ -177,9 +178,10 @@ def parallel_gateway(walker: Walker, tok: Token, node: n.ParallelGateway) -> Non
     for t in arrived:
         w.transition(t.id, TokenState.COMPLETED, payload={"joined": True})
     scope_id = tok.scope_id
-    if scope_id is not None and w.scope(scope_id) is not None:
-        scope = w.shrink_scope(scope_id, incoming - 1)
-        if scope.expected <= 1:
+    fork = w.scope(scope_id) if scope_id is not None else None
+    if fork is not None and fork.is_fork:
+        scope = w.shrink_scope(fork.id, incoming - 1)
+        if scope.expected is not None and scope.expected <= 1:
             scope_id = scope.parent_id
     w.record(
         "join_fired",
@@ -199,6 +201,11 @@ def _fork(walker: Walker, tok: Token, node: n.ParallelGateway, outer: str | None
     walker.leave(tok, scope_id=scope.id, keep_scope=False)
 
 
+def event_sub_process(walker: Walker, tok: Token, node: n.EventSubProcess) -> None:
+    # Validation refuses flows into an event sub-process: say so if a model slips through.
+    walker.fail_token(tok, f"event sub-process '{node.id}' is started by its event, not a flow")
+
+
 BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.StartEvent: start_event,
     n.PassThrough: pass_through,
@@ -210,4 +217,8 @@ BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.ExclusiveGateway: exclusive_gateway,
     n.ParallelGateway: parallel_gateway,
     n.TimerCatchEvent: timers.catch_event,
+    n.InclusiveGateway: inclusive.inclusive_gateway,
+    n.SubProcess: scopes.sub_process,
+    n.EventSubProcess: event_sub_process,
+    n.CallActivity: calls.call_activity,
 }

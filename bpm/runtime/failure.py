@@ -12,11 +12,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bpm.model import nodes as n
 from bpm.retry import FailureAction, RetryPolicy
 from bpm.runtime.records import ExternalTask, Token
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState
+from bpm.runtime.throwing import catching_boundary, take_error_boundary, throw
 from bpm.runtime.walker import Walker
+
+__all__ = [
+    "IMMEDIATE",
+    "Failure",
+    "catching_boundary",
+    "exhausted",
+    "fail_attempt",
+    "fail_external",
+    "take_error_boundary",
+]
 
 IMMEDIATE = "immediate"
 
@@ -136,36 +146,6 @@ def fail_external(
     exhausted(walker, tok, action, failure, attempts=attempt, external_task_id=task.id)
 
 
-def catching_boundary(
-    walker: Walker, node_id: str, error_code: str | None
-) -> n.BoundaryEvent | None:
-    """The error boundary event of ``node_id`` that catches ``error_code``, if any."""
-    catch_all = None
-    for b in walker.model.boundaries.get(node_id, ()):
-        if not b.is_error:
-            continue
-        if b.error_code is None:
-            catch_all = catch_all or b
-        elif error_code is not None and b.error_code == error_code:
-            return b
-    return catch_all
-
-
-def take_error_boundary(
-    walker: Walker, tok: Token, boundary: n.BoundaryEvent, error: str, error_code: str | None
-) -> None:
-    """Interrupt the activity and continue on the boundary's path with the error recorded."""
-    w = walker.work
-    w.merge_variables(
-        {"error_message": error, "error_code": error_code, "error_node": tok.node_id},
-        source=boundary.id,
-        token_id=tok.id,
-    )
-    walker.stop_token(w.token(tok.id), payload={"caught_by": boundary.id, "error": error})
-    new = w.create_token(boundary.id, scope_id=tok.scope_id, parent_id=tok.id)
-    walker.continue_tokens([new])
-
-
 def exhausted(
     walker: Walker,
     tok: Token,
@@ -197,19 +177,16 @@ def exhausted(
             "error_code": failure.error_code,
         },
     )
-    boundary = catching_boundary(walker, tok.node_id, failure.error_code)
-    if boundary is not None:
-        take_error_boundary(walker, tok, boundary, failure.error, failure.error_code)
+    if throw(walker, tok, failure.error_code, failure.error):
         return
     if action is FailureAction.CONTINUE:
-        w.merge_variables(
+        walker.write_variables(
+            tok,
             {
                 "error_message": failure.error,
                 "error_code": failure.error_code,
                 "error_node": tok.node_id,
             },
-            source=tok.node_id,
-            token_id=tok.id,
         )
         walker.cancel_wait(tok)
         walker.leave(

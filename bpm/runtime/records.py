@@ -16,6 +16,8 @@ from bpm.runtime.states import (
     BlockKind,
     IncidentState,
     InstanceState,
+    ScopeKind,
+    ScopeState,
     TaskState,
     TimerState,
     TokenState,
@@ -70,10 +72,26 @@ class Instance:
     business_key: str | None = None
     idempotency_key: str | None = None
     ended_at: datetime | None = None
+    parent_id: str | None = None
+    """The instance whose call activity started this one (None: started on its own)."""
+    parent_token_id: str | None = None
+    """The token of that call activity, which waits for this instance."""
+    root_id: str | None = None
+    """The first instance of the call tree (None: this is one); its row is locked by every
+    change of any instance of the tree (see :mod:`bpm.engine.unit`)."""
+    call_depth: int = 0
     tokens: tuple[Token, ...] = field(default=(), compare=False)
     variable_types: dict[str, str] = field(default_factory=dict)
     """The Camunda type of each variable whose JSON value does not tell it (``Date``,
-    ``Long``, ``Json``...), as the REST API received it; see :mod:`bpm.runtime.variables`."""
+    ``Long``, ``Json``...), as the REST API received it; see :mod:`bpm.runtime.variable_types`."""
+    scopes: tuple[Scope, ...] = field(default=(), compare=False)
+    """Its scopes (read by ``Engine.get_instance``; fork scopes left out)."""
+    children: tuple[str, ...] = field(default=(), compare=False)
+    """Ids of the instances its call activities started (read by ``Engine.get_instance``)."""
+
+    @property
+    def tree_root(self) -> str:
+        return self.root_id or self.id
 
     @property
     def ended(self) -> bool:
@@ -85,17 +103,36 @@ class Instance:
 
 
 @dataclass(frozen=True)
-class ForkScope:
-    """The persisted state of one fork: how many branch tokens the joins still expect."""
+class Scope:
+    """A region of an instance with its own tokens and local variables (DESIGN section 4):
+    a sub-process, an event sub-process, a multi-instance body or one inner instance, an
+    activity's own variables, or a parallel fork (``expected``: how many branch tokens its
+    joins still wait for). Scopes nest (``parent_id``; None: the instance, which is the
+    process scope). ``token_id`` is the token that opened it and waits for it (none for a
+    fork or an event sub-process); ``node_id`` the node it belongs to.
+    """
 
-    TABLE: ClassVar[str] = "fork_scope"
+    TABLE: ClassVar[str] = "scope"
+    KIND: ClassVar[str] = "scope"
 
     id: str
     instance_id: str
-    fork_node_id: str
-    expected: int
+    kind: ScopeKind
+    node_id: str
+    state: ScopeState
     created_at: datetime
     parent_id: str | None = None
+    token_id: str | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    expected: int | None = None
+    loop_counter: int | None = None
+    items: list[Any] | None = None
+    """A sequential multi-instance body's items, read when its activity is entered."""
+    ended_at: datetime | None = None
+
+    @property
+    def is_fork(self) -> bool:
+        return self.kind is ScopeKind.FORK
 
 
 @dataclass(frozen=True)
@@ -259,4 +296,4 @@ class Incident:
 
 
 #: The work items besides tokens: each has a table, a state and a transition table.
-WorkItem = ExternalTask | Timer | UserTask | Incident
+WorkItem = ExternalTask | Timer | UserTask | Incident | Scope

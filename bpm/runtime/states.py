@@ -1,6 +1,6 @@
 """Every state machine of the runtime in one place (DESIGN section 4).
 
-Tokens, external tasks, timers, user tasks and incidents are *work items*: each is a typed
+Tokens, external tasks, timers, user tasks, incidents and scopes are *work items*: each is a typed
 record (:mod:`bpm.runtime.records`) whose state changes only through
 :meth:`bpm.runtime.work.InstanceWork.move` (or, for the few set-based statements of the store,
 a ``WHERE state IN`` built from :func:`sources`), which checks the table below and appends a
@@ -41,6 +41,25 @@ class BlockKind(StrEnum):
     EXTERNAL_TASK = "external_task"
     JOIN = "join"
     MESSAGE = "message"
+    SCOPE = "scope"  # a sub-process or multi-instance body it opened is running
+    CALL_ACTIVITY = "call_activity"  # the instance it called is running
+
+
+class ScopeKind(StrEnum):
+    """What opened a scope (DESIGN section 4). The process scope is the instance itself."""
+
+    FORK = "fork"  # a parallel fork: its joins' state (``expected``), no variables
+    SUBPROCESS = "subprocess"
+    EVENT_SUBPROCESS = "event_subprocess"
+    MULTI_INSTANCE = "multi_instance"  # the body: counters and collected outputs
+    INNER_INSTANCE = "inner_instance"  # one instance of a multi-instance activity
+    ACTIVITY = "activity"  # an activity's own variables (input/output mappings)
+
+
+class ScopeState(StrEnum):
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    TERMINATED = "terminated"  # interrupted, cancelled, or ended with its instance
 
 
 class TaskState(StrEnum):
@@ -108,6 +127,11 @@ TRANSITIONS: dict[type[StrEnum], dict[StrEnum, frozenset[StrEnum]]] = {
         IncidentState.OPEN: frozenset({IncidentState.RESOLVED, IncidentState.DELETED}),
         IncidentState.RESOLVED: frozenset(),
         IncidentState.DELETED: frozenset(),
+    },
+    ScopeState: {
+        ScopeState.ACTIVE: frozenset({ScopeState.COMPLETED, ScopeState.TERMINATED}),
+        ScopeState.COMPLETED: frozenset(),
+        ScopeState.TERMINATED: frozenset(),
     },
 }
 

@@ -12,6 +12,8 @@ Kinds of timer rows:
     a boundary timer event; ``token_id`` is the activity's token, ``node_id`` the boundary.
 ``retry_backoff``
     the wait before the next attempt of a failed inline step (see :mod:`bpm.runtime.failure`).
+``event_start``
+    the timer start of an event sub-process (see :mod:`bpm.runtime.eventsub`).
 """
 
 from __future__ import annotations
@@ -37,14 +39,15 @@ DELAY = "delay"
 DATE = "date"
 TIMEOUT = "timeout"
 RETRY_BACKOFF = "retry_backoff"
-KINDS = (DELAY, DATE, TIMEOUT, RETRY_BACKOFF)
+EVENT_START = "event_start"
+KINDS = (DELAY, DATE, TIMEOUT, RETRY_BACKOFF, EVENT_START)
 
 #: Incident type of a timer whose expression could not be used at run time
 #: (e.g. ``${deadline}`` is not set); ``retry_incident`` enters the node again.
 TIMER_INCIDENT = "failedTimer"
 
 
-def _cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, timedelta]:
+def cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, timedelta]:
     """``(occurrences, interval)`` of a cycle spec; a ``${var}`` must hold the cycle text."""
     name = variable_name(spec.expression)
     text: Any = spec.expression if name is None else variables.get(name)
@@ -55,7 +58,7 @@ def _cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None,
     return parse_cycle(text)
 
 
-def _fire_time(spec: n.TimerSpec, variables: dict[str, Any], now: datetime) -> datetime:
+def fire_time(spec: n.TimerSpec, variables: dict[str, Any], now: datetime) -> datetime:
     return resolve(spec, variables, now)
 
 
@@ -71,7 +74,7 @@ def catch_event(walker: Walker, tok: Token, node: n.TimerCatchEvent) -> None:
         )
         return
     try:
-        fire_at = _fire_time(node.timer, w.instance.variables, w.now)
+        fire_at = fire_time(node.timer, walker.variables(tok), w.now)
     except TimerError as exc:
         walker.fail_token(tok, f"timer of '{node.id}': {exc}", incident_type=TIMER_INCIDENT)
         return
@@ -104,15 +107,16 @@ def schedule_boundaries(walker: Walker, tok: Token) -> None:
     if not boundaries:
         return
     w = walker.work
+    seen = walker.variables(tok)
     planned: list[tuple[n.BoundaryEvent, datetime, int | None, int | None]] = []
     for b in boundaries:
         assert b.timer is not None
         try:
-            fire_at = _fire_time(b.timer, w.instance.variables, w.now)
+            fire_at = fire_time(b.timer, seen, w.now)
             repeat_left: int | None = None
             interval_ms: int | None = None
             if b.timer.kind is n.TimerKind.CYCLE and not b.cancel_activity:
-                repeat, interval = _cycle_of(b.timer, w.instance.variables)
+                repeat, interval = cycle_of(b.timer, seen)
                 interval_ms = int(interval / timedelta(milliseconds=1))
                 repeat_left = None if repeat is None else repeat - 1
         except TimerError as exc:
@@ -174,6 +178,10 @@ def still_applies(walker: Walker, timer: Timer) -> bool:
     if timer.kind == TIMEOUT:
         node = walker.model.nodes.get(timer.node_id)
         return isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id
+    if timer.kind == EVENT_START:
+        from bpm.runtime.eventsub import still_listening
+
+        return still_listening(walker, timer)
     return False
 
 
@@ -200,6 +208,10 @@ def apply(walker: Walker, timer: Timer) -> Timer | None:
         w.to_dispatch.append(tok.id)
     elif timer.kind == TIMEOUT:
         return _boundary_fired(walker, tok, timer)
+    elif timer.kind == EVENT_START:
+        from bpm.runtime.eventsub import fire
+
+        fire(walker, tok, timer)
     else:  # pragma: no cover - rows are written only by this package
         raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
     return None
@@ -220,6 +232,6 @@ def _boundary_fired(walker: Walker, tok: Token, timer: Timer) -> Timer | None:
         nxt = timer.fire_at + timedelta(milliseconds=timer.interval_ms)
         left = None if timer.repeat_left is None else timer.repeat_left - 1
         following = _schedule_timeout(w, tok, node, nxt, left, timer.interval_ms)
-    new = w.create_token(node.id, scope_id=tok.scope_id, parent_id=tok.id)
+    new = w.create_token(node.id, scope_id=walker.outer_scope(tok), parent_id=tok.id)
     walker.continue_tokens([new])
     return following

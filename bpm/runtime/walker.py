@@ -2,8 +2,11 @@
 
 A :class:`Walker` moves Ready tokens through gateways and events within one transaction,
 until each one rests at a wait state (an inline task to dispatch, a user or external task,
-a timer, a join) or ends. What a token does at each kind of node is in
-:mod:`bpm.runtime.behaviours`, a table the walker is given.
+a timer, a join, a scope or a called instance) or ends. What a token does at each kind of
+node is in :mod:`bpm.runtime.behaviours`; scopes (sub-processes, multi-instance, variable
+mappings) in :mod:`bpm.runtime.scopes`. When no token can move any more, scopes left
+without tokens complete (which may move the tokens waiting for them), and so on until
+nothing changes.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.runtime import calls, eventsub, scopes, timers, variables
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
+    LIVE_TOKEN_STATES,
     BlockKind,
     IncidentState,
     InstanceState,
@@ -30,26 +35,84 @@ Behaviour = Callable[["Walker", Token, Any], None]
 
 
 class Walker:
-    """Continuation of one instance inside one transaction."""
+    """Continuation of one instance inside one transaction. ``relatives``: the other
+    instances of its call tree (the unit of work); without, call activities fail."""
 
     def __init__(
-        self, work: InstanceWork, model: ProcessModel, behaviours: Mapping[type, Behaviour]
+        self,
+        work: InstanceWork,
+        model: ProcessModel,
+        behaviours: Mapping[type, Behaviour],
+        relatives: calls.Relatives | None = None,
     ) -> None:
         self.work = work
         self.model = model
         self.behaviours = behaviours  # node kind -> what a token does there
+        self.relatives = relatives
         self._queue: deque[str] = deque()
+        self._running = False
+
+    def begin(self, start_node_id: str) -> Token:
+        """A new instance's first token (and its event sub-processes' listeners), walked."""
+        first = self.work.create_token(start_node_id, scope_id=None, parent_id=None)
+        if self.model.scoped:
+            eventsub.arm(self, None, None)
+        self.run([first.id])
+        return first
 
     def run(self, token_ids: Iterable[str] = ()) -> None:
-        """Advance the given Ready tokens (and every token they create) to rest."""
+        """Advance the given Ready tokens (and every token they create) to rest. A call
+        while the walker runs (a called instance completing at once) only queues them."""
         self._queue.extend(token_ids)
-        while self._queue:
-            tok = self.work.token(self._queue.popleft())
-            if tok.state is not TokenState.READY:
-                continue
-            node = self.model.node(tok.node_id)
-            self.behaviours[type(node)](self, tok, node)
+        if self._running:
+            return
+        self._running = True
+        try:
+            while True:
+                while self._queue:
+                    tok = self.work.token(self._queue.popleft())
+                    if tok.state is not TokenState.READY:
+                        continue
+                    node = self.model.node(tok.node_id)
+                    if self.model.scoped:
+                        entered = scopes.enter(self, tok, node)
+                        if entered is None:
+                            continue
+                        tok = entered
+                    self.behaviours[type(node)](self, tok, node)
+                if not (self.model.scoped and scopes.settle(self)):
+                    break
+        finally:
+            self._running = False
         self.settle_instance()
+
+    # -- variables ------------------------------------------------------------------------
+    def variables(self, tok: Token) -> dict[str, Any]:
+        """The variables ``tok`` sees: the instance's and its scopes' (innermost wins)."""
+        if tok.scope_id is None or not self.model.scoped:
+            return self.work.instance.variables
+        return variables.visible(self.work, tok.scope_id)
+
+    def write_variables(self, tok: Token, updates: Any, *, local: bool = False) -> None:
+        """Write variables from ``tok`` (see :mod:`bpm.runtime.variables`)."""
+        if tok.scope_id is None or not self.model.scoped:
+            self.work.merge_variables(updates, source=tok.node_id, token_id=tok.id)
+            return
+        variables.write(
+            self.work,
+            self.model,
+            tok.scope_id,
+            updates,
+            source=tok.node_id,
+            token_id=tok.id,
+            local=local,
+        )
+
+    def outer_scope(self, tok: Token) -> str | None:
+        """The scope ``tok``'s node sits in (outside its activity's own variables)."""
+        if tok.scope_id is None or not self.model.scoped:
+            return tok.scope_id
+        return scopes.outer_scope_id(self.work, tok)
 
     # -- moving on ------------------------------------------------------------------------
     def leave(
@@ -60,12 +123,22 @@ class Walker:
         scope_id: str | None = None,
         keep_scope: bool = True,
     ) -> list[Token]:
-        """Complete ``tok`` and put a new Ready token on each flow (all outgoing by default)."""
+        """Complete ``tok`` and put a new Ready token on each flow (all outgoing by default).
+
+        Leaving an activity with its own scope applies its output mappings first; an
+        inner instance of a multi-instance activity follows no flow (the body does)."""
+        scope = tok.scope_id if keep_scope else scope_id
+        follow = True
+        if keep_scope and self.model.scoped:
+            ok, scope, follow = scopes.leaving(self, tok)
+            if not ok:
+                return []
         if tok.state is not TokenState.COMPLETED:
             tok = self.work.transition(tok.id, TokenState.COMPLETED)
         self.cancel_boundaries(tok)
+        if not follow:
+            return []
         chosen = self.model.outgoing[tok.node_id] if flows is None else tuple(flows)
-        scope = tok.scope_id if keep_scope else scope_id
         out = []
         for flow in chosen:
             new = self.work.create_token(flow.target, scope_id=scope, parent_id=tok.id)
@@ -78,7 +151,7 @@ class Walker:
 
     def cancel_boundaries(self, tok: Token) -> None:
         """Cancel the pending boundary timers of an activity its token left."""
-        if tok.node_id not in self.model.boundaries:
+        if tok.node_id not in self.model.boundaries or self.is_inner(tok):
             return
         for timer in self.work.items_of(Timer, tok.id):
             if timer.kind == "timeout" and timer.state is TimerState.PENDING:
@@ -92,10 +165,19 @@ class Walker:
             tok = w.transition(tok.id, TokenState.READY)
         self.cancel_boundaries(tok)
         w.transition(tok.id, target, **kw)
+        if self.model.scoped:
+            scopes.stopped(self, tok)
 
     def cancel_wait(self, tok: Token) -> None:
-        """Cancel what a token waits on (user or external task, timer) and its incidents."""
+        """Cancel what a token waits on (user or external task, timer, a scope and
+        everything in it, a called instance) and its incidents."""
         w = self.work
+        if tok.blocked_kind is BlockKind.SCOPE and tok.blocked_id:
+            scopes.terminate(self, tok.blocked_id, f"{tok.node_id} ended")
+        elif tok.blocked_kind is BlockKind.CALL_ACTIVITY and tok.blocked_id:
+            calls.terminate_child(
+                self, tok.blocked_id, f"its caller's token at {tok.node_id} ended"
+            )
         if tok.blocked_kind is BlockKind.USER_TASK and tok.blocked_id:
             task = w.item(UserTask, tok.blocked_id)
             if task is not None and task.state is UserTaskState.OPEN:
@@ -122,16 +204,27 @@ class Walker:
 
     def terminate_all(self, reason: str, *, except_token: str | None = None) -> None:
         for tok in self.work.live_tokens():
-            if tok.id != except_token:
-                self.stop_token(tok, payload={"reason": reason})
+            current = self.work.tokens[tok.id]  # ending a scope ends the tokens inside it
+            if current.id != except_token and current.state in LIVE_TOKEN_STATES:
+                self.stop_token(current, payload={"reason": reason})
         self.work.to_dispatch.clear()
 
     def settle_instance(self) -> None:
-        """Complete the instance when no live token is left."""
-        if self.work.instance.state in (InstanceState.ACTIVE, InstanceState.SUSPENDED) and (
-            not self.work.live_tokens()
-        ):
-            self.work.set_state(InstanceState.COMPLETED)
+        """Complete the instance when no live token is left (event sub-process listeners
+        end with it); a called instance hands its results to its caller."""
+        w = self.work
+        if w.instance.state not in (InstanceState.ACTIVE, InstanceState.SUSPENDED):
+            return
+        live = w.live_tokens()
+        if self.model.scoped:
+            if any(not scopes.is_listener(self, t) for t in live):
+                return
+            eventsub.disarm(self, None)
+        elif live:
+            return
+        w.set_state(InstanceState.COMPLETED)
+        if w.instance.parent_id is not None:
+            calls.child_completed(self)
 
     def fail_token(self, tok: Token, error: str, *, incident_type: str = "failedGateway") -> None:
         """A node could not proceed (no gateway flow matched, a timer could not be set)."""
@@ -139,3 +232,17 @@ class Walker:
             tok = self.work.transition(tok.id, TokenState.EXECUTING, attempt=tok.attempt + 1)
         self.work.transition(tok.id, TokenState.FAILED, error=error)
         self.work.open_incident(tok, incident_type, error)
+
+    def enter_activity(self, tok: Token) -> bool:
+        """Schedule the activity's boundary timers; False when that failed the token. (An
+        inner instance of a multi-instance activity has none: they are the body's.)"""
+        if tok.node_id not in self.model.boundaries or self.is_inner(tok):
+            return True
+        timers.schedule_boundaries(self, tok)
+        return self.work.token(tok.id).state is TokenState.READY
+
+    def is_inner(self, tok: Token) -> bool:
+        """Whether ``tok`` runs one inner instance of a multi-instance activity."""
+        if tok.scope_id is None or not self.model.scoped:
+            return False
+        return scopes.is_inner(self.work, tok)

@@ -21,10 +21,10 @@ from typing import Any, Protocol, TypeVar
 from bpm.errors import VariableError
 from bpm.runtime.records import (
     ExternalTask,
-    ForkScope,
     HistoryEvent,
     Incident,
     Instance,
+    Scope,
     Timer,
     Token,
     UserTask,
@@ -36,18 +36,20 @@ from bpm.runtime.states import (
     BlockKind,
     IncidentState,
     InstanceState,
+    ScopeState,
     TimerState,
     TokenState,
     check_transition,
 )
-from bpm.runtime.variables import Typed, split, types_after
+from bpm.runtime.variable_types import Typed, split, types_after
+from bpm.runtime.work_scopes import ScopeChanges
 
 DEFAULT_MAX_VARIABLE_BYTES = 256 * 1024
 
-Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident)
+Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope)
 # The payload key naming the item in its events ("task" as Camunda calls both kinds).
 _PAYLOAD_KEY = {"external_task": "task", "user_task": "task"}
-ITEM_KINDS: tuple[type[WorkItem], ...] = (ExternalTask, Timer, UserTask, Incident)
+ITEM_KINDS: tuple[type[WorkItem], ...] = (ExternalTask, Timer, UserTask, Incident, Scope)
 
 
 def new_id() -> str:
@@ -90,7 +92,7 @@ def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES)
 class Loader(Protocol):
     """Reads, under the instance lock, the records a transaction needs on first use."""
 
-    def scope(self, scope_id: str) -> ForkScope | None: ...
+    def scope(self, scope_id: str) -> Scope | None: ...
 
     def items(self, kind: type[Item], instance_id: str, *, token_id: str) -> list[Item]:
         """Every record of ``kind`` of the instance that belongs to ``token_id``."""
@@ -118,8 +120,9 @@ class Changes:
 
 
 @dataclass
-class InstanceWork:
-    """Everything one transaction changes on one instance, in memory until flushed."""
+class InstanceWork(ScopeChanges):
+    """Everything one transaction changes on one instance, in memory until flushed (the
+    scope methods are in :mod:`bpm.runtime.work_scopes`)."""
 
     instance: Instance
     tokens: dict[str, Token]
@@ -128,7 +131,6 @@ class InstanceWork:
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
     events: list[HistoryEvent] = field(default_factory=list)
     token_changes: Changes = field(default_factory=Changes)
-    scope_changes: Changes = field(default_factory=Changes)
     item_changes: dict[type, Changes] = field(
         default_factory=lambda: {kind: Changes() for kind in ITEM_KINDS}
     )
@@ -168,6 +170,11 @@ class InstanceWork:
         )
         self.tokens[tok.id] = tok
         self.token_changes.new.append(tok.id)
+        payload: dict[str, Any] = {}
+        if scope_id:
+            payload["scope"] = scope_id
+            if depth := self.depth(scope_id):
+                payload["depth"] = depth  # how far `bpm show` indents it
         self.events.append(
             HistoryEvent(
                 instance_id=self.instance.id,
@@ -176,7 +183,7 @@ class InstanceWork:
                 token_id=tok.id,
                 node_id=node_id,
                 to_state=TokenState.CREATED.value,
-                payload={"scope": scope_id} if scope_id else {},
+                payload=payload,
             )
         )
         return self.transition(tok.id, TokenState.READY)
@@ -366,37 +373,6 @@ class InstanceWork:
         self.record("incident_opened", token_id=tok.id, node_id=tok.node_id, payload=payload)
         return incident
 
-    # -- fork scopes ------------------------------------------------------------------------
-    def open_scope(self, fork_node_id: str, expected: int, parent_id: str | None) -> ForkScope:
-        scope = ForkScope(
-            id=new_id(),
-            instance_id=self.instance.id,
-            fork_node_id=fork_node_id,
-            expected=expected,
-            created_at=self.now,
-            parent_id=parent_id,
-        )
-        self.scope_changes.records[scope.id] = scope
-        self.scope_changes.new.append(scope.id)
-        return scope
-
-    def scope(self, scope_id: str) -> ForkScope | None:
-        """The fork scope ``scope_id`` of this instance, loaded on first use."""
-        found: ForkScope | None = self.scope_changes.records.get(scope_id)
-        if found is None and self.loader is not None:
-            found = self.loader.scope(scope_id)
-            if found is not None:
-                self.scope_changes.records[scope_id] = found
-        return found
-
-    def shrink_scope(self, scope_id: str, by: int) -> ForkScope:
-        current = self.scope(scope_id)
-        if current is None:
-            raise KeyError(f"fork scope {scope_id} of instance {self.instance.id} is missing")
-        scope = replace(current, expected=current.expected - by)
-        self.scope_changes.put(scope_id, scope)
-        return scope
-
     # -- instance ---------------------------------------------------------------------------
     def merge_variables(
         self, updates: Any, *, source: str | None = None, token_id: str | None = None
@@ -474,11 +450,14 @@ class InstanceWork:
 
     def items_written(self) -> Iterable[tuple[type, list[Any], list[Any]]]:
         """(kind, records to insert, records to update) per kind of work item. A timer
-        created and cancelled in this transaction gets no row."""
+        created and cancelled, or a scope opened and closed, in this transaction gets no
+        row."""
         for kind, changes in self.item_changes.items():
             new, dirty = changes.written()
             if kind is Timer:
                 new = [t for t in new if t.state is not TimerState.CANCELLED]
+            elif kind is Scope:  # entered and left in this transaction: its events remain
+                new = [x for x in new if x.state is ScopeState.ACTIVE]
             if new or dirty:
                 yield kind, new, dirty
 

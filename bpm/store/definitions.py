@@ -31,6 +31,38 @@ def latest(conn: Connection, key: str) -> ProcessDefinition | None:
     return record_of(ProcessDefinition, rows[0]) if rows else None
 
 
+def by_version(conn: Connection, key: str, version: int) -> ProcessDefinition | None:
+    pd = t.process_definition
+    row = conn.execute(select(*_RECORD).where(pd.c.key == key, pd.c.version == version)).first()
+    return definition_from_row(row) if row else None
+
+
+def by_version_tag(conn: Connection, key: str, tag: str) -> ProcessDefinition | None:
+    """The latest version of ``key`` with version tag ``tag``."""
+    pd = t.process_definition
+    row = conn.execute(
+        select(*_RECORD)
+        .where(pd.c.key == key, pd.c.version_tag == tag)
+        .order_by(pd.c.version.desc())
+        .limit(1)
+    ).first()
+    return definition_from_row(row) if row else None
+
+
+def in_deployment(
+    conn: Connection, key: str, deployment_id: str | None
+) -> ProcessDefinition | None:
+    """The version of ``key`` deployed by ``deployment_id`` (a redeploy that changed
+    nothing keeps the earlier version: then the latest one up to that deployment)."""
+    pd = t.process_definition
+    if deployment_id is None:
+        return latest(conn, key)
+    row = conn.execute(
+        select(*_RECORD).where(pd.c.key == key, pd.c.deployment_id == deployment_id).limit(1)
+    ).first()
+    return definition_from_row(row) if row else latest(conn, key)
+
+
 def by_id(conn: Connection, definition_id: str) -> ProcessDefinition | None:
     row = conn.execute(select(*_RECORD).where(t.process_definition.c.id == definition_id)).first()
     return definition_from_row(row) if row else None

@@ -6,6 +6,7 @@ from sqlalchemy import Connection, select
 
 from bpm.runtime.records import Incident
 from bpm.store import tables as t
+from bpm.store.instances import called_tree
 from bpm.store.rows import record_of
 
 i = t.incident
@@ -22,10 +23,15 @@ def list_incidents(
     instance_id: str | None = None,
     state: str | None = "open",
     limit: int | None = None,
+    called: bool = True,
 ) -> list[Incident]:
-    """Incidents, oldest first; open ones only unless ``state`` says otherwise."""
+    """Incidents, oldest first; open ones only unless ``state`` says otherwise. Those of
+    an instance include those of the instances it called (``called``), each naming its
+    own instance."""
     q = select(i).order_by(i.c.created_at, i.c.id)
-    if instance_id is not None:
+    if instance_id is not None and called:
+        q = q.where(i.c.instance_id.in_(called_tree(instance_id)))
+    elif instance_id is not None:
         q = q.where(i.c.instance_id == instance_id)
     if state is not None:
         q = q.where(i.c.state == state)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Connection, select
 
-from bpm.runtime.records import Instance, Token, UserTask
+from bpm.runtime.records import Instance, Scope, Token, UserTask
+from bpm.runtime.states import ScopeKind
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
@@ -12,11 +15,36 @@ pi = t.process_instance
 
 
 def get(conn: Connection, instance_id: str, *, with_tokens: bool = True) -> Instance | None:
+    """An instance; with its tokens, scopes (not forks) and called instances unless
+    ``with_tokens`` is False."""
     row = conn.execute(select(pi).where(pi.c.id == instance_id)).first()
     if row is None:
         return None
-    tokens = tokens_of(conn, instance_id) if with_tokens else ()
-    return record_of(Instance, row._mapping, tokens=tokens)
+    if not with_tokens:
+        return record_of(Instance, row._mapping)
+    sc = t.scope
+    scopes = conn.execute(
+        select(sc)
+        .where(sc.c.instance_id == instance_id, sc.c.kind != ScopeKind.FORK.value)
+        .order_by(sc.c.created_at, sc.c.loop_counter, sc.c.id)
+    )
+    children = conn.execute(
+        select(pi.c.id).where(pi.c.parent_id == instance_id).order_by(pi.c.created_at, pi.c.id)
+    )
+    return record_of(
+        Instance,
+        row._mapping,
+        tokens=tokens_of(conn, instance_id),
+        scopes=tuple(record_of(Scope, r._mapping) for r in scopes),
+        children=tuple(r.id for r in children),
+    )
+
+
+def called_tree(instance_id: str) -> Any:
+    """A select of ``instance_id`` and every instance it called, directly or not."""
+    tree = select(pi.c.id).where(pi.c.id == instance_id).cte("tree", recursive=True)
+    tree = tree.union_all(select(pi.c.id).join(tree, pi.c.parent_id == tree.c.id))
+    return select(tree.c.id)
 
 
 def by_idempotency_key(conn: Connection, key: str) -> Instance | None:

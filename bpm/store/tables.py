@@ -98,7 +98,14 @@ process_instance = Table(
     # Camunda type names of the variables whose JSON value does not tell it (Date, Long,
     # Json...): name -> type (migration 0005)
     Column("variable_types", JSONDoc),
+    # A called instance: its caller (instance and waiting token), its call tree's root
+    # (locked with it: bpm.engine.unit) and how deep it is in the tree.
+    Column("parent_id", String(64)),
+    Column("parent_token_id", String(64)),
+    Column("root_id", String(64)),
+    Column("call_depth", Integer, nullable=False, server_default=text("0")),
     Index("ix_process_instance_state_created", "state", "created_at"),
+    Index("ix_process_instance_parent", "parent_id"),
     Index("ix_process_instance_business_key", "business_key"),
     Index("ix_process_instance_definition_key", "definition_key"),
     # counts by definition and state, lists by definition (migration 0002, the cockpit)
@@ -141,16 +148,25 @@ token = Table(
     ),
 )
 
-fork_scope = Table(
-    "fork_scope",
+# Sub-processes, multi-instance bodies and their inner instances, activities' own
+# variables, and parallel forks (the joins' state): bpm.runtime.records.Scope.
+scope = Table(
+    "scope",
     metadata,
     Column("id", String(64), primary_key=True),
     Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
     Column("parent_id", String(64)),
-    Column("fork_node_id", String(255), nullable=False),
-    Column("expected", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("token_id", String(64)),
+    Column("variables", JSONDoc, nullable=False),
+    Column("expected", Integer),
+    Column("loop_counter", Integer),
+    Column("items", JSONDoc),
     Column("created_at", UTCDateTime, nullable=False),
-    Index("ix_fork_scope_instance", "instance_id"),
+    Column("ended_at", UTCDateTime),
+    Index("ix_scope_instance", "instance_id"),
 )
 
 timer = Table(
@@ -333,6 +349,6 @@ history = Table(  # one row per transaction and instance: its events, in order
 )
 
 TABLES_IN_DROP_ORDER = (
-    history, incident, user_task, external_task, timer, fork_scope, token,
+    history, incident, user_task, external_task, timer, scope, token,
     process_instance, schedule_fire, timer_schedule, process_definition, deployment,
 )  # fmt: skip

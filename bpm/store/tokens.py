@@ -173,3 +173,11 @@ def expired_leases(conn: Connection, now: datetime, limit: int) -> list[tuple[st
         .limit(limit)
     )
     return [(r.instance_id, r.id) for r in conn.execute(q)]
+
+
+def scope_ids(conn: Connection, token_ids: Sequence[str]) -> dict[str, str | None]:
+    """The scope of each token (for the variables a fetched external task sees)."""
+    if not token_ids:
+        return {}
+    q = select(tk.c.id, tk.c.scope_id).where(tk.c.id.in_(list(token_ids)))
+    return {r.id: r.scope_id for r in conn.execute(q)}

@@ -14,10 +14,21 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Table, and_, bindparam, insert, literal, select, update
+from sqlalchemy import (
+    Connection,
+    Table,
+    and_,
+    bindparam,
+    insert,
+    literal,
+    or_,
+    select,
+    union_all,
+    update,
+)
 
 from bpm.runtime.external import NOTIFY_CHANNEL as EXTERNAL_TASK_CHANNEL
-from bpm.runtime.records import ForkScope, Instance, Timer, Token
+from bpm.runtime.records import Instance, Scope, Timer, Token
 from bpm.runtime.states import LIVE_TOKEN_STATES, TimerState
 from bpm.runtime.work import InstanceWork, Item
 from bpm.store import dialect, history
@@ -36,17 +47,61 @@ pi = t.process_instance
 _PARENTS_FIRST = tuple(t.metadata.sorted_tables)
 
 
+# The lock order of instance rows: a call tree's root before its members, then by id.
+_LOCK_ORDER = (pi.c.call_depth, pi.c.id)
+
+
+def lock_instances(
+    conn: Connection, instance_ids: Sequence[str], *, skip_locked: bool = False
+) -> dict[str, Instance]:
+    """``SELECT ... FOR UPDATE`` of the instance rows and of the roots of their call trees,
+    roots first, then in id order: the first lock every change of an instance takes.
+    Always in the same order, so two transactions that lock several instances cannot
+    deadlock. ``skip_locked``: never wait, leave out the instances another transaction
+    holds (for a caller that already holds other row locks)."""
+    ids = sorted(set(instance_ids))
+    if not ids:
+        return {}
+    roots = select(pi.c.root_id).where(pi.c.id.in_(ids), pi.c.root_id.is_not(None))
+    if not skip_locked:
+        # One id list (the instances, then their roots): the lock is index lookups only.
+        wanted = union_all(select(pi.c.id).where(pi.c.id.in_(ids)), roots)
+        q = select(pi).where(pi.c.id.in_(wanted)).order_by(*_LOCK_ORDER).with_for_update()
+        return {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
+    # Skipping busy rows, a member could be taken without its root, and two such
+    # transactions could then wait for each other's members. So: roots (and instances
+    # outside call trees) first, skipping busy ones; then the members of the trees taken,
+    # which nobody can hold without their root.
+    alone = select(pi.c.id).where(pi.c.id.in_(ids), pi.c.root_id.is_(None))
+    q = (
+        select(pi)
+        .where(pi.c.id.in_(union_all(alone, roots)))
+        .order_by(*_LOCK_ORDER)
+        .with_for_update(skip_locked=True)
+    )
+    got = {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
+    members = [i for i in ids if i not in got]
+    if members and got:
+        q = (
+            select(pi)
+            .where(pi.c.id.in_(members), pi.c.root_id.in_(sorted(got)))
+            .order_by(*_LOCK_ORDER)
+            .with_for_update()
+        )
+        got.update({r.id: record_of(Instance, r._mapping) for r in conn.execute(q)})
+    return got
+
+
 _LIVE_STATES = [literal(s.value) for s in LIVE_TOKEN_STATES]
-
-
 _ONE: dict[Any, tuple[Any, Any, Any, Any]] = {}
 
 
 def _one(kind: type[Any] | None) -> tuple[Any, Any, Any, Any]:
-    """The statements that load one instance under its lock: (lock, live tokens, their fork
-    scopes, the work item), each with the one parameter ``key``: the instance id, or the
-    id of a work item of ``kind`` the instance is found through (its instance never
-    changes, so finding it needs no lock)."""
+    """The statements that load one instance (and its call tree's root) under their locks:
+    (lock, live tokens, the chains of their scopes, the work item), each with the one
+    parameter ``key``: the instance id, or the id of a work item of ``kind`` the instance
+    is found through (an item's instance and an instance's root never change, so finding
+    them needs no lock). Built once per kind."""
     if kind in _ONE:
         return _ONE[kind]
     item = None
@@ -55,56 +110,49 @@ def _one(kind: type[Any] | None) -> tuple[Any, Any, Any, Any]:
         table = table_of(kind)
         owner = select(table.c.instance_id).where(table.c.id == bindparam("key")).scalar_subquery()
         item = select(table).where(table.c.id == bindparam("key"))
-    live = and_(t.token.c.instance_id == owner, t.token.c.state.in_(_LIVE_STATES))
-    _ONE[kind] = (
-        select(pi).where(pi.c.id == owner).with_for_update(),
-        select(t.token).where(live),
-        select(t.fork_scope).where(t.fork_scope.c.id.in_(select(t.token.c.scope_id).where(live))),
-        item,
+    root = select(pi.c.root_id).where(pi.c.id == owner).scalar_subquery()
+    lock = (
+        select(pi, (pi.c.id == owner).label("is_owner"))
+        .where(or_(pi.c.id == owner, pi.c.id == root))
+        .order_by(*_LOCK_ORDER)
+        .with_for_update(of=pi)
     )
+    live = and_(
+        or_(t.token.c.instance_id == owner, t.token.c.instance_id == root),
+        t.token.c.state.in_(_LIVE_STATES),
+    )
+    sc = t.scope
+    chain = (
+        select(sc).where(sc.c.id.in_(select(t.token.c.scope_id).where(live))).cte(recursive=True)
+    )
+    chain = chain.union(select(sc).join(chain, sc.c.id == chain.c.parent_id))
+    _ONE[kind] = (lock, select(t.token).where(live), select(chain), item)
     return _ONE[kind]
 
 
 def _load_one(
     conn: Connection, key: str, kind: type[Any] | None
-) -> tuple[Instance, list[Token], list[ForkScope], Any] | None:
-    """Lock one instance and read its live tokens, their fork scopes and (``kind``) the
-    work item ``key``: ONE round trip on PostgreSQL. The reads run after the lock is
-    granted, so they see everything the previous lock holder committed."""
+) -> tuple[dict[str, Instance], str | None, list[Token], list[Scope], Any]:
+    """Lock one instance (and its call tree's root) and read the live tokens, the chains of
+    their scopes and (``kind``) the work item ``key``: ONE round trip on PostgreSQL. The
+    reads run after the locks are granted, so they see everything the previous lock holder
+    committed. Returns (locked instances, the owner's id or None, tokens, scopes, item)."""
     lock, tokens, scopes, item = _one(kind)
     params = {"key": key}
     statements = [(lock, params), (tokens, params), (scopes, params)]
     if item is not None:
         statements.append((item, params))
     rows = dialect.run_many(conn, statements)
-    if not rows[0]:
-        return None
+    instances = {r["id"]: record_of(Instance, r) for r in rows[0]}
+    owner = next((r["id"] for r in rows[0] if r["is_owner"]), None)
     found = record_of(kind, rows[3][0]) if kind is not None and rows[3] else None
     return (
-        record_of(Instance, rows[0][0]),
+        instances,
+        owner,
         [record_of(Token, r) for r in rows[1]],
-        [record_of(ForkScope, r) for r in rows[2]],
+        [record_of(Scope, r) for r in rows[2]],
         found,
     )
-
-
-def lock_instances(
-    conn: Connection, instance_ids: Sequence[str], *, skip_locked: bool = False
-) -> dict[str, Instance]:
-    """``SELECT ... FOR UPDATE`` of the instance rows, in id order: the first lock every
-    change of an instance takes. Always in the same order, so two transactions that lock
-    several instances cannot deadlock. ``skip_locked``: never wait, leave out the instances
-    another transaction holds (for a caller that already holds other row locks)."""
-    ids = sorted(set(instance_ids))
-    if not ids:
-        return {}
-    q = (
-        select(pi)
-        .where(pi.c.id.in_(ids))
-        .order_by(pi.c.id)
-        .with_for_update(skip_locked=skip_locked)
-    )
-    return {r.id: record_of(Instance, r._mapping) for r in conn.execute(q)}
 
 
 def live_tokens(conn: Connection, instance_ids: Sequence[str]) -> dict[str, list[Token]]:
@@ -127,9 +175,9 @@ class StoreLoader:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def scope(self, scope_id: str) -> ForkScope | None:
-        r = self.conn.execute(select(t.fork_scope).where(t.fork_scope.c.id == scope_id)).first()
-        return record_of(ForkScope, r._mapping) if r else None
+    def scope(self, scope_id: str) -> Scope | None:
+        r = self.conn.execute(select(t.scope).where(t.scope.c.id == scope_id)).first()
+        return record_of(Scope, r._mapping) if r else None
 
     def items(self, kind: type[Item], instance_id: str, *, token_id: str) -> list[Item]:
         table = table_of(kind)
@@ -150,24 +198,26 @@ def load(
     max_variable_bytes: int,
     skip_locked: bool = False,
     owner_of: tuple[type[Item], str] | None = None,
-) -> dict[str, InstanceWork]:
-    """Lock the instances (id order) and load their live tokens: one change set each.
-    Instances that do not exist (or, with ``skip_locked``, are busy) are missing.
-    ``owner_of=(kind, id)``: instead, lock the instance that work item belongs to."""
+) -> tuple[dict[str, InstanceWork], str | None]:
+    """Lock the instances (and their call trees' roots, see :func:`lock_instances`) and
+    load their live tokens and scopes: one change set each. Instances that do not exist
+    (or, with ``skip_locked``, are busy) are missing. ``owner_of=(kind, id)``: instead,
+    lock the instance that work item belongs to; its id is returned second."""
+    owner: str | None = None
     item = None
     if owner_of is not None or (len(set(instance_ids)) == 1 and not skip_locked):
         kind, key = owner_of if owner_of is not None else (None, instance_ids[0])
-        one = _load_one(conn, key, kind)
-        if one is None:
-            return {}
-        inst, live, scope_list, item = one
-        instances = {inst.id: inst}
-        tokens = {inst.id: live}
+        instances, owner, live, scope_list, item = _load_one(conn, key, kind)
+        if kind is None:
+            owner = key if key in instances else None
+        tokens: dict[str, list[Token]] = {i: [] for i in instances}
+        for tok in live:
+            tokens[tok.instance_id].append(tok)
         scopes = {x.id: x for x in scope_list}
     else:
         instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
         tokens = live_tokens(conn, list(instances))
-        scopes = fork_scopes(conn, {s for ts in tokens.values() for x in ts if (s := x.scope_id)})
+        scopes = scope_chains(conn, {s for ts in tokens.values() for x in ts if (s := x.scope_id)})
     loader = StoreLoader(conn)
     works = {}
     for iid, inst in instances.items():
@@ -178,21 +228,24 @@ def load(
             loader=loader,
             max_variable_bytes=max_variable_bytes,
         )
-        for tok in tokens[iid]:
-            if tok.scope_id in scopes:
-                work.scope_changes.records[tok.scope_id] = scopes[tok.scope_id]
-        if item is not None:
+        for scope in scopes.values():
+            if scope.instance_id == iid:
+                work.scope_changes.records[scope.id] = scope
+        if item is not None and item.instance_id == iid:
             work.adopt(item)
         works[iid] = work
-    return works
+    return works, owner
 
 
-def fork_scopes(conn: Connection, scope_ids: set[str]) -> dict[str, ForkScope]:
-    """The fork scopes of the live tokens, in one statement (joins need them)."""
+def scope_chains(conn: Connection, scope_ids: set[str]) -> dict[str, Scope]:
+    """The scopes of the live tokens and every scope around them, in one statement:
+    joins need their fork's state, scopes their parents' variables and counters."""
     if not scope_ids:
         return {}
-    q = select(t.fork_scope).where(t.fork_scope.c.id.in_(sorted(scope_ids)))
-    return {r.id: record_of(ForkScope, r._mapping) for r in conn.execute(q)}
+    sc = t.scope
+    chain = select(sc).where(sc.c.id.in_(sorted(scope_ids))).cte("chain", recursive=True)
+    chain = chain.union(select(sc).join(chain, sc.c.id == chain.c.parent_id))
+    return {r.id: record_of(Scope, r._mapping) for r in conn.execute(select(chain))}
 
 
 @cache
@@ -227,9 +280,6 @@ def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
             inserts[pi].append(values_of(work.instance))
         elif work.instance_dirty:
             updates[pi].extend(_updates([replace(work.instance, updated_at=work.now)]))
-        new_scopes, dirty_scopes = work.scope_changes.written()
-        inserts[t.fork_scope].extend(values_of(s) for s in new_scopes)
-        updates[t.fork_scope].extend(_updates(dirty_scopes))
         new_tokens, dirty_tokens = work.tokens_written()
         inserts[t.token].extend(values_of(x) for x in new_tokens)
         updates[t.token].extend(_updates(dirty_tokens))

@@ -42,7 +42,7 @@ def rows_of(engine: Engine, instance_id: str) -> dict[str, int]:
     """How many rows of each table belong to the instance."""
     counts = {}
     with engine.db.connect() as conn:
-        for table in (t.history, t.token, t.fork_scope):
+        for table in (t.history, t.token, t.scope):
             q = select(func.count()).select_from(table).where(table.c.instance_id == instance_id)
             counts[table.name] = conn.execute(q).scalar_one()
         pi = t.process_instance

@@ -1,0 +1,201 @@
+"""Call activities: a child instance, linked both ways, that its caller's token waits for.
+
+The runtime reaches other instances only through :class:`Relatives`, which the unit of
+work implements: it locks and loads instances of the same call tree (the tree's root is
+locked by every transaction on any of its instances, so no other lock can be held in
+between: see :mod:`bpm.engine.unit`) and creates the child. Everything else here is pure.
+
+* The caller's token waits ``Waiting(call_activity)`` with the child's id; the child's row
+  names its parent, the waiting token and the tree's root.
+* When the child completes, its caller's token gets the mapped outputs and moves on, in
+  the same transaction.
+* Ending the caller's token (termination, an interrupting event) terminates the child and
+  everything it called.
+* An error the child does not catch is thrown at the call activity
+  (:mod:`bpm.runtime.throwing`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bpm.errors import BpmError
+from bpm.model import nodes as n
+from bpm.runtime import variables as v
+from bpm.runtime.records import ProcessDefinition, Token
+from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.work import new_id
+from bpm.timeexpr import variable_name
+
+if TYPE_CHECKING:
+    from bpm.runtime.walker import Walker
+
+CALL_INCIDENT = "failedCallActivity"
+"""Incident type of a call activity that could not start its child (no such process,
+a mapping that failed, the call depth limit)."""
+
+
+class Relatives(Protocol):
+    """The other instances of a call tree, as the unit of work provides them."""
+
+    @property
+    def max_depth(self) -> int:
+        """How deep call activities may nest."""
+        ...
+
+    def walker_of(self, instance_id: str) -> Walker | None:
+        """Lock (if not yet) and load an instance of a call tree this transaction holds."""
+        ...
+
+    def called_definition(
+        self, node: n.CallActivity, key: str, caller_definition_id: str
+    ) -> ProcessDefinition | None:
+        """The definition a call activity starts (by its binding), or None."""
+        ...
+
+    def start_child(
+        self,
+        definition: ProcessDefinition,
+        caller: Walker,
+        token: Token,
+        child_id: str,
+        variables: dict[str, Any],
+        business_key: str | None,
+    ) -> Walker:
+        """Create the child instance and walk it to its first wait states."""
+        ...
+
+
+def _called_key(node: n.CallActivity, seen: dict[str, Any]) -> str:
+    name = variable_name(node.called_element)
+    if name is None:
+        return node.called_element
+    value = seen.get(name)
+    if not isinstance(value, str) or not value:
+        raise BpmError(f"variable '{name}' holds {value!r}, not the key of a process to call")
+    return value
+
+
+def call_activity(walker: Walker, tok: Token, node: n.CallActivity) -> None:
+    """Start the called process; the token waits for it."""
+    if not walker.enter_activity(tok):
+        return
+    work = walker.work
+    relatives = walker.relatives
+    if relatives is None:
+        walker.fail_token(tok, "call activities need an engine", incident_type=CALL_INCIDENT)
+        return
+    seen = v.visible(work, tok.scope_id)
+    try:
+        key = _called_key(node, seen)
+        depth = work.instance.call_depth + 1
+        if depth > relatives.max_depth:
+            raise BpmError(
+                f"the call depth limit ({relatives.max_depth}) is reached: '{key}' would be "
+                f"called {depth} levels deep; a process that calls itself needs a way out "
+                "(raise EngineConfig.max_call_depth if the depth is meant)"
+            )
+        definition = relatives.called_definition(node, key, work.instance.definition_id)
+        if definition is None:
+            raise BpmError(
+                f"no process '{key}' is deployed for binding {node.binding.value}"
+                + (f" {node.version}" if node.version else "")
+                + ": deploy it, then retry the incident"
+            )
+        if definition.suspended:
+            raise BpmError(f"process '{key}' is suspended: activate it, then retry the incident")
+        variables = dict(seen) if node.all_in else {}
+        variables.update(v.evaluate(node.call_inputs, seen))
+        business_key = work.instance.business_key if node.inherit_key else None
+        if node.business_key is not None:
+            value = v.evaluate([n.VariableMapping("key", node.business_key)], seen)["key"]
+            business_key = None if value is None else str(value)
+    except BpmError as exc:
+        walker.fail_token(tok, f"call activity '{node.id}': {exc}", incident_type=CALL_INCIDENT)
+        return
+    child_id = new_id()
+    work.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.CALL_ACTIVITY, child_id))
+    work.record(
+        "call_started",
+        token_id=tok.id,
+        node_id=node.id,
+        payload={"child": child_id, "process": definition.key, "definition": definition.id},
+    )
+    relatives.start_child(definition, walker, tok, child_id, variables, business_key)
+
+
+def waiting_caller(walker: Walker, child_id: str, token_id: str | None) -> Token | None:
+    tok = walker.work.tokens.get(token_id or "")
+    if (
+        tok is None
+        or tok.state is not TokenState.WAITING
+        or tok.blocked_kind is not BlockKind.CALL_ACTIVITY
+        or tok.blocked_id != child_id
+    ):
+        return None
+    return tok
+
+
+def child_completed(child: Walker) -> None:
+    """The child completed: its caller's token takes the outputs and moves on."""
+    inst = child.work.instance
+    relatives = child.relatives
+    if inst.parent_id is None or relatives is None:
+        return
+    caller = relatives.walker_of(inst.parent_id)
+    if caller is None:
+        return
+    tok = waiting_caller(caller, inst.id, inst.parent_token_id)
+    if tok is None:
+        return
+    node = caller.model.node(tok.node_id)
+    assert isinstance(node, n.CallActivity)
+    results = inst.variables
+    try:
+        outputs = dict(results) if node.all_out else {}
+        outputs.update(v.evaluate(node.call_outputs, results))
+        v.write(caller.work, caller.model, tok.scope_id, outputs, source=node.id, token_id=tok.id)
+    except BpmError as exc:
+        caller.work.transition(tok.id, TokenState.READY)
+        caller.fail_token(
+            caller.work.token(tok.id),
+            f"output of call activity '{node.id}': {exc}",
+            incident_type=CALL_INCIDENT,
+        )
+        caller.run()
+        return
+    caller.work.record(
+        "call_completed", token_id=tok.id, node_id=node.id, payload={"child": inst.id}
+    )
+    caller.leave(tok)
+    caller.run()
+
+
+def terminate_child(walker: Walker, child_id: str, reason: str) -> None:
+    """The caller's token ended: end the child and everything it called."""
+    relatives = walker.relatives
+    child = relatives.walker_of(child_id) if relatives is not None else None
+    if child is None or child.work.instance.ended:
+        return
+    child.terminate_all(reason)
+    child.work.set_state(InstanceState.TERMINATED, reason=reason)
+
+
+def terminated_by_operator(child: Walker, reason: str) -> None:
+    """An operator terminated a called instance: its caller's token gets an incident (to
+    retry the call, or terminate the caller)."""
+    inst = child.work.instance
+    relatives = child.relatives
+    if inst.parent_id is None or relatives is None:
+        return
+    caller = relatives.walker_of(inst.parent_id)
+    tok = waiting_caller(caller, inst.id, inst.parent_token_id) if caller else None
+    if caller is None or tok is None:
+        return
+    caller.work.transition(tok.id, TokenState.READY)
+    caller.fail_token(
+        caller.work.token(tok.id),
+        f"called instance {inst.id} was terminated ({reason})",
+        incident_type=CALL_INCIDENT,
+    )
+    caller.run()
