@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from bpm.model import nodes as n
 from bpm.runtime.records import Token
 from bpm.runtime.states import TokenState
-from bpm.runtime.throwing import EventKind, throw
+from bpm.runtime.throwing import EventKind, find, throw
 
 if TYPE_CHECKING:
     from bpm.runtime.walker import Walker
@@ -24,8 +24,9 @@ __all__ = ["escalate", "escalation_throw_event", "link_catch_event", "link_throw
 
 
 def escalate(walker: Walker, tok: Token, code: str, node_id: str) -> None:
-    """Throw escalation ``code`` from ``tok`` (at ``node_id``) and record who caught it."""
-    catcher = throw(walker, tok, code, f"escalation {code} from {node_id}", EventKind.ESCALATION)
+    """Record the escalation of ``code`` from ``tok`` (at ``node_id``) with who catches it,
+    then throw it (the trail reads in the order things happened)."""
+    catcher = find(walker, tok, code, EventKind.ESCALATION)
     walker.work.record(
         "escalation_thrown",
         token_id=tok.id,
@@ -36,6 +37,8 @@ def escalate(walker: Walker, tok: Token, code: str, node_id: str) -> None:
             "interrupting": catcher.interrupting if catcher else None,
         },
     )
+    if catcher is not None:
+        throw(walker, tok, code, f"escalation {code} from {node_id}", EventKind.ESCALATION)
 
 
 def escalation_throw_event(walker: Walker, tok: Token, node: n.EscalationThrowEvent) -> None:

@@ -371,7 +371,9 @@ def test_a_topic_limited_key_repeating_its_own_report_gets_204(
             r = worker.post(error, json={"workerId": "w", "errorCode": "E1"})
             assert r.status_code == 204, r.text
         assert engine.get_instance(done).state.value == "completed"
-        assert engine.get_instance(errored).state.value == "completed"
+        # nothing catches E1: an incident, not a completed instance (issue 11)
+        assert engine.get_instance(errored).state.value == "active"
+        assert [i.node_id for i in engine.incidents(errored)] == ["t"]
         # another worker id repeating it is still refused (404: the task is finished)
         assert worker.post(complete, json={"workerId": "w2"}).status_code == 404
     finally:
