@@ -235,12 +235,16 @@ def _apply(
         )
         return StepOutcome.DROPPED
     work.record_claim(current)
-    error, details = outcome.error, outcome.details
+    error, details, code = outcome.error, outcome.details, outcome.error_code
     if outcome.thrown is not None:
-        thrown = _throw_bpmn_error(unit, walker, step, current, outcome.thrown, outcome)
-        if thrown is not None:
-            return thrown
-        error = f"BpmnError {outcome.thrown.code}: variables not stored"
+        try:
+            check_variables(outcome.thrown.variables, work.max_variable_bytes)
+            walker.write_variables(current, outcome.thrown.variables)
+        except BpmError as exc:
+            # a technical failure now, not the business error: retried, then an incident
+            error, details, code = f"BpmnError {outcome.thrown.code}: {exc}", None, None
+        else:
+            return _throw_bpmn_error(unit, walker, step, current, outcome.thrown, outcome)
     if error is None:
         try:
             # Both checked before either is written: a bad value changes nothing.
@@ -262,7 +266,7 @@ def _apply(
             error=error,
             failed_at=outcome.finished_at or unit.now,
             details=details,
-            error_code=outcome.error_code,
+            error_code=code,
         ),
     )
     return StepOutcome.RETRIED if policy.has_attempt_after(current.attempt) else StepOutcome.FAILED
@@ -270,15 +274,10 @@ def _apply(
 
 def _throw_bpmn_error(
     unit: Unit, walker: Walker, step: Claimed, current: Token, err: BpmnError, outcome: Outcome
-) -> StepOutcome | None:
-    """A handler raised :class:`BpmnError`: its variables, then the nearest catcher, or
-    (nothing catches it) the retry policy's failure action, without further attempts.
-    None: its variables could not be stored (a failed attempt like any other)."""
-    try:
-        check_variables(err.variables, walker.work.max_variable_bytes)
-        walker.write_variables(current, err.variables)
-    except BpmError:
-        return None
+) -> StepOutcome:
+    """A handler raised :class:`BpmnError` (its variables are written): the nearest
+    catcher, or (nothing catches it) the retry policy's failure action, without further
+    attempts."""
     message = err.message or err.code
     catcher = find(walker, current, err.code)
     walker.work.record(
