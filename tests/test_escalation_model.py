@@ -220,6 +220,14 @@ def test_bad_escalations_and_links_are_refused_with_the_element_named(case: str)
     assert any(element == "bad" and fragment in message for element, message in found), found
 
 
+def test_an_unknown_escalation_is_one_problem_blaming_nobody_downstream() -> None:
+    with pytest.raises(DeploymentError) as info:
+        parse_bpmn(_doc(BAD["unknown-escalation"][0]))
+    assert [(p.element_id, p.element_type) for p in info.value.problems] == [
+        ("bad", "bpmn:boundaryEvent")
+    ]
+
+
 def test_the_builder_refuses_a_link_throw_without_its_catch() -> None:
     with pytest.raises(DeploymentError, match="no link catch event in the process"):
         Process("b").start("s").link_throw("go", "L").flow("s", "go").build()
