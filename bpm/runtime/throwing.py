@@ -187,7 +187,8 @@ def throw(
         take_boundary(at, catcher.token, catcher.boundary, values, message)
     else:
         assert catcher.start is not None
-        v.write(at.work, at.model, catcher.region, values, source=catcher.start.id)
+        if values:
+            v.write(at.work, at.model, catcher.region, values, source=catcher.start.id)
         if catcher.start.interrupting:
             reason = f"{kind.value} {code} caught by {catcher.start.container}"
             scopes.stop_inside(at, catcher.region, reason)
