@@ -228,6 +228,21 @@ def test_an_unknown_escalation_is_one_problem_blaming_nobody_downstream() -> Non
     ]
 
 
+def test_an_escalation_boundary_on_a_plain_task_deploys_with_a_warning() -> None:
+    model = (
+        Process("warned")
+        .start("s")
+        .user_task("t")
+        .boundary_escalation("never", "t")
+        .end("e")
+        .end("e2")
+        .sequence("s", "t", "e")
+        .flow("never", "e2")
+        .build()
+    )
+    assert any("'never'" in w and "it never fires" in w for w in model.warnings), model.warnings
+
+
 def test_the_builder_refuses_a_link_throw_without_its_catch() -> None:
     with pytest.raises(DeploymentError, match="no link catch event in the process"):
         Process("b").start("s").link_throw("go", "L").flow("s", "go").build()

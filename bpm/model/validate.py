@@ -55,7 +55,7 @@ def check_model(
     problems += _user_tasks(model)
     problems += _timers(model, warnings)
     problems += check_scopes(model, warnings)
-    problems += check_events(model)
+    problems += check_events(model, warnings)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 

@@ -26,8 +26,19 @@ def _where(container: str | None) -> str:
     return f"sub-process '{container}'" if container else "the process"
 
 
-def check_events(model: ProcessModel) -> Iterator[Problem]:
-    """Every problem of the link and escalation events of ``model``."""
+def check_events(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
+    """Every problem of the link and escalation events of ``model`` (and a warning for an
+    escalation boundary event on an activity nothing inside can escalate from)."""
+    for node in model.nodes.values():
+        if not isinstance(node, n.BoundaryEvent) or not node.escalation:
+            continue
+        host = model.nodes.get(node.attached_to)
+        if host is not None and not isinstance(host, n.SubProcess | n.CallActivity):
+            warnings.append(
+                f"escalation boundary event '{node.id}' is attached to '{host.id}', which "
+                "throws no escalation (only a sub-process or call activity has events "
+                "inside): it never fires"
+            )
     catches: dict[tuple[str | None, str], list[n.LinkCatchEvent]] = {}
     for node in model.nodes.values():
         if isinstance(node, n.LinkCatchEvent):
