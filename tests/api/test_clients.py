@@ -35,7 +35,7 @@ def _completed(api: Api, iid: str) -> bool:
 ERRORS = '<bpmn:error id="err_declined" errorCode="CARD_DECLINED"/>'
 DECLINED_PATH = """
     <bpmn:boundaryEvent id="declined" attachedToRef="work">
-      <bpmn:errorEventDefinition errorRef="err_declined"/>
+      <bpmn:errorEventDefinition errorRef="err_declined" camunda:errorMessageVariable="why"/>
     </bpmn:boundaryEvent>
     <bpmn:sequenceFlow id="f9" sourceRef="declined" targetRef="declinedEnd"/>
     <bpmn:endEvent id="declinedEnd"/>
@@ -82,6 +82,7 @@ def test_real_python_camunda_client_completes_tasks(api: Api, tmp_path: Path) ->
     trail = [(e.type, e.node_id) for e in api.engine.history(declined)]
     assert ("token_created", "declined") in trail
     assert api.engine.get_instance(declined).variables["declined"] is True
+    assert api.engine.get_instance(declined).variables["why"] == "too much"
 
 
 JS_CLIENT = """
