@@ -70,6 +70,16 @@ def _node_element(parent: Element, node: n.Node) -> Element:
             SubElement(el, _q(BPMN, "terminateEventDefinition"))
         elif node.kind is n.EndKind.ERROR:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
+        elif node.kind is n.EndKind.ESCALATION:
+            SubElement(el, _q(BPMN, "escalationEventDefinition"))
+        return el
+    if isinstance(node, n.EscalationThrowEvent | n.LinkThrowEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
+        _throw_definition(el, node)
+        return el
+    if isinstance(node, n.LinkCatchEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
+        SubElement(el, _q(BPMN, "linkEventDefinition"), {"name": node.link})
         return el
     if isinstance(node, n.ServiceTask):
         return SubElement(parent, _q(BPMN, "serviceTask"), attrs)
@@ -98,11 +108,20 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         el = SubElement(parent, _q(BPMN, "boundaryEvent"), attrs)
         if node.timer is not None:
             _timer(el, node.timer)
+        elif node.escalation:
+            SubElement(el, _q(BPMN, "escalationEventDefinition"))
         else:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
         return el
     # A kind added to the model later still shows up, as a plain task.
     return SubElement(parent, _q(BPMN, "task"), attrs)
+
+
+def _throw_definition(parent: Element, node: n.EscalationThrowEvent | n.LinkThrowEvent) -> None:
+    if isinstance(node, n.LinkThrowEvent):
+        SubElement(parent, _q(BPMN, "linkEventDefinition"), {"name": node.link})
+    else:
+        SubElement(parent, _q(BPMN, "escalationEventDefinition"))
 
 
 def _timer(parent: Element, spec: n.TimerSpec | None) -> None:

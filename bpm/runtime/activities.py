@@ -97,13 +97,24 @@ def activity_type(node: n.Node | None) -> str:
     if node is None:
         return "unknown"
     if isinstance(node, n.StartEvent):
+        if node.error_start:
+            return "errorStartEvent"
+        if node.escalation_start:
+            return "escalationStartEvent"
         return "startTimerEvent" if node.timer is not None else "startEvent"
     if isinstance(node, n.EndEvent):
         return {
             n.EndKind.NONE: "noneEndEvent",
             n.EndKind.TERMINATE: "terminateEndEvent",
             n.EndKind.ERROR: "errorEndEvent",
+            n.EndKind.ESCALATION: "escalationEndEvent",
         }[node.kind]
+    if isinstance(node, n.EscalationThrowEvent):
+        return "intermediateEscalationThrowEvent"
+    if isinstance(node, n.LinkCatchEvent):
+        return "intermediateLinkCatch"
+    if isinstance(node, n.LinkThrowEvent):
+        return "intermediateLinkThrow"  # Camunda records none: the name says what it was
     if isinstance(node, n.ScriptTask):
         return "scriptTask"
     if isinstance(node, n.ServiceTask):
@@ -119,6 +130,8 @@ def activity_type(node: n.Node | None) -> str:
     if isinstance(node, n.TimerCatchEvent):
         return "intermediateTimer"
     if isinstance(node, n.BoundaryEvent):
+        if node.escalation:
+            return "boundaryEscalation"
         return "boundaryError" if node.is_error else "boundaryTimer"
     name = type(node).__name__
     return name[:1].lower() + name[1:]
