@@ -1,20 +1,28 @@
-"""Events: start (none, timer), end (none, terminate, error), intermediate catch (timer),
-intermediate throw (none: pass through), boundary (timer, error)."""
+"""Events: start (none, timer, message, signal; error in event sub-processes), end (none,
+terminate, error, message, signal), intermediate catch (timer, message, signal),
+intermediate throw (none: pass through; message: an inline step; signal), boundary (timer,
+error, message, signal)."""
 
 from __future__ import annotations
 
 import re
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn import bindings
 from bpm.bpmn.context import Context, base, event_definitions
-from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
+from bpm.bpmn.mappings import IO_USES
+from bpm.bpmn.messages import EVENT_DEFINITIONS, event_ref, is_event
 from bpm.bpmn.namespaces import local, pretty
+from bpm.bpmn.scopes import activity_fields
 from bpm.model import nodes as n
 
 __all__ = [
     "parse_boundary",
     "parse_catch",
     "parse_end",
+    "parse_event_gateway",
+    "parse_receive",
     "parse_start",
     "parse_throw",
 ]
@@ -112,13 +120,18 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition"})
+    defs = event_definitions(el, ctx, _TIMER | EVENT_DEFINITIONS | {"errorEventDefinition"})
     interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
     if len(ctx.problems) > before:
-        # Reported (a message start...): still a start event, blamed for nothing else.
+        # Reported (a conditional start...): still a start event, blamed for nothing else.
         ctx.placeholders.add(node_id)
     if not defs:
         return n.StartEvent(node_id, name, line)
+    if is_event(defs[0]):
+        ref = event_ref(defs[0], el, ctx)
+        if ref is None:
+            return ctx.placeholder(el)
+        return n.StartEvent(node_id, name, line, event=ref, interrupting=interrupting)
     if local(defs[0]) == "errorEventDefinition":
         code = error_code(defs[0], el, ctx, required=False)
         return n.StartEvent(
@@ -131,16 +144,20 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
 
 
 def parse_end(el: Element, ctx: Context) -> n.Node:
-    """``endEvent``: none, terminate or error."""
+    """``endEvent``: none, terminate, error, message (an inline step) or signal."""
+    allowed = frozenset({"terminateEventDefinition", "errorEventDefinition"}) | EVENT_DEFINITIONS
+    if _throws_message(el):
+        return _message_throw(el, ctx)
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"terminateEventDefinition", "errorEventDefinition"})
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
     if not defs:
         return n.EndEvent(node_id, name, line)
+    if is_event(defs[0]):
+        return _signal_throw(el, defs[0], ctx)
     if local(defs[0]) == "terminateEventDefinition":
         return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
     code = error_code(defs[0], el, ctx, required=True)
@@ -148,35 +165,89 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
 
 
 def parse_catch(el: Element, ctx: Context) -> n.Node:
-    """``intermediateCatchEvent``: only timers are supported."""
+    """``intermediateCatchEvent``: a timer, a message or a signal."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER)
+    defs = event_definitions(el, ctx, _TIMER | EVENT_DEFINITIONS)
+    if defs and is_event(defs[0]):
+        ref = event_ref(defs[0], el, ctx)
+        if ref is None:
+            return ctx.placeholder(el)
+        return n.CatchEvent(node_id, name, line, event=ref)
     spec = timer(defs[0], el, ctx) if defs else None
     if spec is None:
         if len(ctx.problems) == before:
-            ctx.report(el, f"intermediate catch event '{node_id}' needs a timerEventDefinition")
+            ctx.report(
+                el,
+                f"intermediate catch event '{node_id}' needs a timer, message or signal "
+                "event definition",
+            )
         return ctx.placeholder(el)
     return n.TimerCatchEvent(node_id, name, line, timer=spec)
 
 
 def parse_throw(el: Element, ctx: Context) -> n.Node:
-    """``intermediateThrowEvent`` without a definition: the token passes through."""
+    """``intermediateThrowEvent``: none (the token passes through), a message (an inline
+    step, like a service task) or a signal (broadcast)."""
+    if _throws_message(el):
+        return _message_throw(el, ctx)
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    event_definitions(el, ctx, frozenset())
+    defs = event_definitions(el, ctx, frozenset({"signalEventDefinition"}))
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
+    if defs:
+        return _signal_throw(el, defs[0], ctx)
     return n.PassThrough(node_id, name, line, element=local(el))
+
+
+def _throws_message(el: Element) -> bool:
+    return any(local(child) == "messageEventDefinition" for child in el)
+
+
+def _message_throw(el: Element, ctx: Context) -> n.Node:
+    """A message throw or end event sends its message from code: the inline handler (or
+    external topic) bound to the event or to its message definition, by default the
+    handler named by the event id, exactly like a service task or send task."""
+    node_id, name, line = base(el, ctx)
+    before = len(ctx.problems)
+    event_definitions(el, ctx, frozenset({"messageEventDefinition"}))
+    if len(ctx.problems) > before:
+        return ctx.placeholder(el)
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES)
+    warn_attributes(el, ctx, bindings.USES)
+    binding = bindings.bind(el, ctx, ext)
+    if binding.topic is None and binding.handler == node_id:
+        defn = next(c for c in el if local(c) == "messageEventDefinition")
+        on_definition = bindings.bind(defn, ctx, Extensions())
+        if on_definition.topic is not None or on_definition.handler is not None:
+            binding = on_definition
+    return n.ServiceTask(
+        node_id,
+        name,
+        line,
+        handler=binding.handler,
+        topic=binding.topic,
+        retry=binding.retry,
+        properties=dict(ext.properties),
+    )
+
+
+def _signal_throw(el: Element, defn: Element, ctx: Context) -> n.Node:
+    node_id, name, line = base(el, ctx)
+    ref = event_ref(defn, el, ctx)
+    if ref is None:
+        return ctx.placeholder(el)
+    return n.SignalThrow(node_id, name, line, signal=ref.name)
 
 
 def parse_boundary(el: Element, ctx: Context) -> n.Node:
     """``boundaryEvent``: a timer (interrupting or not) or an error catch."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"timerEventDefinition", "errorEventDefinition"})
+    allowed = frozenset({"timerEventDefinition", "errorEventDefinition"}) | EVENT_DEFINITIONS
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
@@ -184,13 +255,18 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
     if not defs:
         ctx.report(
             el,
-            f"{pretty(el.tag)} '{node_id}' has no event definition: add a timer or error "
-            "event definition",
+            f"{pretty(el.tag)} '{node_id}' has no event definition: add a timer, error, "
+            "message or signal event definition",
         )
         return ctx.placeholder(el)
     spec: n.TimerSpec | None = None
     code: str | None = None
-    if local(defs[0]) == "timerEventDefinition":
+    ref: n.EventRef | None = None
+    if is_event(defs[0]):
+        ref = event_ref(defs[0], el, ctx)
+        if ref is None:
+            return ctx.placeholder(el)
+    elif local(defs[0]) == "timerEventDefinition":
         spec = timer(defs[0], el, ctx)
         if spec is None:
             return ctx.placeholder(el)
@@ -204,4 +280,34 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
         cancel_activity=el.get("cancelActivity", "true").strip().lower() != "false",
         timer=spec,
         error_code=code,
+        event=ref,
     )
+
+
+def parse_receive(el: Element, ctx: Context) -> n.Node:
+    """``receiveTask``: waits for the message its ``messageRef`` names."""
+    event_definitions(el, ctx, frozenset(), activity=True)
+    node_id, name, line = base(el, ctx)
+    ext = read_extensions(el, ctx, IO_USES)
+    warn_attributes(el, ctx, frozenset({"messageRef"}))
+    if not el.get("messageRef"):
+        ctx.report(el, f"receive task '{node_id}' has no messageRef: name a <bpmn:message>")
+        return ctx.placeholder(el)
+    ref = event_ref(el, el, ctx)
+    if ref is None:
+        return ctx.placeholder(el)
+    return n.ReceiveTask(node_id, name, line, event=ref, **activity_fields(el, ext, ctx))
+
+
+def parse_event_gateway(el: Element, ctx: Context) -> n.Node:
+    """``eventBasedGateway``: the first event after it wins (exclusive, not instantiating)."""
+    _common(el, ctx, frozenset({"eventGatewayType", "instantiate"}))
+    node_id, name, line = base(el, ctx)
+    if (el.get("instantiate") or "false").strip().lower() == "true":
+        ctx.report(
+            el,
+            f"event-based gateway '{node_id}' starts instances (instantiate=\"true\"), which "
+            "this engine does not run: use message or signal start events",
+        )
+        return ctx.placeholder(el)
+    return n.EventBasedGateway(node_id, name, line)

@@ -47,6 +47,9 @@ class StartEvent(Node):
     error_start: bool = field(default=False, metadata=SPARSE)
     error_code: str | None = field(default=None, metadata=SPARSE)
     interrupting: bool = field(default=True, metadata=SPARSE)
+    event: EventRef | None = field(default=None, metadata=SPARSE)
+    """A message or signal start: it starts instances (or its event sub-process) when
+    the message is correlated or the signal broadcast."""
 
 
 class EndKind(StrEnum):
@@ -266,16 +269,77 @@ class TimerCatchEvent(Node):
 
 @dataclass(frozen=True)
 class BoundaryEvent(Node):
-    """A timer or error event attached to an activity."""
+    """A timer, error, message or signal event attached to an activity."""
 
     attached_to: str = ""
     cancel_activity: bool = True
     timer: TimerSpec | None = None
     error_code: str | None = None  # None on an error boundary catches every error
+    event: EventRef | None = field(default=None, metadata=SPARSE)
 
     @property
     def is_error(self) -> bool:
-        return self.timer is None
+        return self.timer is None and self.event is None
+
+
+class EventKind(StrEnum):
+    """What an event waits for or throws besides timers and errors."""
+
+    MESSAGE = "message"
+    SIGNAL = "signal"
+
+
+@dataclass(frozen=True)
+class EventRef:
+    """A message or signal an event waits for (or throws), by ``name``.
+
+    ``correlation_key``: for a message, CEL over the variables evaluated when the wait
+    opens (Zeebe's ``zeebe:subscription correlationKey``); the message must carry the same
+    value to be correlated. Signals are broadcast and have none."""
+
+    kind: EventKind
+    name: str
+    correlation_key: str | None = None
+
+
+@dataclass(frozen=True)
+class CatchEvent(Node):
+    """An intermediate catch event waiting for a message or a signal."""
+
+    event: EventRef = EventRef(EventKind.MESSAGE, "")
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class ReceiveTask(Activity):
+    """A receive task: an activity that waits for a message (it may carry boundaries)."""
+
+    event: EventRef = EventRef(EventKind.MESSAGE, "")
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class EventBasedGateway(Node):
+    """Its token waits for the first of the events right after it (message, signal or
+    timer catch events, receive tasks); that one wins, the others are cancelled."""
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class SignalThrow(Node):
+    """An intermediate throw or end event with a signal: broadcast ``signal`` to every
+    instance waiting for it (after this transaction commits), then move on."""
+
+    signal: str = ""
 
 
 @dataclass(frozen=True)

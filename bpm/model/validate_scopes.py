@@ -90,11 +90,11 @@ def _event_subprocesses(model: ProcessModel) -> Iterator[Problem]:
                 f"event sub-process '{node.id}' needs exactly one start event (found "
                 f"{len(starts)}): a timer or error start event",
             )
-        elif starts[0].timer is None and not starts[0].error_start:
+        elif starts[0].timer is None and not starts[0].error_start and starts[0].event is None:
             yield _at(
                 starts[0],
                 f"start event '{starts[0].id}' of event sub-process '{node.id}' has no "
-                "trigger: give it a timer or error event definition",
+                "trigger: give it a timer, error, message or signal event definition",
             )
 
 

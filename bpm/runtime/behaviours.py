@@ -10,7 +10,7 @@ from __future__ import annotations
 from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
-from bpm.runtime import calls, inclusive, scopes, throwing, timers
+from bpm.runtime import calls, inclusive, messages, scopes, throwing, timers
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
@@ -221,4 +221,8 @@ BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.SubProcess: scopes.sub_process,
     n.EventSubProcess: event_sub_process,
     n.CallActivity: calls.call_activity,
+    n.CatchEvent: messages.catch_event,
+    n.ReceiveTask: messages.receive_task,
+    n.EventBasedGateway: messages.event_gateway,
+    n.SignalThrow: messages.signal_throw,
 }
