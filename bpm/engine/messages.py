@@ -22,8 +22,9 @@ from bpm.engine.instances import begin_instance
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import InvalidOperation, MessageCorrelationError
 from bpm.runtime import messages as rt
+from bpm.runtime.records import Subscription
 from bpm.runtime.states import InstanceState
-from bpm.runtime.work import check_variables
+from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import definitions as defs_store
 from bpm.store import messages as store
 
@@ -145,7 +146,14 @@ def _deliver(
 ) -> list[Correlation]:
     if not by_instance:
         return []
-    works = unit.lock(sorted(by_instance))
+    if len(by_instance) == 1:
+        # One instance: lock it through its first wait, which is read in the same round
+        # trip (the usual case: a key that names one instance).
+        (only,) = by_instance
+        found = unit.work_of(Subscription, by_instance[only][0])
+        works = {only: found} if found is not None else {}
+    else:
+        works = unit.lock(sorted(by_instance))
     done: list[Correlation] = []
     for instance_id in sorted(by_instance):
         work = works.get(instance_id)
@@ -164,9 +172,7 @@ def _deliver(
     return done
 
 
-def _node_of(work: Any, sub_id: str) -> str | None:
-    from bpm.runtime.records import Subscription
-
+def _node_of(work: InstanceWork, sub_id: str) -> str | None:
     sub = work.item(Subscription, sub_id)
     return sub.node_id if sub is not None else None
 
