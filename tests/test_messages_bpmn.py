@@ -131,3 +131,16 @@ def test_wrong_references_are_reported(fragment: str, old: str, new: str) -> Non
     with pytest.raises(DeploymentError) as info:
         parse_bpmn(CAMUNDA.replace(old, new))
     assert any(fragment in p.message for p in info.value.problems), info.value.problems
+
+
+def test_the_cockpit_draws_the_new_elements() -> None:
+    from bpm.cockpit.diagram import model_to_bpmn
+
+    xml = model_to_bpmn(parse_bpmn(CAMUNDA))
+    for tag in (
+        "eventBasedGateway",
+        "receiveTask",
+        "messageEventDefinition",
+        "signalEventDefinition",
+    ):
+        assert f"bpmn:{tag}" in xml or f":{tag}" in xml, tag
