@@ -357,6 +357,7 @@ event_subscription = Table(
         "ix_event_subscription_open",
         "kind",
         "name",
+        "correlation_key",
         postgresql_where=text("state = 'open'"),
         sqlite_where=text("state = 'open'"),
     ),

@@ -39,7 +39,7 @@ def upgrade() -> None:
     with op.batch_alter_table("event_subscription", schema=None) as batch_op:
         batch_op.create_index(
             "ix_event_subscription_open",
-            ["kind", "name"],
+            ["kind", "name", "correlation_key"],
             unique=False,
             postgresql_where=sa.text("state = 'open'"),
             sqlite_where=sa.text("state = 'open'"),
