@@ -11,6 +11,7 @@ from bpm.errors import (
     IllegalTransition,
     InvalidOperation,
     LeaseLost,
+    MessageCorrelationError,
     NotFound,
     VariableError,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "InstanceState",
     "InvalidOperation",
     "LeaseLost",
+    "MessageCorrelationError",
     "NotFound",
     "RetryPolicy",
     "TaskContext",

@@ -159,3 +159,20 @@ def test_a_non_interrupting_signal_event_sub_process(engine: Engine) -> None:
     engine.signal("ping", now=T0 + 2 * S)
     names = sorted(t.node_id for t in engine.user_tasks(instance_id=inst.id))
     assert names == ["note", "note", "work"]
+
+
+def test_terminating_an_instance_at_the_gateway_cancels_every_wait(engine: Engine) -> None:
+    engine.deploy(race())
+    inst = engine.start("race", {"orderId": "o-1"}, now=T0)
+    engine.terminate(inst.id, now=T0 + S)
+    assert pending_timers(engine, inst.id) == []
+    with pytest.raises(MessageCorrelationError):
+        engine.correlate("payment", correlation_key="o-1", now=T0 + 2 * S)
+    assert engine.signal("halt-all", now=T0 + 2 * S).caught == ()
+    from sqlalchemy import select
+
+    from bpm.store.tables import event_subscription as es
+
+    with engine.db.connect() as conn:
+        states = sorted(r.state for r in conn.execute(select(es.c.state)))
+    assert states == ["cancelled", "cancelled"]
