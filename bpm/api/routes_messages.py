@@ -14,13 +14,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from bpm.api.auth import Principal, principal
 from bpm.api.bodies import MAX_DURATION_MS, MAX_ID, Body, Variables
 from bpm.api.errors import ApiError, bad_request
+from bpm.api.openapi import errors
 from bpm.api.routes_process import instance_json
+from bpm.api.schemas import VariableValueDto
+from bpm.api.schemas_process import ProcessInstanceDto
 from bpm.api.variables import from_camunda, to_camunda
 from bpm.engine import Correlation, Engine
 from bpm.errors import MessageCorrelationError
@@ -51,6 +54,26 @@ class SignalBody(Body):
     executionId: str | None = None
 
 
+class ExecutionDto(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    processInstanceId: str
+    ended: bool
+    tenantId: str | None
+
+
+class MessageCorrelationResultDto(BaseModel):
+    """Camunda's result (``Execution`` or ``ProcessDefinition``), or ``Buffered`` with the
+    ``messageId`` of a message kept for its time to live."""
+
+    model_config = ConfigDict(extra="forbid")
+    resultType: str
+    execution: ExecutionDto | None = None
+    processInstance: ProcessInstanceDto | None = None
+    variables: dict[str, VariableValueDto] | None = None
+    messageId: str | None = None
+
+
 def _engine(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine
@@ -72,7 +95,11 @@ def _ttl(value: int | str | None) -> timedelta | None:
     return delta
 
 
-@router.post("/message")
+@router.post(
+    "/message",
+    response_model=list[MessageCorrelationResultDto],
+    responses={204: {"description": "Correlated (resultEnabled is false)"}, **errors(400)},
+)
 async def correlate(body: MessageBody, request: Request, who: Who) -> Response:
     """Correlate a message: 204, or 200 with the results when ``resultEnabled``."""
     who.check_unrestricted("correlate messages")
@@ -138,7 +165,7 @@ def _result(
     return out
 
 
-@router.post("/signal")
+@router.post("/signal", status_code=204, responses=errors(400))
 async def signal(body: SignalBody, request: Request, who: Who) -> Response:
     """Broadcast a signal: 204 (no receiver is not an error)."""
     who.check_unrestricted("throw signals")
