@@ -283,3 +283,67 @@ def test_terminating_an_instance_cancels_its_waits(engine: Engine) -> None:
     engine.terminate(inst.id, now=T0 + S)
     with pytest.raises(MessageCorrelationError):
         engine.correlate("payment", now=T0 + 2 * S)
+
+
+def test_a_message_boundary_on_a_sub_process_ends_everything_inside(engine: Engine) -> None:
+    model = (
+        Process("sp")
+        .start("s")
+        .sub_process(
+            "inner",
+            lambda p: (
+                p.start("is")
+                .parallel("fork")
+                .user_task("a")
+                .receive_message("wait", "inner-go")
+                .parallel("join")
+                .end("ie")
+                .sequence("is", "fork")
+                .flow("fork", "a")
+                .flow("fork", "wait")
+                .flow("a", "join")
+                .flow("wait", "join")
+                .sequence("join", "ie")
+            ),
+        )
+        .boundary_message("abort", "inner", "abort")
+        .end("e")
+        .end("aborted")
+        .sequence("s", "inner", "e")
+        .flow("abort", "aborted")
+        .build()
+    )
+    engine.deploy(model)
+    inst = engine.start("sp", now=T0)
+    assert live_nodes(engine, inst.id) == ["a", "inner", "wait"]
+    engine.correlate("abort", now=T0 + S)
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert "aborted" in visits(engine, inst.id)
+    assert engine.user_tasks(instance_id=inst.id) == []
+    with pytest.raises(MessageCorrelationError):  # the inner wait went with its scope
+        engine.correlate("inner-go", now=T0 + 2 * S)
+
+
+def test_a_catch_event_inside_a_sub_process(engine: Engine) -> None:
+    model = (
+        Process("sp2")
+        .start("s")
+        .sub_process(
+            "inner",
+            lambda p: (
+                p.start("is")
+                .receive_message("wait", "go", correlation_key="ref")
+                .end("ie")
+                .sequence("is", "wait", "ie")
+            ),
+        )
+        .end("e")
+        .sequence("s", "inner", "e")
+        .build()
+    )
+    engine.deploy(model)
+    inst = engine.start("sp2", {"ref": "r-1"}, now=T0)
+    engine.correlate("go", {"answer": 42}, correlation_key="r-1", now=T0 + S)
+    after = engine.get_instance(inst.id)
+    assert after.state is InstanceState.COMPLETED
+    assert after.variables["answer"] == 42
