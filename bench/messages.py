@@ -17,7 +17,8 @@ Each run uses a fresh PostgreSQL database (``BENCH_PG_ADMIN_DSN``) and prints:
    step is handed to an in-process worker thread that calls ``engine.run_token``: no
    broker in the path). p50 and p99 over ``--latency-samples``.
 
-Figures are ratios within one run; the machine may be shared, so compare the ratios.
+The two sides of each comparison run in alternating blocks of 50 calls. Figures are
+ratios within one run; the machine may be shared, so compare the ratios.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 
@@ -72,19 +74,37 @@ def _tasks(engine: Engine, ids: list[str]) -> list[str]:
     return [engine.user_tasks(instance_id=i)[0].id for i in ids]
 
 
+BLOCK = 50
+"""Both sides run in alternating blocks of this many calls, so that a machine whose load
+changes during the run (a shared one) slows both alike."""
+
+
+def _alternate(count: int, side_a: Any, side_b: Any) -> tuple[float, float]:
+    """Run ``side_a(range)`` and ``side_b(range)`` block by block; (a/s, b/s)."""
+    spent = [0.0, 0.0]
+    for first in range(0, count, BLOCK):
+        block = range(first, min(first + BLOCK, count))
+        for side, fn in enumerate((side_a, side_b)):
+            t0 = time.perf_counter()
+            fn(block)
+            spent[side] += time.perf_counter() - t0
+    return count / spent[0], count / spent[1]
+
+
 def python_api(engine: Engine, count: int) -> tuple[float, float]:
     """(correlations/s, user-task completions/s), one thread each."""
     _start(engine, "msg", 0, count)
-    t0 = time.perf_counter()
-    for i in range(count):
-        engine.correlate("go", correlation_key=f"k{i}")
-    correlate = count / (time.perf_counter() - t0)
     tasks = _tasks(engine, _start(engine, "task", 0, count))
-    t0 = time.perf_counter()
-    for task_id in tasks:
-        engine.complete_user_task(task_id)
-    complete = count / (time.perf_counter() - t0)
-    return correlate, complete
+
+    def correlate(block: range) -> None:
+        for i in block:
+            engine.correlate("go", correlation_key=f"k{i}")
+
+    def complete(block: range) -> None:
+        for i in block:
+            engine.complete_user_task(tasks[i])
+
+    return _alternate(count, correlate, complete)
 
 
 def rest(engine: Engine, url: str, count: int) -> tuple[float, float]:
@@ -104,13 +124,11 @@ def rest(engine: Engine, url: str, count: int) -> tuple[float, float]:
             assert r.status_code == 204, r.text
 
         with ThreadPoolExecutor(REST_THREADS) as pool:
-            t0 = time.perf_counter()
-            list(pool.map(message, range(count)))
-            correlate = count / (time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            list(pool.map(complete, tasks))
-            done = count / (time.perf_counter() - t0)
-    return correlate, done
+            return _alternate(
+                count,
+                lambda block: list(pool.map(message, block)),
+                lambda block: list(pool.map(complete, [tasks[i] for i in block])),
+            )
 
 
 class _Inline:
