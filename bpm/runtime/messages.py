@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from bpm.errors import BpmError
 from bpm.expressions import compile_expression
 from bpm.model import nodes as n
-from bpm.runtime import scopes
+from bpm.runtime import eventsub, scopes
 from bpm.runtime.records import Subscription, Timer, Token
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -35,6 +35,7 @@ from bpm.runtime.states import (
     TimerState,
     TokenState,
 )
+from bpm.runtime.timers import TIMER_INCIDENT, fire_time
 from bpm.runtime.work import new_id
 from bpm.timeexpr import TimerError
 
@@ -161,8 +162,6 @@ def cancel(walker: Walker, sub_id: str) -> None:
 
 def event_gateway(walker: Walker, tok: Token, node: n.EventBasedGateway) -> None:
     """Open every wait of the race; a timer already due wins at once."""
-    from bpm.runtime.timers import TIMER_INCIDENT, fire_time
-
     w = walker.work
     due: list[tuple[Any, str]] = []
     planned: list[tuple[str, Any]] = []
@@ -279,8 +278,6 @@ def _boundary(walker: Walker, tok: Token, node: n.BoundaryEvent, variables: dict
 
 
 def _listener(walker: Walker, tok: Token, trigger: n.StartEvent, variables: dict[str, Any]) -> None:
-    from bpm.runtime import eventsub
-
     w = walker.work
     region = tok.scope_id
     if variables:
