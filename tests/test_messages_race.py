@@ -116,3 +116,17 @@ def test_a_message_and_a_boundary_timer_due_together_one_wins(pg_engine: Engine)
         assert pg_engine.timers(inst) == []
         outcomes[won[0]] += 1
     assert sum(outcomes.values()) == 6
+
+
+def test_one_buffered_message_eight_waits_opening_together(pg_engine: Engine) -> None:
+    first = waiting(pg_engine)  # waits without a business key: not a match
+    (kept,) = pg_engine.correlate("payment", {"by": "buffer"}, business_key="b", ttl=3600, now=T0)
+    assert kept.kind == "buffered"
+    started = run_together(
+        [lambda: pg_engine.start("pay", business_key="b", now=T0 + M).id for _ in range(THREADS)]
+    )
+    assert all(isinstance(x, str) for x in started), started
+    got = [i for i in started if pg_engine.get_instance(i).state is InstanceState.COMPLETED]
+    assert len(got) == 1, started
+    assert pg_engine.get_instance(got[0]).variables["by"] == "buffer"
+    assert pg_engine.get_instance(first).state is InstanceState.ACTIVE
