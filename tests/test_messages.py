@@ -347,3 +347,66 @@ def test_a_catch_event_inside_a_sub_process(engine: Engine) -> None:
     after = engine.get_instance(inst.id)
     assert after.state is InstanceState.COMPLETED
     assert after.variables["answer"] == 42
+
+
+def test_a_non_interrupting_message_event_sub_process_runs_each_time(engine: Engine) -> None:
+    model = (
+        Process("esp2")
+        .start("s")
+        .user_task("work")
+        .end("e")
+        .sequence("s", "work", "e")
+        .event_sub_process(
+            "on_note",
+            lambda p: (
+                p.message_start("ms", "note", interrupting=False)
+                .user_task("read")
+                .sequence("ms", "read")
+            ),
+        )
+        .build()
+    )
+    engine.deploy(model)
+    inst = engine.start("esp2", now=T0)
+    engine.correlate("note", {"n": 1}, instance_id=inst.id, now=T0 + S)
+    engine.correlate("note", {"n": 2}, instance_id=inst.id, now=T0 + 2 * S)
+    names = sorted(t.node_id for t in engine.user_tasks(instance_id=inst.id))
+    assert names == ["read", "read", "work"]
+    for task in engine.user_tasks(instance_id=inst.id):
+        engine.complete_user_task(task.id, now=T0 + 3 * S)
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    with pytest.raises(MessageCorrelationError):  # the listener ended with its scope
+        engine.correlate("note", instance_id=inst.id, now=T0 + 4 * S)
+
+
+def test_a_message_end_event_is_an_inline_step(database_url: str) -> None:
+    from bpm.bpmn.parser import parse_bpmn
+    from bpm.handlers import HandlerRegistry
+    from tests.engine_helpers import drain, make_engine
+
+    sent: list[Any] = []
+    registry = HandlerRegistry()
+    registry.register("send-receipt", lambda ctx: sent.append(ctx.variables["order"]))
+    engine, q = make_engine(database_url, registry)
+    try:
+        engine.deploy(
+            parse_bpmn(
+                """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:bpm="http://bpm-celery.dev/schema/1.0/bpmn" id="d" targetNamespace="x">
+  <bpmn:message id="M" name="receipt" />
+  <bpmn:process id="send" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:sequenceFlow id="f" sourceRef="s" targetRef="e" />
+    <bpmn:endEvent id="e" bpm:handler="send-receipt">
+      <bpmn:messageEventDefinition messageRef="M" /></bpmn:endEvent>
+  </bpmn:process>
+</bpmn:definitions>"""
+            )
+        )
+        inst = engine.start("send", {"order": "o-5"}, now=T0)
+        assert drain(engine, q) == 1
+        assert sent == ["o-5"]
+        assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    finally:
+        engine.close()
