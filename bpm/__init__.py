@@ -12,6 +12,7 @@ from bpm.errors import (
     IllegalTransition,
     InvalidOperation,
     LeaseLost,
+    MessageCorrelationError,
     NotFound,
     VariableError,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "InstanceState",
     "InvalidOperation",
     "LeaseLost",
+    "MessageCorrelationError",
     "NotFound",
     "RetryPolicy",
     "TaskContext",

@@ -37,7 +37,8 @@ from typing import Any, Self
 import isodate
 
 from bpm.builder_events import EventMethods
-from bpm.builder_scopes import Mappings, ScopeMethods, in_container
+from bpm.builder_messages import MessageMethods
+from bpm.builder_scopes import Mappings, in_container
 from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.model import nodes as n
@@ -63,7 +64,7 @@ def _date_text(value: str | datetime) -> str:
     return value if isinstance(value, str) else value.isoformat()
 
 
-class Process(ScopeMethods, EventMethods):
+class Process(MessageMethods, EventMethods):
     """A fluent builder of a :class:`ProcessModel` with key ``key``."""
 
     def __init__(self, key: str, *, name: str | None = None, version_tag: str | None = None):

@@ -80,6 +80,11 @@ class ConfigurationError(BpmError):
     """The engine or a command was given settings it cannot work with."""
 
 
+class MessageCorrelationError(BpmError):
+    """A message matched nothing (and was not published with a time to live), or matched
+    several waiting instances while only one was asked for."""
+
+
 class Forbidden(BpmError):
     """The caller's credential may not touch this object (e.g. a task of another topic)."""
 

@@ -59,8 +59,6 @@ def flow(model: ProcessModel, flow_id: str) -> n.Flow:
 # -- 1. no crash: one problem per root cause ------------------------------------------------
 
 UNSUPPORTED_BOUNDARIES = {
-    "message": '<bpmn:messageEventDefinition messageRef="Msg" />',
-    "signal": '<bpmn:signalEventDefinition signalRef="Sig" />',
     "compensate": "<bpmn:compensateEventDefinition />",
     "cancel": "<bpmn:cancelEventDefinition />",
     "conditional": "<bpmn:conditionalEventDefinition><bpmn:condition>x</bpmn:condition>"

@@ -27,6 +27,10 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     placeholders: set[str] = field(default_factory=set)
     """Ids of rejected elements kept as bare nodes so flows to them still resolve."""
+    messages: dict[str, Element] = field(default_factory=dict)
+    """The file's ``bpmn:message`` elements by id."""
+    signals: dict[str, Element] = field(default_factory=dict)
+    """The file's ``bpmn:signal`` elements by id."""
 
     def placeholder(self, el: Element) -> n.Node:
         """A bare node for a rejected element; graph checks skip it."""

@@ -1,6 +1,7 @@
-"""Events: start (none, timer; error or escalation in an event sub-process), end (none,
-terminate, error, escalation), intermediate catch (timer, link), intermediate throw (none:
-pass through, escalation, link), boundary (timer, error, escalation)."""
+"""Events: start (none, timer, message, signal; error or escalation in an event
+sub-process), end (none, terminate, error, escalation, message, signal), intermediate catch
+(timer, link, message, signal), intermediate throw (none: pass through; escalation; link;
+message: an inline step; signal), boundary (timer, error, escalation, message, signal)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,22 @@ import re
 from dataclasses import replace
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn import bindings
 from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.event_refs import catch_variables, escalation_code, link_name
-from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
+from bpm.bpmn.mappings import IO_USES
+from bpm.bpmn.messages import EVENT_DEFINITIONS, event_ref, is_event
 from bpm.bpmn.namespaces import local, pretty
+from bpm.bpmn.scopes import activity_fields
 from bpm.model import nodes as n
 
 __all__ = [
     "parse_boundary",
     "parse_catch",
     "parse_end",
+    "parse_event_gateway",
+    "parse_receive",
     "parse_start",
     "parse_throw",
 ]
@@ -117,13 +124,20 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition", _ESCALATION})
+    defs = event_definitions(
+        el, ctx, _TIMER | EVENT_DEFINITIONS | {"errorEventDefinition", _ESCALATION}
+    )
     interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
     if len(ctx.problems) > before:
-        # Reported (a message start...): still a start event, blamed for nothing else.
+        # Reported (a conditional start...): still a start event, blamed for nothing else.
         ctx.placeholders.add(node_id)
     if not defs:
         return n.StartEvent(node_id, name, line)
+    if is_event(defs[0]):
+        ref = event_ref(defs[0], el, ctx)
+        if ref is None:
+            return ctx.placeholder(el)
+        return n.StartEvent(node_id, name, line, event=ref, interrupting=interrupting)
     code_var, message_var = catch_variables(defs[0])
     if local(defs[0]) == "errorEventDefinition":
         code = error_code(defs[0], el, ctx, required=False)
@@ -155,16 +169,24 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
 
 
 def parse_end(el: Element, ctx: Context) -> n.Node:
-    """``endEvent``: none, terminate, error or escalation."""
+    """``endEvent``: none, terminate, error, escalation, message (an inline step) or
+    signal."""
+    allowed = (
+        frozenset({"terminateEventDefinition", "errorEventDefinition", _ESCALATION})
+        | EVENT_DEFINITIONS
+    )
+    if _throws_message(el):
+        return _message_throw(el, ctx)
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"terminateEventDefinition", "errorEventDefinition", _ESCALATION})
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
     if not defs:
         return n.EndEvent(node_id, name, line)
+    if is_event(defs[0]):
+        return _signal_throw(el, defs[0], ctx)
     if local(defs[0]) == "terminateEventDefinition":
         return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
     if local(defs[0]) == _ESCALATION:
@@ -177,23 +199,28 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
 
 
 def parse_catch(el: Element, ctx: Context) -> n.Node:
-    """``intermediateCatchEvent``: a timer, or the target of a link."""
+    """``intermediateCatchEvent``: a timer, a message, a signal, or the target of a link."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER | {_LINK})
+    defs = event_definitions(el, ctx, _TIMER | EVENT_DEFINITIONS | {_LINK})
     if defs and local(defs[0]) == _LINK:
         link = link_name(defs[0], el, ctx)
         if not link:
             return ctx.placeholder(el)
         return n.LinkCatchEvent(node_id, name, line, link=link)
+    if defs and is_event(defs[0]):
+        ref = event_ref(defs[0], el, ctx)
+        if ref is None:
+            return ctx.placeholder(el)
+        return n.CatchEvent(node_id, name, line, event=ref)
     spec = timer(defs[0], el, ctx) if defs else None
     if spec is None:
         if len(ctx.problems) == before:
             ctx.report(
                 el,
-                f"intermediate catch event '{node_id}' needs a timerEventDefinition or a "
-                "linkEventDefinition",
+                f"intermediate catch event '{node_id}' needs a timer, message, signal or "
+                "link event definition",
             )
         return ctx.placeholder(el)
     return n.TimerCatchEvent(node_id, name, line, timer=spec)
@@ -201,15 +228,20 @@ def parse_catch(el: Element, ctx: Context) -> n.Node:
 
 def parse_throw(el: Element, ctx: Context) -> n.Node:
     """``intermediateThrowEvent``: without a definition the token passes through; an
-    escalation is thrown to the nearest catcher; a link jumps to its catch event."""
+    escalation is thrown to the nearest catcher; a link jumps to its catch event; a message
+    is sent by an inline step (like a service task); a signal is broadcast."""
+    if _throws_message(el):
+        return _message_throw(el, ctx)
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, frozenset({_ESCALATION, _LINK}))
+    defs = event_definitions(el, ctx, frozenset({_ESCALATION, _LINK, "signalEventDefinition"}))
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
     if not defs:
         return n.PassThrough(node_id, name, line, element=local(el))
+    if local(defs[0]) == "signalEventDefinition":
+        return _signal_throw(el, defs[0], ctx)
     if local(defs[0]) == _LINK:
         link = link_name(defs[0], el, ctx)
         return n.LinkThrowEvent(node_id, name, line, link=link) if link else ctx.placeholder(el)
@@ -219,12 +251,54 @@ def parse_throw(el: Element, ctx: Context) -> n.Node:
     return n.EscalationThrowEvent(node_id, name, line, escalation_code=code)
 
 
+def _throws_message(el: Element) -> bool:
+    return any(local(child) == "messageEventDefinition" for child in el)
+
+
+def _message_throw(el: Element, ctx: Context) -> n.Node:
+    """A message throw or end event sends its message from code: the inline handler (or
+    external topic) bound to the event or to its message definition, by default the
+    handler named by the event id, exactly like a service task or send task."""
+    node_id, name, line = base(el, ctx)
+    before = len(ctx.problems)
+    event_definitions(el, ctx, frozenset({"messageEventDefinition"}))
+    if len(ctx.problems) > before:
+        return ctx.placeholder(el)
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES)
+    warn_attributes(el, ctx, bindings.USES)
+    binding = bindings.bind(el, ctx, ext)
+    if binding.topic is None and binding.handler == node_id:
+        defn = next(c for c in el if local(c) == "messageEventDefinition")
+        on_definition = bindings.bind(defn, ctx, Extensions())
+        if on_definition.topic is not None or on_definition.handler is not None:
+            binding = on_definition
+    return n.ServiceTask(
+        node_id,
+        name,
+        line,
+        handler=binding.handler,
+        topic=binding.topic,
+        retry=binding.retry,
+        properties=dict(ext.properties),
+    )
+
+
+def _signal_throw(el: Element, defn: Element, ctx: Context) -> n.Node:
+    node_id, name, line = base(el, ctx)
+    ref = event_ref(defn, el, ctx)
+    if ref is None:
+        return ctx.placeholder(el)
+    return n.SignalThrow(node_id, name, line, signal=ref.name)
+
+
 def parse_boundary(el: Element, ctx: Context) -> n.Node:
-    """``boundaryEvent``: a timer or an escalation catch (interrupting or not), or an
-    error catch."""
+    """``boundaryEvent``: a timer, escalation, message or signal catch (interrupting or
+    not), or an error catch."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION})
+    allowed = (
+        frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION}) | EVENT_DEFINITIONS
+    )
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
@@ -232,8 +306,8 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
     if not defs:
         ctx.report(
             el,
-            f"{pretty(el.tag)} '{node_id}' has no event definition: add a timer, error or "
-            "escalation event definition",
+            f"{pretty(el.tag)} '{node_id}' has no event definition: add a timer, error, "
+            "escalation, message or signal event definition",
         )
         return ctx.placeholder(el)
     event = n.BoundaryEvent(
@@ -244,6 +318,9 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
         cancel_activity=el.get("cancelActivity", "true").strip().lower() != "false",
     )
     kind = local(defs[0])
+    if is_event(defs[0]):
+        ref = event_ref(defs[0], el, ctx)
+        return ctx.placeholder(el) if ref is None else replace(event, event=ref)
     if kind == "timerEventDefinition":
         spec = timer(defs[0], el, ctx)
         return ctx.placeholder(el) if spec is None else replace(event, timer=spec)
@@ -256,3 +333,32 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
         return replace(event, escalation=True, escalation_code=esc, code_variable=code_var)
     code = error_code(defs[0], el, ctx, required=False)
     return replace(event, error_code=code, code_variable=code_var, message_variable=message_var)
+
+
+def parse_receive(el: Element, ctx: Context) -> n.Node:
+    """``receiveTask``: waits for the message its ``messageRef`` names."""
+    event_definitions(el, ctx, frozenset(), activity=True)
+    node_id, name, line = base(el, ctx)
+    ext = read_extensions(el, ctx, IO_USES)
+    warn_attributes(el, ctx, frozenset({"messageRef"}))
+    if not el.get("messageRef"):
+        ctx.report(el, f"receive task '{node_id}' has no messageRef: name a <bpmn:message>")
+        return ctx.placeholder(el)
+    ref = event_ref(el, el, ctx)
+    if ref is None:
+        return ctx.placeholder(el)
+    return n.ReceiveTask(node_id, name, line, event=ref, **activity_fields(el, ext, ctx))
+
+
+def parse_event_gateway(el: Element, ctx: Context) -> n.Node:
+    """``eventBasedGateway``: the first event after it wins (exclusive, not instantiating)."""
+    _common(el, ctx, frozenset({"eventGatewayType", "instantiate"}))
+    node_id, name, line = base(el, ctx)
+    if (el.get("instantiate") or "false").strip().lower() == "true":
+        ctx.report(
+            el,
+            f"event-based gateway '{node_id}' starts instances (instantiate=\"true\"), which "
+            "this engine does not run: use message or signal start events",
+        )
+        return ctx.placeholder(el)
+    return n.EventBasedGateway(node_id, name, line)

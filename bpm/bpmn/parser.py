@@ -9,6 +9,7 @@ from xml.etree.ElementTree import Element
 
 from bpm.bpmn.elements import ELEMENTS, Context
 from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.messages import top_level
 from bpm.bpmn.namespaces import BPMN_NS, ZEEBE_NS, java_value, local, pretty, split
 from bpm.bpmn.xmlread import Document, read_xml
 from bpm.errors import DeploymentError, Problem
@@ -38,8 +39,6 @@ _UNSUPPORTED = {
     "adHocSubProcess": "ad-hoc sub processes",
     "transaction": "transactions",
     "complexGateway": "complex gateways",
-    "eventBasedGateway": "event-based gateways",
-    "receiveTask": "receive tasks",
     "implicitThrowEvent": "implicit throw events",
     "callChoreography": "choreographies",
     "choreographyTask": "choreographies",
@@ -48,8 +47,9 @@ _UNSUPPORTED = {
 _SUPPORTED = (
     "start/end events, service/send/business-rule/script/user/manual tasks, embedded and "
     "event sub-processes, call activities, exclusive, parallel and inclusive gateways, "
-    "timer and link catch events, none, escalation and link throw events, timer, error "
-    "and escalation boundary events"
+    "timer, link, message and signal catch events, event-based gateways, receive tasks, "
+    "none, escalation, link, message and signal throw events, timer, error, escalation, "
+    "message and signal boundary events"
 )
 _PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
 
@@ -97,8 +97,14 @@ def parse_bpmn_file(source: str | bytes, resource: str | None = None) -> BpmnFil
         )
     processes, warnings = _executable(root, doc, resource)
     errors = {e.get("id", ""): e for e in root if local(e) == "error" and e.get("id")}
-    escalations = {e.get("id", ""): e for e in root if local(e) == "escalation" and e.get("id")}
-    ctx = Context(doc, errors, zeebe=_uses_zeebe(root), escalations=escalations)
+    ctx = Context(
+        doc,
+        errors,
+        zeebe=_uses_zeebe(root),
+        escalations=top_level(root, "escalation"),
+        messages=top_level(root, "message"),
+        signals=top_level(root, "signal"),
+    )
     models: list[ProcessModel] = []
     problems: list[Problem] = []
     keys: dict[str, int | None] = {}

@@ -63,7 +63,21 @@ def _node_element(parent: Element, node: n.Node) -> Element:
     elif isinstance(node, (n.ServiceTask, n.UserTask)):
         attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
     if isinstance(node, n.StartEvent):
-        return SubElement(parent, _q(BPMN, "startEvent"), attrs)
+        el = SubElement(parent, _q(BPMN, "startEvent"), attrs)
+        _event(el, node.event)
+        return el
+    if isinstance(node, n.CatchEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
+        _event(el, node.event)
+        return el
+    if isinstance(node, n.SignalThrow):
+        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
+        _event(el, n.EventRef(n.EventKind.SIGNAL, node.signal))
+        return el
+    if isinstance(node, n.ReceiveTask):
+        return SubElement(parent, _q(BPMN, "receiveTask"), attrs)
+    if isinstance(node, n.EventBasedGateway):
+        return SubElement(parent, _q(BPMN, "eventBasedGateway"), attrs)
     if isinstance(node, n.EndEvent):
         el = SubElement(parent, _q(BPMN, "endEvent"), attrs)
         if node.kind is n.EndKind.TERMINATE:
@@ -110,6 +124,8 @@ def _node_element(parent: Element, node: n.Node) -> Element:
             _timer(el, node.timer)
         elif node.escalation:
             SubElement(el, _q(BPMN, "escalationEventDefinition"))
+        elif node.event is not None:
+            _event(el, node.event)
         else:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
         return el
@@ -122,6 +138,12 @@ def _throw_definition(parent: Element, node: n.EscalationThrowEvent | n.LinkThro
         SubElement(parent, _q(BPMN, "linkEventDefinition"), {"name": node.link})
     else:
         SubElement(parent, _q(BPMN, "escalationEventDefinition"))
+
+
+def _event(parent: Element, ref: n.EventRef | None) -> None:
+    """A message or signal definition, for the picture (the name is not needed there)."""
+    if ref is not None:
+        SubElement(parent, _q(BPMN, f"{ref.kind.value}EventDefinition"))
 
 
 def _timer(parent: Element, spec: n.TimerSpec | None) -> None:

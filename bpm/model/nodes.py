@@ -47,6 +47,9 @@ class StartEvent(Node):
     error_start: bool = field(default=False, metadata=SPARSE)
     error_code: str | None = field(default=None, metadata=SPARSE)
     interrupting: bool = field(default=True, metadata=SPARSE)
+    event: EventRef | None = field(default=None, metadata=SPARSE)
+    """A message or signal start: it starts instances (or its event sub-process) when
+    the message is correlated or the signal broadcast."""
     escalation_start: bool = field(default=False, metadata=SPARSE)
     """Starts its event sub-process on an escalation (``escalation_code`` None: any)."""
     escalation_code: str | None = field(default=None, metadata=SPARSE)
@@ -57,8 +60,14 @@ class StartEvent(Node):
 
     @property
     def is_trigger(self) -> bool:
-        """Whether an event (not a token arriving) starts here: a timer, error or escalation."""
-        return self.timer is not None or self.error_start or self.escalation_start
+        """Whether an event (not a token arriving) starts here: a timer, error, escalation,
+        message or signal."""
+        return (
+            self.timer is not None
+            or self.error_start
+            or self.escalation_start
+            or self.event is not None
+        )
 
 
 class EndKind(StrEnum):
@@ -304,7 +313,7 @@ class LinkCatchEvent(Node):
 
 @dataclass(frozen=True)
 class BoundaryEvent(Node):
-    """A timer, error or escalation event attached to an activity."""
+    """A timer, error, escalation, message or signal event attached to an activity."""
 
     attached_to: str = ""
     cancel_activity: bool = True
@@ -317,9 +326,71 @@ class BoundaryEvent(Node):
     message_variable: str | None = field(default=None, metadata=SPARSE)
     """Receives the caught error's message (``camunda:errorMessageVariable``)."""
 
+    event: EventRef | None = field(default=None, metadata=SPARSE)
+
     @property
     def is_error(self) -> bool:
-        return self.timer is None and not self.escalation
+        return self.timer is None and not self.escalation and self.event is None
+
+
+class EventKind(StrEnum):
+    """What an event waits for or throws besides timers and errors."""
+
+    MESSAGE = "message"
+    SIGNAL = "signal"
+
+
+@dataclass(frozen=True)
+class EventRef:
+    """A message or signal an event waits for (or throws), by ``name``.
+
+    ``correlation_key``: for a message, CEL over the variables evaluated when the wait
+    opens (Zeebe's ``zeebe:subscription correlationKey``); the message must carry the same
+    value to be correlated. Signals are broadcast and have none."""
+
+    kind: EventKind
+    name: str
+    correlation_key: str | None = None
+
+
+@dataclass(frozen=True)
+class CatchEvent(Node):
+    """An intermediate catch event waiting for a message or a signal."""
+
+    event: EventRef = EventRef(EventKind.MESSAGE, "")
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class ReceiveTask(Activity):
+    """A receive task: an activity that waits for a message (it may carry boundaries)."""
+
+    event: EventRef = EventRef(EventKind.MESSAGE, "")
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class EventBasedGateway(Node):
+    """Its token waits for the first of the events right after it (message, signal or
+    timer catch events, receive tasks); that one wins, the others are cancelled."""
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class SignalThrow(Node):
+    """An intermediate throw or end event with a signal: broadcast ``signal`` to every
+    instance waiting for it (after this transaction commits), then move on."""
+
+    signal: str = ""
 
 
 @dataclass(frozen=True)

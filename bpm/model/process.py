@@ -31,6 +31,10 @@ _KINDS: dict[str, type[n.Node]] = {
     "escalation_throw_event": n.EscalationThrowEvent,
     "link_throw_event": n.LinkThrowEvent,
     "link_catch_event": n.LinkCatchEvent,
+    "catch_event": n.CatchEvent,
+    "receive_task": n.ReceiveTask,
+    "event_based_gateway": n.EventBasedGateway,
+    "signal_throw": n.SignalThrow,
 }
 _MAPPING_FIELDS = frozenset({"inputs", "outputs", "call_inputs", "call_outputs"})
 _KIND_OF = {cls: name for name, cls in _KINDS.items()}
@@ -190,7 +194,7 @@ class ProcessModel:
                     f"process '{self.key}' has no start event '{start_event}': use one of {ids}"
                 )
             return node
-        plain = [s for s in self.start_events if s.timer is None]
+        plain = [s for s in self.start_events if s.timer is None and s.event is None]
         if plain:
             return plain[0]
         if len(self.start_events) == 1:
@@ -198,6 +202,11 @@ class ProcessModel:
         raise InvalidOperation(
             f"process '{self.key}' has no none start event: pass start_event= one of {ids}"
         )
+
+    @cached_property
+    def event_starts(self) -> tuple[n.StartEvent, ...]:
+        """Message and signal start events of the process: they start instances."""
+        return tuple(x for x in self.start_events if x.event is not None)
 
     def handler_names(self) -> dict[str, list[str]]:
         """Inline handler name -> ids of the tasks that run it (external tasks excluded)."""
@@ -261,7 +270,7 @@ def _node_to_dict(node: n.Node) -> dict[str, Any]:
             value = value.to_dict()
         elif isinstance(value, n.TimerSpec):
             value = {"kind": value.kind.value, "expression": value.expression}
-        elif isinstance(value, n.MultiInstance):
+        elif isinstance(value, n.MultiInstance | n.EventRef):
             value = dataclasses.asdict(value)
         elif isinstance(value, Mapping):
             value = dict(value)
@@ -284,6 +293,8 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
             value = n.TimerSpec(n.TimerKind(value["kind"]), value["expression"])
         elif f.name == "kind" and cls is n.EndEvent:
             value = n.EndKind(value)
+        elif f.name == "event" and value is not None:
+            value = n.EventRef(n.EventKind(value["kind"]), value["name"], value["correlation_key"])
         elif f.name == "loop" and value is not None:
             value = n.MultiInstance(**value)
         elif f.name in _MAPPING_FIELDS:

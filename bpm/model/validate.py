@@ -14,14 +14,22 @@ from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate_events import check_events
+from bpm.model.validate_messages import check_messages
 from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, check
 
 __all__ = ["check_model", "validate"]
 
-_ACTIVITIES = (n.ServiceTask, n.UserTask, n.PassThrough, n.SubProcess, n.CallActivity)
-_GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway, n.InclusiveGateway)
+_ACTIVITIES = (
+    n.ServiceTask,
+    n.UserTask,
+    n.PassThrough,
+    n.SubProcess,
+    n.CallActivity,
+    n.ReceiveTask,
+)
+_GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway, n.InclusiveGateway, n.EventBasedGateway)
 
 
 def validate(model: ProcessModel) -> ProcessModel:
@@ -56,6 +64,7 @@ def check_model(
     problems += _timers(model, warnings)
     problems += check_scopes(model, warnings)
     problems += check_events(model, warnings)
+    problems += check_messages(model)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
@@ -74,6 +83,8 @@ def element_type(node: n.Node | n.Flow) -> str:
         n.LinkCatchEvent: "intermediateCatchEvent",
         n.EscalationThrowEvent: "intermediateThrowEvent",
         n.LinkThrowEvent: "intermediateThrowEvent",
+        n.CatchEvent: "intermediateCatchEvent",
+        n.SignalThrow: "intermediateThrowEvent",
         n.EventSubProcess: "subProcess",
     }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
     return f"bpmn:{kind}"
@@ -329,7 +340,7 @@ def _cel_script(node: n.ScriptTask) -> Iterator[Problem]:
 
 
 def _starts(model: ProcessModel, warnings: list[str]) -> None:
-    plain = [s.id for s in model.start_events if s.timer is None]
+    plain = [s.id for s in model.start_events if s.timer is None and s.event is None]
     if len(plain) > 1:
         warnings.append(
             f"process '{model.key}' has several none start events ({', '.join(plain)}): "

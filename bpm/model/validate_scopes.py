@@ -94,7 +94,7 @@ def _event_subprocesses(model: ProcessModel) -> Iterator[Problem]:
             yield _at(
                 starts[0],
                 f"start event '{starts[0].id}' of event sub-process '{node.id}' has no "
-                "trigger: give it a timer, error or escalation event definition",
+                "trigger: give it a timer, error, escalation, message or signal event definition",
             )
 
 

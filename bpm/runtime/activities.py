@@ -101,6 +101,8 @@ def activity_type(node: n.Node | None) -> str:
             return "errorStartEvent"
         if node.escalation_start:
             return "escalationStartEvent"
+        if node.event is not None:
+            return f"{node.event.kind.value}StartEvent"  # Camunda's messageStartEvent...
         return "startTimerEvent" if node.timer is not None else "startEvent"
     if isinstance(node, n.EndEvent):
         return {
@@ -129,9 +131,21 @@ def activity_type(node: n.Node | None) -> str:
         return _PASS_THROUGH.get(node.element, node.element)
     if isinstance(node, n.TimerCatchEvent):
         return "intermediateTimer"
+    if isinstance(node, n.CatchEvent):
+        return (
+            "intermediateMessageCatch"
+            if node.event.kind is n.EventKind.MESSAGE
+            else ("intermediateSignalCatch")
+        )
+    if isinstance(node, n.SignalThrow):
+        return "intermediateSignalThrow"
     if isinstance(node, n.BoundaryEvent):
         if node.escalation:
             return "boundaryEscalation"
+        if node.event is not None:
+            return (
+                "boundaryMessage" if node.event.kind is n.EventKind.MESSAGE else ("boundarySignal")
+            )
         return "boundaryError" if node.is_error else "boundaryTimer"
     name = type(node).__name__
     return name[:1].lower() + name[1:]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
-from bpm.runtime import calls, inclusive, intermediate, scopes, throwing, timers
+from bpm.runtime import calls, inclusive, intermediate, messages, scopes, throwing, timers
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
@@ -226,4 +226,8 @@ BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.EscalationThrowEvent: intermediate.escalation_throw_event,
     n.LinkThrowEvent: intermediate.link_throw_event,
     n.LinkCatchEvent: intermediate.link_catch_event,
+    n.CatchEvent: messages.catch_event,
+    n.ReceiveTask: messages.receive_task,
+    n.EventBasedGateway: messages.event_gateway,
+    n.SignalThrow: messages.signal_throw,
 }

@@ -18,6 +18,7 @@ from bpm.runtime.states import (
     InstanceState,
     ScopeKind,
     ScopeState,
+    SubscriptionState,
     TaskState,
     TimerState,
     TokenState,
@@ -295,5 +296,31 @@ class Incident:
     resolved_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class Subscription:
+    """A token's wait for a message or a signal (``kind``) called ``name``.
+
+    ``token_id`` is the token that waits: at a catch event or receive task, at an
+    event-based gateway (``node_id`` is then the catch event after it), or at the activity
+    a boundary event (``node_id``) is attached to; a listener at an event sub-process's
+    start event. ``correlation_key`` is the value its correlation key had when it opened.
+    """
+
+    TABLE: ClassVar[str] = "event_subscription"
+    KIND: ClassVar[str] = "subscription"
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    kind: str
+    name: str
+    state: SubscriptionState
+    created_at: datetime
+    correlation_key: str | None = None
+    definition_id: str | None = None
+    consumed_at: datetime | None = None
+
+
 #: The work items besides tokens: each has a table, a state and a transition table.
-WorkItem = ExternalTask | Timer | UserTask | Incident | Scope
+WorkItem = ExternalTask | Timer | UserTask | Incident | Scope | Subscription

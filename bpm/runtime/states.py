@@ -41,6 +41,8 @@ class BlockKind(StrEnum):
     EXTERNAL_TASK = "external_task"
     JOIN = "join"
     MESSAGE = "message"
+    SIGNAL = "signal"
+    EVENT_GATEWAY = "event_gateway"  # the events after an event-based gateway race
     SCOPE = "scope"  # a sub-process or multi-instance body it opened is running
     CALL_ACTIVITY = "call_activity"  # the instance it called is running
 
@@ -75,6 +77,14 @@ class TaskState(StrEnum):
 class TimerState(StrEnum):
     PENDING = "pending"
     FIRED = "fired"
+    CANCELLED = "cancelled"
+
+
+class SubscriptionState(StrEnum):
+    """A wait for a message or a signal; consumed at most once."""
+
+    OPEN = "open"
+    CONSUMED = "consumed"
     CANCELLED = "cancelled"
 
 
@@ -127,6 +137,13 @@ TRANSITIONS: dict[type[StrEnum], dict[StrEnum, frozenset[StrEnum]]] = {
         IncidentState.OPEN: frozenset({IncidentState.RESOLVED, IncidentState.DELETED}),
         IncidentState.RESOLVED: frozenset(),
         IncidentState.DELETED: frozenset(),
+    },
+    SubscriptionState: {
+        SubscriptionState.OPEN: frozenset(
+            {SubscriptionState.CONSUMED, SubscriptionState.CANCELLED}
+        ),
+        SubscriptionState.CONSUMED: frozenset(),
+        SubscriptionState.CANCELLED: frozenset(),
     },
     ScopeState: {
         ScopeState.ACTIVE: frozenset({ScopeState.COMPLETED, ScopeState.TERMINATED}),

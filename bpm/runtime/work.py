@@ -25,6 +25,7 @@ from bpm.runtime.records import (
     Incident,
     Instance,
     Scope,
+    Subscription,
     Timer,
     Token,
     UserTask,
@@ -37,6 +38,7 @@ from bpm.runtime.states import (
     IncidentState,
     InstanceState,
     ScopeState,
+    SubscriptionState,
     TimerState,
     TokenState,
     check_transition,
@@ -46,10 +48,17 @@ from bpm.runtime.work_scopes import ScopeChanges
 
 DEFAULT_MAX_VARIABLE_BYTES = 256 * 1024
 
-Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope)
+Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope, Subscription)
 # The payload key naming the item in its events ("task" as Camunda calls both kinds).
 _PAYLOAD_KEY = {"external_task": "task", "user_task": "task"}
-ITEM_KINDS: tuple[type[WorkItem], ...] = (ExternalTask, Timer, UserTask, Incident, Scope)
+ITEM_KINDS: tuple[type[WorkItem], ...] = (
+    ExternalTask,
+    Timer,
+    UserTask,
+    Incident,
+    Scope,
+    Subscription,
+)
 
 
 def new_id() -> str:
@@ -141,6 +150,8 @@ class InstanceWork(ScopeChanges):
     to_dispatch: list[str] = field(default_factory=list)
     # External-task topics that became fetchable: long pollers are woken after commit.
     notify: set[str] = field(default_factory=set)
+    # Signals thrown by signal throw events: broadcast after commit (bpm.engine.signals).
+    signals: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # Executing tokens whose claim this transaction recorded (see record_claim).
     _claims_recorded: set[str] = field(default_factory=set, repr=False)
     # (kind, token id) pairs whose records are all loaded already.
@@ -456,6 +467,8 @@ class InstanceWork(ScopeChanges):
             new, dirty = changes.written()
             if kind is Timer:
                 new = [t for t in new if t.state is not TimerState.CANCELLED]
+            elif kind is Subscription:  # opened and closed in this transaction
+                new = [x for x in new if x.state is SubscriptionState.OPEN]
             elif kind is Scope:  # entered and left in this transaction: its events remain
                 new = [x for x in new if x.state is ScopeState.ACTIVE]
             if new or dirty:
