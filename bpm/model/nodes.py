@@ -47,18 +47,26 @@ class StartEvent(Node):
     error_start: bool = field(default=False, metadata=SPARSE)
     error_code: str | None = field(default=None, metadata=SPARSE)
     interrupting: bool = field(default=True, metadata=SPARSE)
+    compensation_start: bool = field(default=False, metadata=SPARSE)
+    """Starts a compensation event sub-process: it runs when its sub-process is
+    compensated, instead of compensating the activities inside it."""
 
 
 class EndKind(StrEnum):
     NONE = "none"
     TERMINATE = "terminate"
     ERROR = "error"
+    COMPENSATE = "compensate"
 
 
 @dataclass(frozen=True)
 class EndEvent(Node):
+    """``activity_ref`` (a compensation end event): the one activity to compensate; None
+    compensates every completed activity of the scope."""
+
     kind: EndKind = EndKind.NONE
     error_code: str | None = None
+    activity_ref: str | None = field(default=None, metadata=SPARSE)
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,9 @@ class Activity(Node):
     loop: MultiInstance | None = field(default=None, metadata=SPARSE)
     inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
+    for_compensation: bool = field(default=False, metadata=SPARSE)
+    """A compensation handler (``isForCompensation``): run only by compensation, never
+    reached by a sequence flow."""
 
     @property
     def has_mappings(self) -> bool:
@@ -265,17 +276,31 @@ class TimerCatchEvent(Node):
 
 
 @dataclass(frozen=True)
+class CompensationThrowEvent(Node):
+    """An intermediate compensation throw event: compensates ``activity_ref`` (None: every
+    completed activity of its scope), waits until that is done, then moves on."""
+
+    activity_ref: str | None = None
+
+
+@dataclass(frozen=True)
 class BoundaryEvent(Node):
-    """A timer or error event attached to an activity."""
+    """A timer, error or compensation event attached to an activity. A compensation
+    boundary event names its activity's compensation handler (``compensate_with``)."""
 
     attached_to: str = ""
     cancel_activity: bool = True
     timer: TimerSpec | None = None
     error_code: str | None = None  # None on an error boundary catches every error
+    compensate_with: str | None = field(default=None, metadata=SPARSE)
 
     @property
     def is_error(self) -> bool:
-        return self.timer is None
+        return self.timer is None and self.compensate_with is None
+
+    @property
+    def is_compensation(self) -> bool:
+        return self.compensate_with is not None
 
 
 @dataclass(frozen=True)

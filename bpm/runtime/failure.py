@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bpm.retry import FailureAction, RetryPolicy
+from bpm.runtime.compensation import compensate_instance
 from bpm.runtime.records import ExternalTask, Token
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState
 from bpm.runtime.throwing import catching_boundary, take_error_boundary, throw
@@ -161,9 +162,10 @@ def exhausted(
     in the variables ``error_message`` / ``error_code``). Without one the action decides:
     ``continue`` leaves the task on its normal outgoing flows with the same variables set
     (a gateway after it can test them, like A3S Flow's ``step_failed``), ``fail`` ends the
-    instance ``failed``, and ``incident`` (the default) waits for an operator's
-    ``Engine.retry_incident``: an inline token goes ``failed``; an external task is out of
-    retries and its token keeps waiting.
+    instance ``failed``, ``compensate`` ends every live token and compensates the
+    instance (:mod:`bpm.runtime.compensation`), and ``incident`` (the default) waits for
+    an operator's ``Engine.retry_incident``: an inline token goes ``failed``; an external
+    task is out of retries and its token keeps waiting.
     """
     w = walker.work
     w.record(
@@ -197,6 +199,18 @@ def exhausted(
                 payload={"continued_after_failure": True},
             )
         )
+        return
+    if action is FailureAction.COMPENSATE and w.instance.state in (
+        InstanceState.ACTIVE,
+        InstanceState.SUSPENDED,
+    ):
+        # The saga: what still runs is cancelled first, then the completed steps are
+        # undone. (A compensation handler that fails this way opens an incident instead.)
+        if tok.state is TokenState.EXECUTING:
+            w.transition(tok.id, TokenState.FAILED, error=failure.error)
+        reason = f"step {tok.node_id} failed: compensating"
+        walker.terminate_all(reason)
+        compensate_instance(walker, tok.node_id, reason)
         return
     if action is FailureAction.FAIL:
         if tok.state is TokenState.EXECUTING:

@@ -25,11 +25,12 @@ from sqlalchemy import (
 
 from bpm.runtime.external import NOTIFY_CHANNEL, FetchRequest, TopicRequest
 from bpm.runtime.records import ExternalTask, HistoryEvent
-from bpm.runtime.states import OPEN_TASK_STATES, InstanceState, TaskState
+from bpm.runtime.states import OPEN_TASK_STATES, RUNNING_INSTANCE_STATES, InstanceState, TaskState
 from bpm.store import dialect
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
+_RUNNING = [s.value for s in RUNNING_INSTANCE_STATES]
 et = t.external_task
 pi = t.process_instance
 OPEN_STATES = [s.value for s in OPEN_TASK_STATES]
@@ -112,7 +113,7 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
         q = (
             select(et.c.id, et.c.priority, et.c.created_at)
             .join(pi, pi.c.id == et.c.instance_id)
-            .where(state, retries_left, pi.c.state == InstanceState.ACTIVE.value, topics)
+            .where(state, retries_left, pi.c.state.in_(_RUNNING), topics)
             .order_by(*_order(req, et.c.priority, et.c.created_at, et.c.id))
             .limit(req.max_tasks)
         )

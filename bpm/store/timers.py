@@ -13,10 +13,11 @@ from typing import Any
 from sqlalchemy import Connection, select, union_all
 
 from bpm.runtime.records import Timer
-from bpm.runtime.states import InstanceState, TimerState
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, TimerState
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
+_RUNNING = [s.value for s in RUNNING_INSTANCE_STATES]
 PENDING = TimerState.PENDING.value
 
 
@@ -36,7 +37,7 @@ def _due(now: datetime) -> Any:
     return select(t.timer).where(
         t.timer.c.state == PENDING,
         t.timer.c.fire_at <= now,
-        instance_state == InstanceState.ACTIVE.value,
+        instance_state.in_(_RUNNING),
     )
 
 
@@ -93,7 +94,7 @@ def next_wakeup(conn: Connection) -> datetime | None:
         .join(t.process_instance, t.process_instance.c.id == t.timer.c.instance_id)
         .where(
             t.timer.c.state == PENDING,
-            t.process_instance.c.state == InstanceState.ACTIVE.value,
+            t.process_instance.c.state.in_(_RUNNING),
         )
         .order_by(t.timer.c.fire_at)
         .limit(1)
