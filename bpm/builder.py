@@ -36,6 +36,7 @@ from typing import Any, Self
 
 import isodate
 
+from bpm.builder_compensation import CompensationMethods
 from bpm.builder_scopes import Mappings, ScopeMethods, in_container
 from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
@@ -62,7 +63,7 @@ def _date_text(value: str | datetime) -> str:
     return value if isinstance(value, str) else value.isoformat()
 
 
-class Process(ScopeMethods):
+class Process(ScopeMethods, CompensationMethods):
     """A fluent builder of a :class:`ProcessModel` with key ``key``."""
 
     def __init__(self, key: str, *, name: str | None = None, version_tag: str | None = None):
@@ -150,8 +151,17 @@ class Process(ScopeMethods):
         until: str | None = None,
         inputs: Mappings | None = None,
         outputs: Mappings | None = None,
+        compensate_with: str | None = None,
+        compensate_topic: str | None = None,
+        compensate_retry: RetryPolicy | None = None,
+        for_compensation: bool = False,
     ) -> Self:
         """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
+
+        ``compensate_with`` names the inline handler that undoes it (``compensate_topic``:
+        an external one; ``compensate_retry``: its policy): compensation runs it when the
+        task has completed (see ``docs/compensation.md``). ``for_compensation=True``
+        makes this task a compensation handler, named by :meth:`boundary_compensation`.
 
         ``retry`` is a :class:`RetryPolicy` or its text form (``"fixed(3, PT2S)"``);
         ``lease`` is how long a worker may hold the task before it is given to another.
@@ -184,6 +194,7 @@ class Process(ScopeMethods):
             priority=priority,
             properties=dict(properties or {}),
             lease_seconds=lease_seconds,
+            for_compensation=for_compensation,
             **self._activity(
                 id,
                 for_each=for_each,
@@ -197,7 +208,9 @@ class Process(ScopeMethods):
                 outputs=outputs,
             ),
         )
-        return self._add(task)
+        self._add(task)
+        self._compensate_with(id, compensate_with, compensate_topic, compensate_retry)
+        return self
 
     def user_task(
         self,

@@ -13,6 +13,7 @@ from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.model.validate_compensation import check_compensation
 from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, check
@@ -54,6 +55,7 @@ def check_model(
     problems += _user_tasks(model)
     problems += _timers(model, warnings)
     problems += check_scopes(model, warnings)
+    problems += check_compensation(model, warnings)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
@@ -69,6 +71,7 @@ def element_type(node: n.Node | n.Flow) -> str:
     kind = {
         n.Flow: "sequenceFlow",
         n.TimerCatchEvent: "intermediateCatchEvent",
+        n.CompensationThrowEvent: "intermediateThrowEvent",
         n.EventSubProcess: "subProcess",
     }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
     return f"bpmn:{kind}"
@@ -161,6 +164,9 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
         seen.add(node_id)
         queue.extend(f.target for f in model.outgoing.get(node_id, ()))
         queue.extend(b.id for b in model.boundaries.get(node_id, ()))
+        node = model.nodes[node_id]
+        if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None:
+            queue.append(node.compensate_with)  # a handler is reached through its event
         if isinstance(model.nodes[node_id], n.SubProcess | n.EventSubProcess):
             queue.extend(_entries(model, node_id))
     if not model.start_events:
