@@ -1,11 +1,13 @@
-"""Events: start (none, timer), end (none, terminate, error), intermediate catch (timer),
-intermediate throw (none: pass through), boundary (timer, error)."""
+"""Events: start (none, timer; error and compensation in event sub-processes), end (none,
+terminate, error, compensation), intermediate catch (timer), intermediate throw (none:
+pass through; compensation), boundary (timer, error, compensation)."""
 
 from __future__ import annotations
 
 import re
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn.compensation import COMPENSATE, UNLINKED, activity_ref
 from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import local, pretty
@@ -112,13 +114,15 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition"})
+    defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition", COMPENSATE})
     interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
     if len(ctx.problems) > before:
         # Reported (a message start...): still a start event, blamed for nothing else.
         ctx.placeholders.add(node_id)
     if not defs:
         return n.StartEvent(node_id, name, line)
+    if local(defs[0]) == COMPENSATE:
+        return n.StartEvent(node_id, name, line, compensation_start=True)
     if local(defs[0]) == "errorEventDefinition":
         code = error_code(defs[0], el, ctx, required=False)
         return n.StartEvent(
@@ -134,13 +138,16 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
     """``endEvent``: none, terminate or error."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"terminateEventDefinition", "errorEventDefinition"})
+    allowed = frozenset({"terminateEventDefinition", "errorEventDefinition", COMPENSATE})
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
     if not defs:
         return n.EndEvent(node_id, name, line)
+    if local(defs[0]) == COMPENSATE:
+        ref = activity_ref(defs[0], el, ctx)
+        return n.EndEvent(node_id, name, line, kind=n.EndKind.COMPENSATE, activity_ref=ref)
     if local(defs[0]) == "terminateEventDefinition":
         return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
     code = error_code(defs[0], el, ctx, required=True)
@@ -166,9 +173,12 @@ def parse_throw(el: Element, ctx: Context) -> n.Node:
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    event_definitions(el, ctx, frozenset())
+    defs = event_definitions(el, ctx, frozenset({COMPENSATE}))
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
+    if defs:
+        ref = activity_ref(defs[0], el, ctx)
+        return n.CompensationThrowEvent(node_id, name, line, activity_ref=ref)
     return n.PassThrough(node_id, name, line, element=local(el))
 
 
@@ -176,11 +186,15 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
     """``boundaryEvent``: a timer (interrupting or not) or an error catch."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"timerEventDefinition", "errorEventDefinition"})
+    allowed = frozenset({"timerEventDefinition", "errorEventDefinition", COMPENSATE})
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
         return ctx.placeholder(el)  # an unsupported definition, already reported
+    if defs and local(defs[0]) == COMPENSATE:  # its handler comes from an association
+        return n.BoundaryEvent(
+            node_id, name, line, attached_to=el.get("attachedToRef", ""), compensate_with=UNLINKED
+        )
     if not defs:
         ctx.report(
             el,
