@@ -129,7 +129,9 @@ class ProcessModel:
         starts = [
             x
             for x in members
-            if isinstance(x, n.StartEvent) and x.timer is None and not x.error_start
+            if isinstance(x, n.StartEvent)
+            and x.timer is None
+            and not (x.error_start or x.compensation_start)
         ]
         if starts or container is None:
             return tuple(starts)

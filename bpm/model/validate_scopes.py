@@ -90,7 +90,9 @@ def _event_subprocesses(model: ProcessModel) -> Iterator[Problem]:
                 f"event sub-process '{node.id}' needs exactly one start event (found "
                 f"{len(starts)}): a timer or error start event",
             )
-        elif starts[0].timer is None and not starts[0].error_start:
+        elif starts[0].timer is None and not (
+            starts[0].error_start or starts[0].compensation_start
+        ):
             yield _at(
                 starts[0],
                 f"start event '{starts[0].id}' of event sub-process '{node.id}' has no "

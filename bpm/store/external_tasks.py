@@ -30,7 +30,8 @@ from bpm.store import dialect
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
-_RUNNING = [s.value for s in RUNNING_INSTANCE_STATES]
+# literals: the claim runs pipelined, where a list parameter cannot be expanded
+_RUNNING = [literal(s.value) for s in RUNNING_INSTANCE_STATES]
 et = t.external_task
 pi = t.process_instance
 OPEN_STATES = [s.value for s in OPEN_TASK_STATES]

@@ -10,14 +10,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, union_all
+from sqlalchemy import Connection, literal, select, union_all
 
 from bpm.runtime.records import Timer
 from bpm.runtime.states import RUNNING_INSTANCE_STATES, TimerState
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
-_RUNNING = [s.value for s in RUNNING_INSTANCE_STATES]
+# literals: the claim runs pipelined, where a list parameter cannot be expanded
+_RUNNING = [literal(s.value) for s in RUNNING_INSTANCE_STATES]
 PENDING = TimerState.PENDING.value
 
 

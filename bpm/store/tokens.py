@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, select, union_all, update
+from sqlalchemy import Connection, bindparam, exists, literal, select, union_all, update
 
 from bpm.runtime.records import Token
 from bpm.runtime.states import RUNNING_INSTANCE_STATES, TokenState
@@ -18,7 +18,8 @@ tk = t.token
 pi = t.process_instance
 _READY = TokenState.READY.value
 
-_RUNNING = [s.value for s in RUNNING_INSTANCE_STATES]
+# literals: the claim runs pipelined, where a list parameter cannot be expanded
+_RUNNING = [literal(s.value) for s in RUNNING_INSTANCE_STATES]
 _ACTIVE = exists().where(pi.c.id == tk.c.instance_id, pi.c.state.in_(_RUNNING))
 _TAKE = {
     "state": TokenState.EXECUTING.value,
