@@ -172,6 +172,8 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
     if not model.start_events:
         return  # already reported; every node would be unreachable
     for node in model.nodes.values():
+        if isinstance(node, n.Activity) and node.for_compensation:
+            continue  # reached through its compensation event (validate_compensation)
         if node.id not in seen and not _bad_boundary(model, node, placeholders):
             yield _at(
                 node,
