@@ -70,6 +70,12 @@ def _node_element(parent: Element, node: n.Node) -> Element:
             SubElement(el, _q(BPMN, "terminateEventDefinition"))
         elif node.kind is n.EndKind.ERROR:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
+        elif node.kind is n.EndKind.COMPENSATE:
+            SubElement(el, _q(BPMN, "compensateEventDefinition"))
+        return el
+    if isinstance(node, n.CompensationThrowEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
+        SubElement(el, _q(BPMN, "compensateEventDefinition"))
         return el
     if isinstance(node, n.ServiceTask):
         return SubElement(parent, _q(BPMN, "serviceTask"), attrs)
@@ -98,6 +104,8 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         el = SubElement(parent, _q(BPMN, "boundaryEvent"), attrs)
         if node.timer is not None:
             _timer(el, node.timer)
+        elif node.is_compensation:
+            SubElement(el, _q(BPMN, "compensateEventDefinition"))
         else:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
         return el

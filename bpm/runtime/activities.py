@@ -97,13 +97,18 @@ def activity_type(node: n.Node | None) -> str:
     if node is None:
         return "unknown"
     if isinstance(node, n.StartEvent):
+        if node.compensation_start:
+            return "compensationStartEvent"
         return "startTimerEvent" if node.timer is not None else "startEvent"
     if isinstance(node, n.EndEvent):
         return {
             n.EndKind.NONE: "noneEndEvent",
             n.EndKind.TERMINATE: "terminateEndEvent",
             n.EndKind.ERROR: "errorEndEvent",
+            n.EndKind.COMPENSATE: "compensationEndEvent",
         }[node.kind]
+    if isinstance(node, n.CompensationThrowEvent):
+        return "intermediateCompensationThrowEvent"
     if isinstance(node, n.ScriptTask):
         return "scriptTask"
     if isinstance(node, n.ServiceTask):
@@ -119,6 +124,8 @@ def activity_type(node: n.Node | None) -> str:
     if isinstance(node, n.TimerCatchEvent):
         return "intermediateTimer"
     if isinstance(node, n.BoundaryEvent):
+        if node.is_compensation:
+            return "compensationBoundaryCatch"
         return "boundaryError" if node.is_error else "boundaryTimer"
     name = type(node).__name__
     return name[:1].lower() + name[1:]
