@@ -94,7 +94,8 @@ def fail_external(
     """A worker reports a failed attempt of its locked external task.
 
     With ``retries`` (Camunda semantics) the task gets that many retries left and is not
-    fetchable for ``retry_timeout``. Without, the model's RetryPolicy decides when there is
+    fetchable for ``retry_timeout``; at 0 the model's failure action (if it has a policy)
+    decides, else an incident. Without, the model's RetryPolicy decides when there is
     one; otherwise missing retries count as 0, as in Camunda.
     """
     w = walker.work
@@ -112,7 +113,9 @@ def fail_external(
         },
     )
     if retries is not None:
-        left, delay, action = retries, retry_timeout or timedelta(0), FailureAction.INCIDENT
+        # The worker counts; what running out means is still the model's (the saga).
+        action = policy.on_exhausted if policy is not None else FailureAction.INCIDENT
+        left, delay = retries, retry_timeout or timedelta(0)
     elif policy is not None:
         more = policy.has_attempt_after(attempt)
         left = policy.max_attempts - attempt if more else 0
