@@ -220,16 +220,19 @@ class Process(ScopeMethods, CompensationMethods):
         candidate_groups: Iterable[str] = (),
         properties: Mapping[str, str] | None = None,
         name: str | None = None,
+        for_compensation: bool = False,
         **options: Any,
     ) -> Self:
         """A task for a person: it waits until completed through the API. Takes the
-        multi-instance and mapping options of :meth:`service_task`."""
+        multi-instance and mapping options of :meth:`service_task`;
+        ``for_compensation=True`` makes it a compensation handler."""
         task = n.UserTask(
             id,
             name,
             assignee=assignee,
             candidate_groups=tuple(candidate_groups),
             properties=dict(properties or {}),
+            for_compensation=for_compensation,
             **self._activity(id, **options),
         )
         return self._add(task)

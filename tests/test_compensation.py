@@ -450,3 +450,88 @@ def test_bpm_show_prints_the_compensation_trail(database_url: str) -> None:
     assert "undo charge (charge.compensate)" in text
     assert text.index("undo charge") < text.index("undo reserve")
     assert text.index("undone reserve") < text.index("compensating -> compensated")
+
+
+def test_a_saga_failing_inside_a_sub_process_undoes_its_completed_inner_steps_too(
+    database_url: str,
+) -> None:
+    """The sub-process never completed (so has no record of its own): the steps it
+    completed inside are compensated with the rest, newest first."""
+    rec = Recorder("a", "x", "boom", "undo-a", "undo-x", fail={"boom": 99})
+    model = (
+        Process("inner")
+        .start("s")
+        .service_task("a", handler="a", compensate_with="undo-a")
+        .sub_process(
+            "sub",
+            lambda b: (
+                b.start("ss")
+                .service_task("x", handler="x", compensate_with="undo-x")
+                .service_task(
+                    "boom", handler="boom", retry=RetryPolicy.none().compensate_on_failure()
+                )
+                .end("se")
+                .sequence("ss", "x", "boom", "se")
+            ),
+        )
+        .end("e")
+        .sequence("s", "a", "sub", "e")
+        .build()
+    )
+    engine, q = setup(database_url, model, rec)
+    inst = engine.start("inner", now=T0)
+    drain(engine, q)
+    assert rec.names == ["a", "x", "boom", "undo-x", "undo-a"]
+    assert engine.get_instance(inst.id).state is InstanceState.COMPENSATED
+
+
+def test_a_run_cut_short_by_the_saga_is_taken_over_and_nothing_is_undone_twice(
+    database_url: str,
+) -> None:
+    """An intermediate throw's run is underway (undo-b done, a's handler a user task
+    still open) when a parallel step fails with the compensate action: the run ends with
+    its tokens, the saga takes over what it had not finished, undo-b does not run again."""
+    calls: list[str] = []
+    reg = HandlerRegistry()
+    for name in ("a", "b", "undo-b"):
+        reg.register(name, lambda ctx, name=name: calls.append(name) or None)
+
+    def boom(ctx: TaskContext) -> None:
+        calls.append("boom")
+        raise RuntimeError("boom")
+
+    reg.register("boom", boom)
+    p = (
+        Process("cut")
+        .start("s")
+        .service_task("a", handler="a")
+        .service_task("b", handler="b", compensate_with="undo-b")
+        .compensate("throw")
+        .parallel("fork")
+        .user_task("wait")
+        .service_task("boom", handler="boom", retry=RetryPolicy.none().compensate_on_failure())
+        .end("e1")
+        .end("e2")
+        .sequence("s", "a", "b", "fork")
+        .sequence("fork", "throw", "e1")
+        .sequence("fork", "wait", "boom", "e2")
+    )
+    # a's handler is a user task: the run waits there while the saga begins
+    p.user_task("undo-a-task", for_compensation=True)
+    p.boundary_compensation("a_comp", "a", handler="undo-a-task")
+    engine, q = make_engine(database_url, reg)
+    engine.deploy(p.build())
+    inst = engine.start("cut", now=T0)
+    drain(engine, q)
+    assert calls == ["a", "b", "undo-b"]  # the throw's run: undo-b done, undo-a waiting
+    (wait,) = [u for u in engine.user_tasks(inst.id) if u.node_id == "wait"]
+    engine.complete_user_task(wait.id, now=T0)
+    drain(engine, q)
+    assert calls == ["a", "b", "undo-b", "boom"]  # the saga: undo-b is not run again
+    assert engine.get_instance(inst.id).state is InstanceState.COMPENSATING
+    (undo_a,) = engine.user_tasks(inst.id)
+    assert undo_a.node_id == "undo-a-task"
+    engine.complete_user_task(undo_a.id, now=T0)
+    assert engine.get_instance(inst.id).state is InstanceState.COMPENSATED
+    states = {node: state for node, _, state in compensables(engine, inst.id)}
+    assert states == {"a": "compensated", "b": "compensated"}
