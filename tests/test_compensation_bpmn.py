@@ -188,3 +188,54 @@ def test_a_throw_naming_a_completed_sub_process_compensates_inside_it(database_u
     drain(engine, q)
     assert calls == ["inner", "undo-inner"]  # once: the end event finds nothing left
     assert engine.get_instance(inst.id).state is InstanceState.COMPENSATED
+
+
+def test_an_unknown_on_failure_action_is_refused(database_url: str) -> None:
+    xml = saga_xml().replace('bpm:onFailure="compensate"', 'bpm:onFailure="undo"')
+    problems = refused(xml)
+    assert any(
+        p.startswith("pay: ")
+        and "bpm:onFailure 'undo' is not understood" in p
+        and "compensate" in p
+        for p in problems
+    )
+    engine, _ = make_engine(database_url)
+    before = table_dump(engine)
+    with pytest.raises(DeploymentError):
+        engine.deploy(xml)
+    assert table_dump(engine) == before
+
+
+def test_builder_mistakes_are_deploy_errors() -> None:
+    from bpm.builder import Process
+
+    with pytest.raises(DeploymentError) as info:
+        (
+            Process("p")
+            .start("s")
+            .service_task("a", handler="a", compensate_with="x", compensate_topic="y")
+            .task("plain")
+            .boundary_compensation("b_comp", "a", handler="plain")
+            .compensate("throw", activity="ghost")
+            .end("e")
+            .sequence("s", "a", "throw", "e")
+            .build()
+        )
+    messages = " | ".join(p.message for p in info.value.problems)
+    assert "has both compensate_with and compensate_topic" in messages
+    assert "'plain', which is not a compensation handler" in messages
+    assert "activityRef 'ghost', which names no activity of the process" in messages
+
+
+def test_instance_and_record_states_only_move_along_their_tables() -> None:
+    from bpm.errors import IllegalTransition
+    from bpm.runtime.states import CompensableState, check_transition
+
+    check_transition("instance", InstanceState.ACTIVE, InstanceState.COMPENSATING)
+    check_transition("instance", InstanceState.COMPENSATING, InstanceState.COMPENSATED)
+    with pytest.raises(IllegalTransition):
+        check_transition("instance", InstanceState.COMPENSATED, InstanceState.ACTIVE)
+    with pytest.raises(IllegalTransition):
+        check_transition("instance", InstanceState.COMPLETED, InstanceState.COMPENSATING)
+    with pytest.raises(IllegalTransition):  # compensated once, never again
+        check_transition("record", CompensableState.COMPENSATED, CompensableState.QUEUED)
