@@ -239,3 +239,25 @@ def test_instance_and_record_states_only_move_along_their_tables() -> None:
         check_transition("instance", InstanceState.COMPLETED, InstanceState.COMPENSATING)
     with pytest.raises(IllegalTransition):  # compensated once, never again
         check_transition("record", CompensableState.COMPENSATED, CompensableState.QUEUED)
+
+
+def test_a_builder_saga_drawn_as_bpmn_parses_back_to_the_same_compensation() -> None:
+    from bpm.builder import Process
+    from bpm.cockpit.diagram import model_to_bpmn
+
+    model = (
+        Process("saga")
+        .start("s")
+        .service_task("reserve", handler="reserve", compensate_with="release")
+        .service_task("charge", handler="charge", compensate_topic="refund")
+        .compensate("undo_reserve", activity="reserve")
+        .compensate_end("e")
+        .sequence("s", "reserve", "charge", "undo_reserve", "e")
+        .build()
+    )
+    again = parse_bpmn(model_to_bpmn(model))
+    assert again.compensation_handlers == model.compensation_handlers
+    throw = again.nodes["undo_reserve"]
+    assert isinstance(throw, n.CompensationThrowEvent) and throw.activity_ref == "reserve"
+    end = again.nodes["e"]
+    assert isinstance(end, n.EndEvent) and end.kind is n.EndKind.COMPENSATE

@@ -62,6 +62,8 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         attrs["name"] = node.name
     elif isinstance(node, (n.ServiceTask, n.UserTask)):
         attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
+    if isinstance(node, n.Activity) and node.for_compensation:
+        attrs["isForCompensation"] = "true"
     if isinstance(node, n.StartEvent):
         return SubElement(parent, _q(BPMN, "startEvent"), attrs)
     if isinstance(node, n.EndEvent):
@@ -71,11 +73,11 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         elif node.kind is n.EndKind.ERROR:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
         elif node.kind is n.EndKind.COMPENSATE:
-            SubElement(el, _q(BPMN, "compensateEventDefinition"))
+            _compensate(el, node.activity_ref)
         return el
     if isinstance(node, n.CompensationThrowEvent):
         el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
-        SubElement(el, _q(BPMN, "compensateEventDefinition"))
+        _compensate(el, node.activity_ref)
         return el
     if isinstance(node, n.ServiceTask):
         return SubElement(parent, _q(BPMN, "serviceTask"), attrs)
@@ -113,6 +115,11 @@ def _node_element(parent: Element, node: n.Node) -> Element:
     return SubElement(parent, _q(BPMN, "task"), attrs)
 
 
+def _compensate(parent: Element, activity_ref: str | None) -> None:
+    attrs = {"activityRef": activity_ref} if activity_ref else {}
+    SubElement(parent, _q(BPMN, "compensateEventDefinition"), attrs)
+
+
 def _timer(parent: Element, spec: n.TimerSpec | None) -> None:
     definition = SubElement(parent, _q(BPMN, "timerEventDefinition"))
     if spec is not None:
@@ -141,6 +148,15 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
                 el, _q(BPMN, "conditionExpression"), {_q(XSI, "type"): "bpmn:tFormalExpression"}
             )
             cond.text = flow.condition
+    for node in model.nodes.values():  # a compensation event points at its handler
+        if isinstance(node, n.BoundaryEvent) and node.compensate_with:
+            attrs = {
+                "id": f"{node.id}_association",
+                "associationDirection": "One",
+                "sourceRef": node.id,
+                "targetRef": node.compensate_with,
+            }
+            SubElement(process, _q(BPMN, "association"), attrs)
     diagram = SubElement(root, _q(BPMNDI, "BPMNDiagram"), {"id": f"diagram_{model.key}"})
     plane = SubElement(
         diagram, _q(BPMNDI, "BPMNPlane"), {"id": f"plane_{model.key}", "bpmnElement": model.key}
