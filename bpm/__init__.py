@@ -5,6 +5,7 @@ from __future__ import annotations
 from bpm.engine import Engine, EngineConfig
 from bpm.errors import (
     BpmError,
+    BpmnError,
     ConfigurationError,
     DeploymentError,
     HandlerNotFound,
@@ -20,6 +21,7 @@ from bpm.runtime.states import InstanceState, TokenState
 
 __all__ = [
     "BpmError",
+    "BpmnError",
     "ConfigurationError",
     "DeploymentError",
     "Engine",

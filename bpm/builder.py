@@ -37,6 +37,7 @@ from typing import Any, Self
 import isodate
 
 from bpm.builder_compensation import CompensationMethods
+from bpm.builder_events import EventMethods
 from bpm.builder_scopes import Mappings, ScopeMethods, in_container
 from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
@@ -63,7 +64,7 @@ def _date_text(value: str | datetime) -> str:
     return value if isinstance(value, str) else value.isoformat()
 
 
-class Process(ScopeMethods, CompensationMethods):
+class Process(ScopeMethods, EventMethods, CompensationMethods):
     """A fluent builder of a :class:`ProcessModel` with key ``key``."""
 
     def __init__(self, key: str, *, name: str | None = None, version_tag: str | None = None):
@@ -98,20 +99,32 @@ class Process(ScopeMethods, CompensationMethods):
         cycle: str | None = None,
         error: bool | str | None = None,
         interrupting: bool = True,
+        escalation: bool | str | None = None,
+        code_variable: str | None = None,
+        message_variable: str | None = None,
     ) -> Self:
         """A start event: none; with a timer (``duration``, ``date`` or ``cycle``: the
         process then also starts on that schedule, an event sub-process when it is due);
-        or, starting an event sub-process, ``error`` (True: every error, or a code).
+        or, starting an event sub-process, ``error`` or ``escalation`` (True: every one,
+        or a code; ``code_variable`` / ``message_variable`` receive what was caught).
         ``interrupting=False``: an event sub-process that runs beside its scope."""
+        event = self._start_event(
+            id,
+            name,
+            duration=duration,
+            date=date,
+            cycle=cycle,
+            error=error,
+            interrupting=interrupting,
+        )
+        if escalation is not None and escalation is not False:
+            if event.is_trigger:
+                self._problems.append(Problem("a start event has one trigger: keep one", id))
+            code = None if escalation is True else str(escalation)
+            event = dataclasses.replace(event, escalation_start=True, escalation_code=code)
         return self._add(
-            self._start_event(
-                id,
-                name,
-                duration=duration,
-                date=date,
-                cycle=cycle,
-                error=error,
-                interrupting=interrupting,
+            dataclasses.replace(
+                event, code_variable=code_variable, message_variable=message_variable
             )
         )
 
@@ -122,14 +135,22 @@ class Process(ScopeMethods, CompensationMethods):
         terminate: bool = False,
         error_code: str | None = None,
         name: str | None = None,
+        escalation_code: str | None = None,
     ) -> Self:
-        """An end event; ``terminate`` ends the whole instance, ``error_code`` throws."""
-        if terminate and error_code is not None:
-            self._problems.append(Problem("an end event cannot terminate and throw", id))
+        """An end event; ``terminate`` ends the whole instance, ``error_code`` throws an
+        error, ``escalation_code`` an escalation."""
+        if sum((terminate, error_code is not None, escalation_code is not None)) > 1:
+            self._problems.append(
+                Problem("an end event does one thing: terminate, an error or an escalation", id)
+            )
         kind = n.EndKind.TERMINATE if terminate else n.EndKind.NONE
         if error_code is not None:
             kind = n.EndKind.ERROR
-        return self._add(n.EndEvent(id, name, kind=kind, error_code=error_code))
+        elif escalation_code is not None:
+            kind = n.EndKind.ESCALATION
+        return self._add(
+            n.EndEvent(id, name, kind=kind, error_code=error_code, escalation_code=escalation_code)
+        )
 
     def service_task(
         self,
@@ -316,9 +337,22 @@ class Process(ScopeMethods, CompensationMethods):
         *,
         error_code: str | None = None,
         name: str | None = None,
+        error_code_variable: str | None = None,
+        error_message_variable: str | None = None,
     ) -> Self:
-        """Catch errors of task ``attached_to``: one ``error_code``, or every error."""
-        return self._add(n.BoundaryEvent(id, name, attached_to=attached_to, error_code=error_code))
+        """Catch errors of task ``attached_to``: one ``error_code``, or every error.
+        ``error_code_variable`` / ``error_message_variable`` receive the caught code and
+        message (besides ``error_code`` and ``error_message``, always set)."""
+        return self._add(
+            n.BoundaryEvent(
+                id,
+                name,
+                attached_to=attached_to,
+                error_code=error_code,
+                code_variable=error_code_variable,
+                message_variable=error_message_variable,
+            )
+        )
 
     # -- flows ---------------------------------------------------------------------------
 

@@ -61,7 +61,6 @@ def flow(model: ProcessModel, flow_id: str) -> n.Flow:
 UNSUPPORTED_BOUNDARIES = {
     "message": '<bpmn:messageEventDefinition messageRef="Msg" />',
     "signal": '<bpmn:signalEventDefinition signalRef="Sig" />',
-    "escalation": '<bpmn:escalationEventDefinition escalationRef="Esc" />',
     "cancel": "<bpmn:cancelEventDefinition />",
     "conditional": "<bpmn:conditionalEventDefinition><bpmn:condition>x</bpmn:condition>"
     "</bpmn:conditionalEventDefinition>",

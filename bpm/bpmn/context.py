@@ -15,12 +15,14 @@ __all__ = ["Context", "base", "event_definitions"]
 
 @dataclass
 class Context:
-    """The document, its ``bpmn:error`` elements, and the problems and warnings found."""
+    """The document, its ``bpmn:error`` and ``bpmn:escalation`` elements, and the
+    problems and warnings found."""
 
     doc: Document
     errors: dict[str, Element]
     zeebe: bool = False
     """The file was written for Camunda 8 (Zeebe): cron day numbers count from Sunday = 0."""
+    escalations: dict[str, Element] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     placeholders: set[str] = field(default_factory=set)

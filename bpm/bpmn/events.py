@@ -1,14 +1,17 @@
-"""Events: start (none, timer; error and compensation in event sub-processes), end (none,
-terminate, error, compensation), intermediate catch (timer), intermediate throw (none:
-pass through; compensation), boundary (timer, error, compensation)."""
+"""Events: start (none, timer; error, escalation or compensation in an event sub-process),
+end (none, terminate, error, escalation, compensation), intermediate catch (timer, link),
+intermediate throw (none: pass through, escalation, link, compensation), boundary (timer,
+error, escalation, compensation)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn.compensation import COMPENSATE, UNLINKED, activity_ref
 from bpm.bpmn.context import Context, base, event_definitions
+from bpm.bpmn.event_refs import catch_variables, escalation_code, link_name
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import local, pretty
 from bpm.model import nodes as n
@@ -27,6 +30,8 @@ _TIMER_KINDS = {
     "timeCycle": n.TimerKind.CYCLE,
 }
 _TIMER = frozenset({"timerEventDefinition"})
+_ESCALATION = "escalationEventDefinition"
+_LINK = "linkEventDefinition"
 
 
 def _common(el: Element, ctx: Context, uses: frozenset[str] = frozenset()) -> None:
@@ -110,11 +115,11 @@ def _spring_weekdays(text: str) -> str:
 
 def parse_start(el: Element, ctx: Context) -> n.Node:
     """``startEvent``: none, with a timer (instances start on its schedule), or, starting
-    an event sub-process, with a timer or an error (``isInterrupting``)."""
+    an event sub-process, with a timer, an error or an escalation (``isInterrupting``)."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition", COMPENSATE})
+    defs = event_definitions(el, ctx, _TIMER | {"errorEventDefinition", _ESCALATION, COMPENSATE})
     interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
     if len(ctx.problems) > before:
         # Reported (a message start...): still a start event, blamed for nothing else.
@@ -123,10 +128,29 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
         return n.StartEvent(node_id, name, line)
     if local(defs[0]) == COMPENSATE:
         return n.StartEvent(node_id, name, line, compensation_start=True)
+    code_var, message_var = catch_variables(defs[0])
     if local(defs[0]) == "errorEventDefinition":
         code = error_code(defs[0], el, ctx, required=False)
         return n.StartEvent(
-            node_id, name, line, error_start=True, error_code=code, interrupting=interrupting
+            node_id,
+            name,
+            line,
+            error_start=True,
+            error_code=code,
+            interrupting=interrupting,
+            code_variable=code_var,
+            message_variable=message_var,
+        )
+    if local(defs[0]) == _ESCALATION:
+        code = escalation_code(defs[0], el, ctx, required=False)
+        return n.StartEvent(
+            node_id,
+            name,
+            line,
+            escalation_start=True,
+            escalation_code=code,
+            interrupting=interrupting,
+            code_variable=code_var,
         )
     spec = timer(defs[0], el, ctx)
     if spec is None:
@@ -135,10 +159,12 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
 
 
 def parse_end(el: Element, ctx: Context) -> n.Node:
-    """``endEvent``: none, terminate or error."""
+    """``endEvent``: none, terminate, error or escalation."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"terminateEventDefinition", "errorEventDefinition", COMPENSATE})
+    allowed = frozenset(
+        {"terminateEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE}
+    )
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
@@ -150,43 +176,67 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
         return n.EndEvent(node_id, name, line, kind=n.EndKind.COMPENSATE, activity_ref=ref)
     if local(defs[0]) == "terminateEventDefinition":
         return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
+    if local(defs[0]) == _ESCALATION:
+        esc = escalation_code(defs[0], el, ctx, required=True)
+        if esc is None:
+            return ctx.placeholder(el)
+        return n.EndEvent(node_id, name, line, kind=n.EndKind.ESCALATION, escalation_code=esc)
     code = error_code(defs[0], el, ctx, required=True)
     return n.EndEvent(node_id, name, line, kind=n.EndKind.ERROR, error_code=code)
 
 
 def parse_catch(el: Element, ctx: Context) -> n.Node:
-    """``intermediateCatchEvent``: only timers are supported."""
+    """``intermediateCatchEvent``: a timer, or the target of a link."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER)
+    defs = event_definitions(el, ctx, _TIMER | {_LINK})
+    if defs and local(defs[0]) == _LINK:
+        link = link_name(defs[0], el, ctx)
+        if not link:
+            return ctx.placeholder(el)
+        return n.LinkCatchEvent(node_id, name, line, link=link)
     spec = timer(defs[0], el, ctx) if defs else None
     if spec is None:
         if len(ctx.problems) == before:
-            ctx.report(el, f"intermediate catch event '{node_id}' needs a timerEventDefinition")
+            ctx.report(
+                el,
+                f"intermediate catch event '{node_id}' needs a timerEventDefinition or a "
+                "linkEventDefinition",
+            )
         return ctx.placeholder(el)
     return n.TimerCatchEvent(node_id, name, line, timer=spec)
 
 
 def parse_throw(el: Element, ctx: Context) -> n.Node:
-    """``intermediateThrowEvent`` without a definition: the token passes through."""
+    """``intermediateThrowEvent``: without a definition the token passes through; an
+    escalation is thrown to the nearest catcher; a link jumps to its catch event."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, frozenset({COMPENSATE}))
+    defs = event_definitions(el, ctx, frozenset({_ESCALATION, _LINK, COMPENSATE}))
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
-    if defs:
+    if not defs:
+        return n.PassThrough(node_id, name, line, element=local(el))
+    if local(defs[0]) == COMPENSATE:
         ref = activity_ref(defs[0], el, ctx)
         return n.CompensationThrowEvent(node_id, name, line, activity_ref=ref)
-    return n.PassThrough(node_id, name, line, element=local(el))
+    if local(defs[0]) == _LINK:
+        link = link_name(defs[0], el, ctx)
+        return n.LinkThrowEvent(node_id, name, line, link=link) if link else ctx.placeholder(el)
+    code = escalation_code(defs[0], el, ctx, required=True)
+    if code is None:
+        return ctx.placeholder(el)
+    return n.EscalationThrowEvent(node_id, name, line, escalation_code=code)
 
 
 def parse_boundary(el: Element, ctx: Context) -> n.Node:
-    """``boundaryEvent``: a timer (interrupting or not) or an error catch."""
+    """``boundaryEvent``: a timer or an escalation catch (interrupting or not), or an
+    error catch."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
-    allowed = frozenset({"timerEventDefinition", "errorEventDefinition", COMPENSATE})
+    allowed = frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
@@ -198,24 +248,27 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
     if not defs:
         ctx.report(
             el,
-            f"{pretty(el.tag)} '{node_id}' has no event definition: add a timer or error "
-            "event definition",
+            f"{pretty(el.tag)} '{node_id}' has no event definition: add a timer, error or "
+            "escalation event definition",
         )
         return ctx.placeholder(el)
-    spec: n.TimerSpec | None = None
-    code: str | None = None
-    if local(defs[0]) == "timerEventDefinition":
-        spec = timer(defs[0], el, ctx)
-        if spec is None:
-            return ctx.placeholder(el)
-    else:
-        code = error_code(defs[0], el, ctx, required=False)
-    return n.BoundaryEvent(
+    event = n.BoundaryEvent(
         node_id,
         name,
         line,
         attached_to=el.get("attachedToRef", ""),
         cancel_activity=el.get("cancelActivity", "true").strip().lower() != "false",
-        timer=spec,
-        error_code=code,
     )
+    kind = local(defs[0])
+    if kind == "timerEventDefinition":
+        spec = timer(defs[0], el, ctx)
+        return ctx.placeholder(el) if spec is None else replace(event, timer=spec)
+    code_var, message_var = catch_variables(defs[0])
+    if kind == _ESCALATION:
+        before = len(ctx.problems)
+        esc = escalation_code(defs[0], el, ctx, required=False)
+        if len(ctx.problems) > before:
+            return ctx.placeholder(el)
+        return replace(event, escalation=True, escalation_code=esc, code_variable=code_var)
+    code = error_code(defs[0], el, ctx, required=False)
+    return replace(event, error_code=code, code_variable=code_var, message_variable=message_var)

@@ -49,8 +49,8 @@ _UNSUPPORTED = {
 _SUPPORTED = (
     "start/end events, service/send/business-rule/script/user/manual tasks, embedded and "
     "event sub-processes, call activities, exclusive, parallel and inclusive gateways, "
-    "timer catch events, none and compensation throw events, timer, error and compensation "
-    "boundary events"
+    "timer and link catch events, none, escalation, link and compensation throw events, "
+    "timer, error, escalation and compensation boundary events"
 )
 _PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
 
@@ -98,7 +98,8 @@ def parse_bpmn_file(source: str | bytes, resource: str | None = None) -> BpmnFil
         )
     processes, warnings = _executable(root, doc, resource)
     errors = {e.get("id", ""): e for e in root if local(e) == "error" and e.get("id")}
-    ctx = Context(doc, errors, zeebe=_uses_zeebe(root))
+    escalations = {e.get("id", ""): e for e in root if local(e) == "escalation" and e.get("id")}
+    ctx = Context(doc, errors, zeebe=_uses_zeebe(root), escalations=escalations)
     models: list[ProcessModel] = []
     problems: list[Problem] = []
     keys: dict[str, int | None] = {}

@@ -72,12 +72,22 @@ def _node_element(parent: Element, node: n.Node) -> Element:
             SubElement(el, _q(BPMN, "terminateEventDefinition"))
         elif node.kind is n.EndKind.ERROR:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
+        elif node.kind is n.EndKind.ESCALATION:
+            SubElement(el, _q(BPMN, "escalationEventDefinition"))
         elif node.kind is n.EndKind.COMPENSATE:
             _compensate(el, node.activity_ref)
         return el
     if isinstance(node, n.CompensationThrowEvent):
         el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
         _compensate(el, node.activity_ref)
+        return el
+    if isinstance(node, n.EscalationThrowEvent | n.LinkThrowEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
+        _throw_definition(el, node)
+        return el
+    if isinstance(node, n.LinkCatchEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
+        SubElement(el, _q(BPMN, "linkEventDefinition"), {"name": node.link})
         return el
     if isinstance(node, n.ServiceTask):
         return SubElement(parent, _q(BPMN, "serviceTask"), attrs)
@@ -108,6 +118,8 @@ def _node_element(parent: Element, node: n.Node) -> Element:
             _timer(el, node.timer)
         elif node.is_compensation:
             SubElement(el, _q(BPMN, "compensateEventDefinition"))
+        elif node.escalation:
+            SubElement(el, _q(BPMN, "escalationEventDefinition"))
         else:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
         return el
@@ -118,6 +130,13 @@ def _node_element(parent: Element, node: n.Node) -> Element:
 def _compensate(parent: Element, activity_ref: str | None) -> None:
     attrs = {"activityRef": activity_ref} if activity_ref else {}
     SubElement(parent, _q(BPMN, "compensateEventDefinition"), attrs)
+
+
+def _throw_definition(parent: Element, node: n.EscalationThrowEvent | n.LinkThrowEvent) -> None:
+    if isinstance(node, n.LinkThrowEvent):
+        SubElement(parent, _q(BPMN, "linkEventDefinition"), {"name": node.link})
+    else:
+        SubElement(parent, _q(BPMN, "escalationEventDefinition"))
 
 
 def _timer(parent: Element, spec: n.TimerSpec | None) -> None:

@@ -466,7 +466,8 @@ class Engine:
         topics: Collection[str] | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Throw a BPMN error to the task's matching error boundary (else the activity ends)."""
+        """Throw a BPMN error to the nearest catcher around the task (else the failure
+        action of its retry policy: an incident by default)."""
         _reports.handle_bpmn_error(
             self.core,
             task_id,

@@ -47,15 +47,34 @@ class StartEvent(Node):
     error_start: bool = field(default=False, metadata=SPARSE)
     error_code: str | None = field(default=None, metadata=SPARSE)
     interrupting: bool = field(default=True, metadata=SPARSE)
+    escalation_start: bool = field(default=False, metadata=SPARSE)
+    """Starts its event sub-process on an escalation (``escalation_code`` None: any)."""
+    escalation_code: str | None = field(default=None, metadata=SPARSE)
+    code_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error or escalation code (``camunda:errorCodeVariable``)."""
+    message_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error's message (``camunda:errorMessageVariable``)."""
     compensation_start: bool = field(default=False, metadata=SPARSE)
     """Starts a compensation event sub-process: it runs when its sub-process is
     compensated, instead of compensating the activities inside it."""
+
+    @property
+    def is_trigger(self) -> bool:
+        """Whether an event (not a token arriving) starts here: a timer, error, escalation
+        or compensation."""
+        return (
+            self.timer is not None
+            or self.error_start
+            or self.escalation_start
+            or self.compensation_start
+        )
 
 
 class EndKind(StrEnum):
     NONE = "none"
     TERMINATE = "terminate"
     ERROR = "error"
+    ESCALATION = "escalation"
     COMPENSATE = "compensate"
 
 
@@ -66,6 +85,7 @@ class EndEvent(Node):
 
     kind: EndKind = EndKind.NONE
     error_code: str | None = None
+    escalation_code: str | None = field(default=None, metadata=SPARSE)
     activity_ref: str | None = field(default=None, metadata=SPARSE)
 
 
@@ -284,19 +304,50 @@ class CompensationThrowEvent(Node):
 
 
 @dataclass(frozen=True)
+class EscalationThrowEvent(Node):
+    """An intermediate throw event with an escalation: the nearest catcher of
+    ``escalation_code`` around it is triggered, then the token moves on (unless an
+    interrupting catcher ended it)."""
+
+    escalation_code: str = ""
+
+
+@dataclass(frozen=True)
+class LinkThrowEvent(Node):
+    """An intermediate throw event with a link: the token jumps to the link catch event of
+    the same ``link`` name in the same (sub-)process (resolved and checked at deploy)."""
+
+    link: str = ""
+
+
+@dataclass(frozen=True)
+class LinkCatchEvent(Node):
+    """An intermediate catch event with a link: where link throws of ``link`` continue."""
+
+    link: str = ""
+
+
+@dataclass(frozen=True)
 class BoundaryEvent(Node):
-    """A timer, error or compensation event attached to an activity. A compensation
-    boundary event names its activity's compensation handler (``compensate_with``)."""
+    """A timer, error, escalation or compensation event attached to an activity. A
+    compensation boundary event names its activity's compensation handler
+    (``compensate_with``)."""
 
     attached_to: str = ""
     cancel_activity: bool = True
     timer: TimerSpec | None = None
     error_code: str | None = None  # None on an error boundary catches every error
+    escalation: bool = field(default=False, metadata=SPARSE)
+    escalation_code: str | None = field(default=None, metadata=SPARSE)  # None: every one
+    code_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error or escalation code (``camunda:errorCodeVariable``)."""
+    message_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error's message (``camunda:errorMessageVariable``)."""
     compensate_with: str | None = field(default=None, metadata=SPARSE)
 
     @property
     def is_error(self) -> bool:
-        return self.timer is None and self.compensate_with is None
+        return self.timer is None and not self.escalation and self.compensate_with is None
 
     @property
     def is_compensation(self) -> bool:

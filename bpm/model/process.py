@@ -29,6 +29,9 @@ _KINDS: dict[str, type[n.Node]] = {
     "event_sub_process": n.EventSubProcess,
     "call_activity": n.CallActivity,
     "compensation_throw_event": n.CompensationThrowEvent,
+    "escalation_throw_event": n.EscalationThrowEvent,
+    "link_throw_event": n.LinkThrowEvent,
+    "link_catch_event": n.LinkCatchEvent,
 }
 _MAPPING_FIELDS = frozenset({"inputs", "outputs", "call_inputs", "call_outputs"})
 _KIND_OF = {cls: name for name, cls in _KINDS.items()}
@@ -126,21 +129,32 @@ class ProcessModel:
         every node in it that no flow leads to (BPMN's implicit start; none for an empty
         sub-process, which then completes at once)."""
         members = self.members.get(container, ())
-        starts = [
-            x
-            for x in members
-            if isinstance(x, n.StartEvent)
-            and x.timer is None
-            and not (x.error_start or x.compensation_start)
-        ]
+        starts = [x for x in members if isinstance(x, n.StartEvent) and not x.is_trigger]
         if starts or container is None:
             return tuple(starts)
         return tuple(
             x
             for x in members
             if not self.incoming.get(x.id)
-            and not isinstance(x, n.StartEvent | n.BoundaryEvent | n.EventSubProcess)
+            and not isinstance(
+                x, n.StartEvent | n.BoundaryEvent | n.EventSubProcess | n.LinkCatchEvent
+            )
         )
+
+    @cached_property
+    def link_targets(self) -> Mapping[str, str]:
+        """The link catch event each link throw event jumps to, by the throw's id: the one
+        with the same link name in the same container (validation reports the others)."""
+        catches: dict[tuple[str | None, str], list[str]] = {}
+        for x in self.nodes.values():
+            if isinstance(x, n.LinkCatchEvent):
+                catches.setdefault((x.container, x.link), []).append(x.id)
+        return {
+            x.id: found[0]
+            for x in self.nodes.values()
+            if isinstance(x, n.LinkThrowEvent)
+            and len(found := catches.get((x.container, x.link), [])) == 1
+        }
 
     def event_subprocesses(self, container: str | None) -> tuple[n.EventSubProcess, ...]:
         """The event sub-processes drawn directly in ``container``."""

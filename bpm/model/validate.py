@@ -14,6 +14,7 @@ from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate_compensation import check_compensation
+from bpm.model.validate_events import check_events
 from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, check
@@ -56,6 +57,7 @@ def check_model(
     problems += _timers(model, warnings)
     problems += check_scopes(model, warnings)
     problems += check_compensation(model, warnings)
+    problems += check_events(model, warnings)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
@@ -72,6 +74,9 @@ def element_type(node: n.Node | n.Flow) -> str:
         n.Flow: "sequenceFlow",
         n.TimerCatchEvent: "intermediateCatchEvent",
         n.CompensationThrowEvent: "intermediateThrowEvent",
+        n.LinkCatchEvent: "intermediateCatchEvent",
+        n.EscalationThrowEvent: "intermediateThrowEvent",
+        n.LinkThrowEvent: "intermediateThrowEvent",
         n.EventSubProcess: "subProcess",
     }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
     return f"bpmn:{kind}"
@@ -167,6 +172,8 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
         node = model.nodes[node_id]
         if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None:
             queue.append(node.compensate_with)  # a handler is reached through its event
+        if node_id in model.link_targets:
+            queue.append(model.link_targets[node_id])
         if isinstance(model.nodes[node_id], n.SubProcess | n.EventSubProcess):
             queue.extend(_entries(model, node_id))
     if not model.start_events:

@@ -99,16 +99,27 @@ def activity_type(node: n.Node | None) -> str:
     if isinstance(node, n.StartEvent):
         if node.compensation_start:
             return "compensationStartEvent"
+        if node.error_start:
+            return "errorStartEvent"
+        if node.escalation_start:
+            return "escalationStartEvent"
         return "startTimerEvent" if node.timer is not None else "startEvent"
     if isinstance(node, n.EndEvent):
         return {
             n.EndKind.NONE: "noneEndEvent",
             n.EndKind.TERMINATE: "terminateEndEvent",
             n.EndKind.ERROR: "errorEndEvent",
+            n.EndKind.ESCALATION: "escalationEndEvent",
             n.EndKind.COMPENSATE: "compensationEndEvent",
         }[node.kind]
     if isinstance(node, n.CompensationThrowEvent):
         return "intermediateCompensationThrowEvent"
+    if isinstance(node, n.EscalationThrowEvent):
+        return "intermediateEscalationThrowEvent"
+    if isinstance(node, n.LinkCatchEvent):
+        return "intermediateLinkCatch"
+    if isinstance(node, n.LinkThrowEvent):
+        return "intermediateLinkThrow"  # Camunda records none: the name says what it was
     if isinstance(node, n.ScriptTask):
         return "scriptTask"
     if isinstance(node, n.ServiceTask):
@@ -126,6 +137,8 @@ def activity_type(node: n.Node | None) -> str:
     if isinstance(node, n.BoundaryEvent):
         if node.is_compensation:
             return "compensationBoundaryCatch"
+        if node.escalation:
+            return "boundaryEscalation"
         return "boundaryError" if node.is_error else "boundaryTimer"
     name = type(node).__name__
     return name[:1].lower() + name[1:]

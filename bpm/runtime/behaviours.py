@@ -10,7 +10,7 @@ from __future__ import annotations
 from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
-from bpm.runtime import calls, compensation, inclusive, scopes, throwing, timers
+from bpm.runtime import calls, compensation, inclusive, intermediate, scopes, throwing, timers
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
@@ -40,7 +40,7 @@ def boundary_event(walker: Walker, tok: Token, node: n.BoundaryEvent) -> None:
 
 def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
     """A none end event ends the path; a terminate end event ends its scope (the whole
-    instance at the top); an error end event throws its error to the nearest catcher
+    instance at the top); an error or escalation end event throws to the nearest catcher
     (:mod:`bpm.runtime.throwing`), and ends the path when nothing catches it."""
     w = walker.work
     if node.kind is n.EndKind.COMPENSATE:
@@ -59,6 +59,8 @@ def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
             "error_end", token_id=tok.id, node_id=node.id, payload={"error_code": node.error_code}
         )
         throwing.throw(walker, w.token(tok.id), node.error_code, f"error end event {node.id}")
+    elif node.kind is n.EndKind.ESCALATION:
+        intermediate.escalate(walker, w.token(tok.id), node.escalation_code or "", node.id)
 
 
 def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
@@ -225,4 +227,7 @@ BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.EventSubProcess: event_sub_process,
     n.CallActivity: calls.call_activity,
     n.CompensationThrowEvent: compensation.throw_event,
+    n.EscalationThrowEvent: intermediate.escalation_throw_event,
+    n.LinkThrowEvent: intermediate.link_throw_event,
+    n.LinkCatchEvent: intermediate.link_catch_event,
 }
