@@ -36,6 +36,7 @@ from typing import Any, Self
 
 import isodate
 
+from bpm.builder_compensation import CompensationMethods
 from bpm.builder_events import EventMethods
 from bpm.builder_messages import MessageMethods
 from bpm.builder_scopes import Mappings, in_container
@@ -64,7 +65,7 @@ def _date_text(value: str | datetime) -> str:
     return value if isinstance(value, str) else value.isoformat()
 
 
-class Process(MessageMethods, EventMethods):
+class Process(MessageMethods, EventMethods, CompensationMethods):
     """A fluent builder of a :class:`ProcessModel` with key ``key``."""
 
     def __init__(self, key: str, *, name: str | None = None, version_tag: str | None = None):
@@ -172,8 +173,17 @@ class Process(MessageMethods, EventMethods):
         until: str | None = None,
         inputs: Mappings | None = None,
         outputs: Mappings | None = None,
+        compensate_with: str | None = None,
+        compensate_topic: str | None = None,
+        compensate_retry: RetryPolicy | None = None,
+        for_compensation: bool = False,
     ) -> Self:
         """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
+
+        ``compensate_with`` names the inline handler that undoes it (``compensate_topic``:
+        an external one; ``compensate_retry``: its policy): compensation runs it when the
+        task has completed (see ``docs/compensation.md``). ``for_compensation=True``
+        makes this task a compensation handler, named by :meth:`boundary_compensation`.
 
         ``retry`` is a :class:`RetryPolicy` or its text form (``"fixed(3, PT2S)"``);
         ``lease`` is how long a worker may hold the task before it is given to another.
@@ -206,6 +216,7 @@ class Process(MessageMethods, EventMethods):
             priority=priority,
             properties=dict(properties or {}),
             lease_seconds=lease_seconds,
+            for_compensation=for_compensation,
             **self._activity(
                 id,
                 for_each=for_each,
@@ -219,7 +230,9 @@ class Process(MessageMethods, EventMethods):
                 outputs=outputs,
             ),
         )
-        return self._add(task)
+        self._add(task)
+        self._compensate_with(id, compensate_with, compensate_topic, compensate_retry)
+        return self
 
     def user_task(
         self,
@@ -229,16 +242,19 @@ class Process(MessageMethods, EventMethods):
         candidate_groups: Iterable[str] = (),
         properties: Mapping[str, str] | None = None,
         name: str | None = None,
+        for_compensation: bool = False,
         **options: Any,
     ) -> Self:
         """A task for a person: it waits until completed through the API. Takes the
-        multi-instance and mapping options of :meth:`service_task`."""
+        multi-instance and mapping options of :meth:`service_task`;
+        ``for_compensation=True`` makes it a compensation handler."""
         task = n.UserTask(
             id,
             name,
             assignee=assignee,
             candidate_groups=tuple(candidate_groups),
             properties=dict(properties or {}),
+            for_compensation=for_compensation,
             **self._activity(id, **options),
         )
         return self._add(task)

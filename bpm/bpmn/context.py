@@ -62,12 +62,6 @@ def event_definitions(
     """The event definitions of ``el`` among ``allowed``; reports the others, and loop
     markers on anything but an ``activity`` (whose parser reads them)."""
     found: list[Element] = []
-    if (el.get("isForCompensation") or "").strip().lower() == "true":
-        ctx.report(
-            el,
-            f"'{el.get('id')}' is a compensation handler (isForCompensation=\"true\"), which "
-            "this engine does not run yet: remove the attribute to run it as a normal task",
-        )
     for child in el:
         name = local(child)
         if name.endswith("LoopCharacteristics") and activity:

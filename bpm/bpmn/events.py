@@ -1,7 +1,8 @@
-"""Events: start (none, timer, message, signal; error or escalation in an event
-sub-process), end (none, terminate, error, escalation, message, signal), intermediate catch
-(timer, link, message, signal), intermediate throw (none: pass through; escalation; link;
-message: an inline step; signal), boundary (timer, error, escalation, message, signal)."""
+"""Events: start (none, timer, message, signal; error, escalation or compensation in an
+event sub-process), end (none, terminate, error, escalation, compensation, message, signal),
+intermediate catch (timer, link, message, signal), intermediate throw (none: pass through;
+escalation; link; compensation; message: an inline step; signal), boundary (timer, error,
+escalation, compensation, message, signal)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import replace
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn import bindings
+from bpm.bpmn.compensation import COMPENSATE, UNLINKED, activity_ref
 from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.event_refs import catch_variables, escalation_code, link_name
 from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
@@ -125,7 +127,7 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
     defs = event_definitions(
-        el, ctx, _TIMER | EVENT_DEFINITIONS | {"errorEventDefinition", _ESCALATION}
+        el, ctx, _TIMER | EVENT_DEFINITIONS | {"errorEventDefinition", _ESCALATION, COMPENSATE}
     )
     interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
     if len(ctx.problems) > before:
@@ -138,6 +140,8 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
         if ref is None:
             return ctx.placeholder(el)
         return n.StartEvent(node_id, name, line, event=ref, interrupting=interrupting)
+    if local(defs[0]) == COMPENSATE:
+        return n.StartEvent(node_id, name, line, compensation_start=True)
     code_var, message_var = catch_variables(defs[0])
     if local(defs[0]) == "errorEventDefinition":
         code = error_code(defs[0], el, ctx, required=False)
@@ -169,10 +173,10 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
 
 
 def parse_end(el: Element, ctx: Context) -> n.Node:
-    """``endEvent``: none, terminate, error, escalation, message (an inline step) or
-    signal."""
+    """``endEvent``: none, terminate, error, escalation, compensation, message (an inline
+    step) or signal."""
     allowed = (
-        frozenset({"terminateEventDefinition", "errorEventDefinition", _ESCALATION})
+        frozenset({"terminateEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
         | EVENT_DEFINITIONS
     )
     if _throws_message(el):
@@ -187,6 +191,9 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
         return n.EndEvent(node_id, name, line)
     if is_event(defs[0]):
         return _signal_throw(el, defs[0], ctx)
+    if local(defs[0]) == COMPENSATE:
+        ref = activity_ref(defs[0], el, ctx)
+        return n.EndEvent(node_id, name, line, kind=n.EndKind.COMPENSATE, activity_ref=ref)
     if local(defs[0]) == "terminateEventDefinition":
         return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
     if local(defs[0]) == _ESCALATION:
@@ -235,13 +242,18 @@ def parse_throw(el: Element, ctx: Context) -> n.Node:
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, frozenset({_ESCALATION, _LINK, "signalEventDefinition"}))
+    defs = event_definitions(
+        el, ctx, frozenset({_ESCALATION, _LINK, COMPENSATE, "signalEventDefinition"})
+    )
     if len(ctx.problems) > before:
         return ctx.placeholder(el)
     if not defs:
         return n.PassThrough(node_id, name, line, element=local(el))
     if local(defs[0]) == "signalEventDefinition":
         return _signal_throw(el, defs[0], ctx)
+    if local(defs[0]) == COMPENSATE:
+        ref = activity_ref(defs[0], el, ctx)
+        return n.CompensationThrowEvent(node_id, name, line, activity_ref=ref)
     if local(defs[0]) == _LINK:
         link = link_name(defs[0], el, ctx)
         return n.LinkThrowEvent(node_id, name, line, link=link) if link else ctx.placeholder(el)
@@ -293,16 +305,25 @@ def _signal_throw(el: Element, defn: Element, ctx: Context) -> n.Node:
 
 def parse_boundary(el: Element, ctx: Context) -> n.Node:
     """``boundaryEvent``: a timer, escalation, message or signal catch (interrupting or
-    not), or an error catch."""
+    not), an error catch, or a compensation boundary (its handler from an association)."""
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     allowed = (
-        frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION}) | EVENT_DEFINITIONS
+        frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
+        | EVENT_DEFINITIONS
     )
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
     if len(ctx.problems) > before:
         return ctx.placeholder(el)  # an unsupported definition, already reported
+    if defs and local(defs[0]) == COMPENSATE:  # its handler comes from an association
+        return n.BoundaryEvent(
+            node_id, name, line, attached_to=el.get("attachedToRef", ""), compensate_with=UNLINKED
+        )
+    if defs and local(defs[0]) == COMPENSATE:  # its handler comes from an association
+        return n.BoundaryEvent(
+            node_id, name, line, attached_to=el.get("attachedToRef", ""), compensate_with=UNLINKED
+        )
     if not defs:
         ctx.report(
             el,

@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn.compensation import link_handlers
 from bpm.bpmn.elements import ELEMENTS, Context
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.messages import top_level
@@ -48,8 +49,8 @@ _SUPPORTED = (
     "start/end events, service/send/business-rule/script/user/manual tasks, embedded and "
     "event sub-processes, call activities, exclusive, parallel and inclusive gateways, "
     "timer, link, message and signal catch events, event-based gateways, receive tasks, "
-    "none, escalation, link, message and signal throw events, timer, error, escalation, "
-    "message and signal boundary events"
+    "none, escalation, link, message, signal and compensation throw events, timer, error, "
+    "escalation, message, signal and compensation boundary events"
 )
 _PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
 
@@ -191,6 +192,7 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
     zeebe_tag = ext.zeebe["versionTag"].get("value") if "versionTag" in ext.zeebe else None
     found = _Members()
     _parse_members(process, None, ctx, found)
+    link_handlers(process, found.nodes, ctx)
     nodes, flows = found.nodes, found.flows
     key = process.get("id", "")
     if not key:

@@ -33,7 +33,7 @@ from bpm.observe import StepOutcome
 from bpm.retry import RetryPolicy
 from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
 from bpm.runtime.records import Token
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState
 from bpm.runtime.throwing import find, throw
 from bpm.runtime.variables import overlay
 from bpm.runtime.walker import Walker
@@ -355,7 +355,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
     mark = time.perf_counter()
     for walker in walkers:
         work = walker.work
-        if work.instance.state is not InstanceState.ACTIVE:
+        if work.instance.state not in RUNNING_INSTANCE_STATES:
             continue
         for token_id in list(work.to_dispatch):
             if len(out) >= keep:

@@ -196,7 +196,7 @@ def handle_failure(
                 error_code=error_code,
             ),
             worker_id=worker_id,
-            policy=_policy(unit, work, task) if retries is None else None,
+            policy=_policy(unit, work, task),
             retries=retries,
             retry_timeout=(
                 timedelta(milliseconds=retry_timeout_ms) if retry_timeout_ms is not None else None

@@ -57,16 +57,20 @@ class StartEvent(Node):
     """Receives the caught error or escalation code (``camunda:errorCodeVariable``)."""
     message_variable: str | None = field(default=None, metadata=SPARSE)
     """Receives the caught error's message (``camunda:errorMessageVariable``)."""
+    compensation_start: bool = field(default=False, metadata=SPARSE)
+    """Starts a compensation event sub-process: it runs when its sub-process is
+    compensated, instead of compensating the activities inside it."""
 
     @property
     def is_trigger(self) -> bool:
         """Whether an event (not a token arriving) starts here: a timer, error, escalation,
-        message or signal."""
+        message, signal or compensation."""
         return (
             self.timer is not None
             or self.error_start
             or self.escalation_start
             or self.event is not None
+            or self.compensation_start
         )
 
 
@@ -75,13 +79,18 @@ class EndKind(StrEnum):
     TERMINATE = "terminate"
     ERROR = "error"
     ESCALATION = "escalation"
+    COMPENSATE = "compensate"
 
 
 @dataclass(frozen=True)
 class EndEvent(Node):
+    """``activity_ref`` (a compensation end event): the one activity to compensate; None
+    compensates every completed activity of the scope."""
+
     kind: EndKind = EndKind.NONE
     error_code: str | None = None
     escalation_code: str | None = field(default=None, metadata=SPARSE)
+    activity_ref: str | None = field(default=None, metadata=SPARSE)
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,9 @@ class Activity(Node):
     loop: MultiInstance | None = field(default=None, metadata=SPARSE)
     inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
+    for_compensation: bool = field(default=False, metadata=SPARSE)
+    """A compensation handler (``isForCompensation``): run only by compensation, never
+    reached by a sequence flow."""
 
     @property
     def has_mappings(self) -> bool:
@@ -288,6 +300,14 @@ class TimerCatchEvent(Node):
 
 
 @dataclass(frozen=True)
+class CompensationThrowEvent(Node):
+    """An intermediate compensation throw event: compensates ``activity_ref`` (None: every
+    completed activity of its scope), waits until that is done, then moves on."""
+
+    activity_ref: str | None = None
+
+
+@dataclass(frozen=True)
 class EscalationThrowEvent(Node):
     """An intermediate throw event with an escalation: the nearest catcher of
     ``escalation_code`` around it is triggered, then the token moves on (unless an
@@ -313,7 +333,9 @@ class LinkCatchEvent(Node):
 
 @dataclass(frozen=True)
 class BoundaryEvent(Node):
-    """A timer, error, escalation, message or signal event attached to an activity."""
+    """A timer, error, escalation, message, signal or compensation event attached to an
+    activity. A compensation boundary event names its activity's compensation handler
+    (``compensate_with``)."""
 
     attached_to: str = ""
     cancel_activity: bool = True
@@ -325,12 +347,22 @@ class BoundaryEvent(Node):
     """Receives the caught error or escalation code (``camunda:errorCodeVariable``)."""
     message_variable: str | None = field(default=None, metadata=SPARSE)
     """Receives the caught error's message (``camunda:errorMessageVariable``)."""
+    compensate_with: str | None = field(default=None, metadata=SPARSE)
 
     event: EventRef | None = field(default=None, metadata=SPARSE)
 
     @property
     def is_error(self) -> bool:
-        return self.timer is None and not self.escalation and self.event is None
+        return (
+            self.timer is None
+            and not self.escalation
+            and self.event is None
+            and self.compensate_with is None
+        )
+
+    @property
+    def is_compensation(self) -> bool:
+        return self.compensate_with is not None
 
 
 class EventKind(StrEnum):

@@ -28,6 +28,7 @@ _KINDS: dict[str, type[n.Node]] = {
     "sub_process": n.SubProcess,
     "event_sub_process": n.EventSubProcess,
     "call_activity": n.CallActivity,
+    "compensation_throw_event": n.CompensationThrowEvent,
     "escalation_throw_event": n.EscalationThrowEvent,
     "link_throw_event": n.LinkThrowEvent,
     "link_catch_event": n.LinkCatchEvent,
@@ -73,6 +74,43 @@ class ProcessModel:
             if isinstance(node, n.BoundaryEvent):
                 out.setdefault(node.attached_to, []).append(node)
         return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def compensation_handlers(self) -> Mapping[str, str]:
+        """Activity id -> the id of its compensation handler (compensation boundaries)."""
+        return {
+            node.attached_to: node.compensate_with
+            for node in self.nodes.values()
+            if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None
+        }
+
+    @cached_property
+    def compensable(self) -> frozenset[str]:
+        """Activities whose completion is remembered for compensation: those with a
+        handler, and the sub-processes that contain one (or a compensation event
+        sub-process). Empty for a process without compensation."""
+        found = set(self.compensation_handlers)
+        for start in self.nodes.values():
+            if isinstance(start, n.StartEvent) and start.compensation_start and start.container:
+                esp = self.nodes.get(start.container)
+                if esp is not None and esp.container is not None:
+                    found.add(esp.container)
+        for node_id in list(found):
+            node: n.Node | None = self.nodes.get(node_id)
+            while node is not None and node.container is not None:
+                host = self.nodes.get(node.container)
+                if isinstance(host, n.SubProcess):
+                    found.add(host.id)
+                node = host
+        return frozenset(found)
+
+    def compensation_start_in(self, container: str | None) -> n.StartEvent | None:
+        """The start event of the compensation event sub-process drawn in ``container``."""
+        for esp in self.event_subprocesses(container):
+            trigger = self.trigger_of(esp.id)
+            if trigger is not None and trigger.compensation_start:
+                return trigger
+        return None
 
     @cached_property
     def start_events(self) -> tuple[n.StartEvent, ...]:
@@ -136,7 +174,7 @@ class ProcessModel:
         """Whether anything in the process opens a scope (sub-processes, multi-instance,
         call activities, variable mappings, event sub-processes) or joins inclusively:
         plain processes skip every scope check."""
-        return any(
+        return bool(self.compensation_handlers) or any(
             x.container is not None
             or isinstance(x, n.SubProcess | n.EventSubProcess | n.CallActivity | n.InclusiveGateway)
             or (isinstance(x, n.Activity) and (x.loop is not None or x.has_mappings))
@@ -149,7 +187,8 @@ class ProcessModel:
         if node is None:
             return False
         return node.container is not None or (
-            isinstance(node, n.Activity) and (node.loop is not None or node.has_mappings)
+            isinstance(node, n.Activity)
+            and (node.loop is not None or node.has_mappings or node.for_compensation)
         )
 
     def depth(self, node_id: str) -> int:

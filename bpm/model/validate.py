@@ -13,6 +13,7 @@ from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.model.validate_compensation import check_compensation
 from bpm.model.validate_events import check_events
 from bpm.model.validate_messages import check_messages
 from bpm.model.validate_scopes import check_scopes
@@ -63,6 +64,7 @@ def check_model(
     problems += _user_tasks(model)
     problems += _timers(model, warnings)
     problems += check_scopes(model, warnings)
+    problems += check_compensation(model, warnings)
     problems += check_events(model, warnings)
     problems += check_messages(model)
     _starts(model, warnings)
@@ -80,6 +82,7 @@ def element_type(node: n.Node | n.Flow) -> str:
     kind = {
         n.Flow: "sequenceFlow",
         n.TimerCatchEvent: "intermediateCatchEvent",
+        n.CompensationThrowEvent: "intermediateThrowEvent",
         n.LinkCatchEvent: "intermediateCatchEvent",
         n.EscalationThrowEvent: "intermediateThrowEvent",
         n.LinkThrowEvent: "intermediateThrowEvent",
@@ -177,6 +180,9 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
         seen.add(node_id)
         queue.extend(f.target for f in model.outgoing.get(node_id, ()))
         queue.extend(b.id for b in model.boundaries.get(node_id, ()))
+        node = model.nodes[node_id]
+        if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None:
+            queue.append(node.compensate_with)  # a handler is reached through its event
         if node_id in model.link_targets:
             queue.append(model.link_targets[node_id])
         if isinstance(model.nodes[node_id], n.SubProcess | n.EventSubProcess):
@@ -184,6 +190,8 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
     if not model.start_events:
         return  # already reported; every node would be unreachable
     for node in model.nodes.values():
+        if isinstance(node, n.Activity) and node.for_compensation:
+            continue  # reached through its compensation event (validate_compensation)
         if node.id not in seen and not _bad_boundary(model, node, placeholders):
             yield _at(
                 node,

@@ -97,6 +97,8 @@ def activity_type(node: n.Node | None) -> str:
     if node is None:
         return "unknown"
     if isinstance(node, n.StartEvent):
+        if node.compensation_start:
+            return "compensationStartEvent"
         if node.error_start:
             return "errorStartEvent"
         if node.escalation_start:
@@ -110,7 +112,10 @@ def activity_type(node: n.Node | None) -> str:
             n.EndKind.TERMINATE: "terminateEndEvent",
             n.EndKind.ERROR: "errorEndEvent",
             n.EndKind.ESCALATION: "escalationEndEvent",
+            n.EndKind.COMPENSATE: "compensationEndEvent",
         }[node.kind]
+    if isinstance(node, n.CompensationThrowEvent):
+        return "intermediateCompensationThrowEvent"
     if isinstance(node, n.EscalationThrowEvent):
         return "intermediateEscalationThrowEvent"
     if isinstance(node, n.LinkCatchEvent):
@@ -140,6 +145,8 @@ def activity_type(node: n.Node | None) -> str:
     if isinstance(node, n.SignalThrow):
         return "intermediateSignalThrow"
     if isinstance(node, n.BoundaryEvent):
+        if node.is_compensation:
+            return "compensationBoundaryCatch"
         if node.escalation:
             return "boundaryEscalation"
         if node.event is not None:

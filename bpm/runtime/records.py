@@ -13,7 +13,9 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from bpm.runtime.states import (
+    FINAL_INSTANCE_STATES,
     BlockKind,
+    CompensableState,
     IncidentState,
     InstanceState,
     ScopeKind,
@@ -96,11 +98,7 @@ class Instance:
 
     @property
     def ended(self) -> bool:
-        return self.state in (
-            InstanceState.COMPLETED,
-            InstanceState.TERMINATED,
-            InstanceState.FAILED,
-        )
+        return self.state in FINAL_INSTANCE_STATES
 
 
 @dataclass(frozen=True)
@@ -322,5 +320,36 @@ class Subscription:
     consumed_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class Compensable:
+    """A completed activity with something to undo: its compensation handler (the node
+    ``handler_node``), or, for a sub-process without one, the compensable activities it
+    completed inside (its scope ``inner_scope_id``). ``seq`` is its place in the
+    instance's completion order; ``scope_id`` the region it completed in (None: the
+    process). ``run_id`` is the compensation scope that took it, ``handler_token_id`` the
+    token running its handler. Written in the transaction that completed the activity.
+    """
+
+    TABLE: ClassVar[str] = "compensable"
+    KIND: ClassVar[str] = "compensation"
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    seq: int
+    state: CompensableState
+    created_at: datetime
+    handler_node: str | None = None
+    scope_id: str | None = None
+    inner_scope_id: str | None = None
+    run_id: str | None = None
+    handler_token_id: str | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    """The local variables the activity saw when it completed (its sub-process's, its
+    multi-instance element...): its handler sees them again."""
+    compensated_at: datetime | None = None
+
+
 #: The work items besides tokens: each has a table, a state and a transition table.
-WorkItem = ExternalTask | Timer | UserTask | Incident | Scope | Subscription
+WorkItem = ExternalTask | Timer | UserTask | Incident | Scope | Subscription | Compensable

@@ -330,6 +330,10 @@ def settle(walker: Walker) -> bool:
         multi.inner_done(walker, scope)
     elif scope.kind is ScopeKind.EVENT_SUBPROCESS:
         eventsub.complete(walker, scope)
+    elif scope.kind is ScopeKind.COMPENSATION:
+        from bpm.runtime import compensation
+
+        compensation.advance(walker, scope)
     else:
         opener = work.tokens.get(scope.token_id or "")
         ended = opener is not None and opener.state is TokenState.TERMINATED

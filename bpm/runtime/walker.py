@@ -17,7 +17,7 @@ from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime import calls, eventsub, messages, scopes, timers, variables
+from bpm.runtime import calls, compensation, eventsub, messages, scopes, timers, variables
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -134,7 +134,10 @@ class Walker:
             if not ok:
                 return []
         if tok.state is not TokenState.COMPLETED:
+            before = tok
             tok = self.work.transition(tok.id, TokenState.COMPLETED)
+            if before.node_id in self.model.compensable:
+                compensation.remember(self, before)
         self.cancel_boundaries(tok)
         if not follow:
             return []

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from bpm.errors import VariableError
 from bpm.runtime.records import (
+    Compensable,
     ExternalTask,
     HistoryEvent,
     Incident,
@@ -48,7 +49,7 @@ from bpm.runtime.work_scopes import ScopeChanges
 
 DEFAULT_MAX_VARIABLE_BYTES = 256 * 1024
 
-Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope, Subscription)
+Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope, Subscription, Compensable)
 # The payload key naming the item in its events ("task" as Camunda calls both kinds).
 _PAYLOAD_KEY = {"external_task": "task", "user_task": "task"}
 ITEM_KINDS: tuple[type[WorkItem], ...] = (
@@ -58,6 +59,7 @@ ITEM_KINDS: tuple[type[WorkItem], ...] = (
     Incident,
     Scope,
     Subscription,
+    Compensable,
 )
 
 
@@ -109,6 +111,14 @@ class Loader(Protocol):
 
     def item(self, kind: type[Item], item_id: str) -> Item | None: ...
 
+    def compensables(self, instance_id: str) -> list[Compensable]:
+        """Every compensable record of the instance that is not compensated yet."""
+        ...
+
+    def last_compensable_seq(self, instance_id: str) -> int:
+        """The highest ``seq`` of the instance's compensable records (0: none)."""
+        ...
+
 
 @dataclass
 class Changes:
@@ -156,6 +166,10 @@ class InstanceWork(ScopeChanges):
     _claims_recorded: set[str] = field(default_factory=set, repr=False)
     # (kind, token id) pairs whose records are all loaded already.
     _loaded_for: set[tuple[type, str]] = field(default_factory=set, repr=False)
+    # The instance's open compensable records are loaded (bpm.runtime.compensation).
+    compensables_loaded: bool = field(default=False, repr=False)
+    # The last completion order number given to a compensable record (None: not read yet).
+    compensable_seq: int | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.token_changes.records = self.tokens
@@ -417,6 +431,7 @@ class InstanceWork(ScopeChanges):
         if self.instance.state is state:
             return
         old = self.instance.state
+        check_transition(f"instance {self.instance.id}", old, state)
         ended = self.now if state in FINAL_INSTANCE_STATES else None
         self.instance = replace(self.instance, state=state, ended_at=ended)
         self.instance_dirty = True

@@ -26,11 +26,13 @@ from sqlalchemy import (
 
 from bpm.runtime.external import NOTIFY_CHANNEL, FetchRequest, TopicRequest
 from bpm.runtime.records import ExternalTask, HistoryEvent
-from bpm.runtime.states import OPEN_TASK_STATES, InstanceState, TaskState
+from bpm.runtime.states import OPEN_TASK_STATES, RUNNING_INSTANCE_STATES, InstanceState, TaskState
 from bpm.store import dialect
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
+# literals: the claim runs pipelined, where a list parameter cannot be expanded
+_RUNNING = [literal(s.value) for s in RUNNING_INSTANCE_STATES]
 et = t.external_task
 pi = t.process_instance
 OPEN_STATES = [s.value for s in OPEN_TASK_STATES]
@@ -78,13 +80,14 @@ def _topic_condition(conn: Connection, tp: TopicRequest) -> ColumnElement[bool]:
 
 
 def _instance_active() -> ColumnElement[bool]:
-    """The task's instance is active, written so that the instance can only be found by its
-    primary key: as a join, a planner without statistics (a table just filled, before
-    autovacuum has analysed it) nested-looped over every active instance for every task,
-    and one fetch took a second with 2,000 tasks waiting."""
+    """The task's instance is running (active or compensating), written so that the
+    instance can only be found by its primary key: as a join, a planner without
+    statistics (a table just filled, before autovacuum has analysed it) nested-looped over
+    every active instance for every task, and one fetch took a second with 2,000 tasks
+    waiting."""
     other = _INACTIVE
     return ~exists().where(
-        other.c.id == et.c.instance_id, other.c.state != InstanceState.ACTIVE.value
+        other.c.id == et.c.instance_id, other.c.state.not_in(_RUNNING)
     ).correlate(et)
 
 

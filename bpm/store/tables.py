@@ -169,6 +169,28 @@ scope = Table(
     Index("ix_scope_instance", "instance_id"),
 )
 
+# Completed activities with something to undo, in completion order per instance
+# (bpm.runtime.records.Compensable); written with the completion, read by compensation.
+compensable = Table(
+    "compensable",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("token_id", String(64), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("handler_node", String(255)),
+    Column("scope_id", String(64)),
+    Column("inner_scope_id", String(64)),
+    Column("run_id", String(64)),
+    Column("handler_token_id", String(64)),
+    Column("variables", JSONDoc, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("compensated_at", UTCDateTime),
+    UniqueConstraint("instance_id", "seq", name="uq_compensable_instance_seq"),
+)
+
 timer = Table(
     "timer",
     metadata,
@@ -404,6 +426,6 @@ history = Table(  # one row per transaction and instance: its events, in order
 
 TABLES_IN_DROP_ORDER = (
     history, message_buffer, event_subscription, incident, user_task, external_task, timer,
-    scope, token,
+    compensable, scope, token,
     process_instance, schedule_fire, timer_schedule, process_definition, deployment,
 )  # fmt: skip

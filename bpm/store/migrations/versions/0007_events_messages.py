@@ -1,6 +1,6 @@
 """messages and signals: event subscriptions and the buffer of messages with a time to live
 
-Revision ID: 0007_events_messages
+Revision ID: 0007
 Revises: 0006
 Create Date: 2026-11-30
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0007_events_messages"
+revision = "0007"
 down_revision = "0006"
 branch_labels = None
 depends_on = None
