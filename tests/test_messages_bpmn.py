@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bpm.bpmn.parser import parse_bpmn
+from bpm.bpmn.parser import parse_bpmn, parse_bpmn_file
+from bpm.engine import Engine
 from bpm.errors import DeploymentError
 from bpm.model import nodes as n
 
@@ -144,3 +145,31 @@ def test_the_cockpit_draws_the_new_elements() -> None:
         "signalEventDefinition",
     ):
         assert f"bpmn:{tag}" in xml or f":{tag}" in xml, tag
+
+
+def test_a_receive_task_without_message_waits_for_a_message_named_after_it(
+    engine: Engine,
+) -> None:
+    """Camunda 7 models often carry a bare ``<receiveTask>`` that code triggers: it deploys
+    with a warning and is triggered by correlating a message named after the task."""
+    xml = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d"
+    targetNamespace="x">
+  <bpmn:process id="bare" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="wait" />
+    <bpmn:receiveTask id="wait" />
+    <bpmn:sequenceFlow id="f2" sourceRef="wait" targetRef="e" />
+    <bpmn:endEvent id="e" />
+  </bpmn:process>
+</bpmn:definitions>"""
+    parsed = parse_bpmn_file(xml)
+    assert any("has no messageRef" in w for w in parsed.all_warnings), parsed.all_warnings
+    node = parsed.models[0].nodes["wait"]
+    assert isinstance(node, n.ReceiveTask)
+    assert node.event == n.EventRef(n.EventKind.MESSAGE, "wait")
+    engine.deploy(parsed.models[0])
+    inst = engine.start("bare")
+    assert engine.get_instance(inst.id).state == "active"
+    engine.correlate("wait", instance_id=inst.id)
+    assert engine.get_instance(inst.id).state == "completed"

@@ -357,15 +357,24 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
 
 
 def parse_receive(el: Element, ctx: Context) -> n.Node:
-    """``receiveTask``: waits for the message its ``messageRef`` names."""
+    """``receiveTask``: waits for the message its ``messageRef`` names (without one, for a
+    message named after the task: Camunda's trigger of a plain receive task)."""
     event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
     ext = read_extensions(el, ctx, IO_USES)
     warn_attributes(el, ctx, frozenset({"messageRef"}))
     if not el.get("messageRef"):
-        ctx.report(el, f"receive task '{node_id}' has no messageRef: name a <bpmn:message>")
-        return ctx.placeholder(el)
-    ref = event_ref(el, el, ctx)
+        # Camunda 7 runs such a task as a plain wait state that code triggers; here the
+        # trigger is a message named after the task, correlated like any other.
+        ctx.warn(
+            el,
+            el,
+            f"receive task '{node_id}' has no messageRef: it waits for a message named "
+            f"'{node_id}' (engine.correlate('{node_id}', instance_id=...))",
+        )
+        ref: n.EventRef | None = n.EventRef(n.EventKind.MESSAGE, node_id)
+    else:
+        ref = event_ref(el, el, ctx)
     if ref is None:
         return ctx.placeholder(el)
     return n.ReceiveTask(node_id, name, line, event=ref, **activity_fields(el, ext, ctx))
