@@ -352,7 +352,7 @@ def test_a_finish_is_given_up_when_the_lease_runs_out_and_the_step_runs_again(
 
 def test_the_engine_asks_the_database_what_time_it_is(eng: Engine) -> None:
     """The default clock of a PostgreSQL engine is the server's; it reads it at most once
-    a second and advances it with the monotonic clock in between."""
+    10 s and advances it with the monotonic clock in between."""
     clock = eng.core.clock
     assert isinstance(clock, DatabaseClock)
     with eng.db.connect() as conn:
