@@ -155,7 +155,7 @@ def _holder_died(core: EngineCore, token_id: str, now: datetime) -> bool:
     """The asked step is Executing for a process of this host that no longer runs: take
     it back now instead of when its lease runs out, and every other step that process
     held (the rest of its batch). Returns whether the asked step was taken back."""
-    with core.db.connect() as conn:
+    with core.tx() as conn:  # the connection run_token holds: no pool checkout, no ping
         found = token_store.holder(conn, token_id)
         if found is None or not provably_dead(found[1]):
             return False
