@@ -178,12 +178,15 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
     def extend(duration: timedelta | None = None) -> bool:
         spec = core.registry.find(step.node.handler or "")
         lease = duration or lease_for(core, step.node, spec)
+        since = time.monotonic()
         now = core.now()
         with core.tx() as conn:
             held = token_store.extend_leases(
                 conn, [(tok.id, worker_id, tok.attempt, now + lease)], now
             )
-            return held == 1
+        if held == 1:
+            core.leases.extended(tok.id, lease, since)
+        return held == 1
 
     ctx = TaskContext(
         instance_id=tok.instance_id,
