@@ -17,15 +17,17 @@ from bpm.engine import gauges as _gauges
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
 from bpm.engine import messages as _messages
+from bpm.engine import reclaim as _reclaim
 from bpm.engine import retention as _retention
 from bpm.engine import schedules as _schedules
 from bpm.engine import signals as _signals
 from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
 from bpm.engine import user_tasks as _user_tasks
+from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
-from bpm.engine.core import EngineCore, Stats, utcnow
+from bpm.engine.core import EngineCore, Stats
 from bpm.engine.definitions import Deployment
 from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
@@ -85,21 +87,24 @@ class Engine:
         config: EngineConfig | None = None,
         dispatcher: Dispatcher | None = None,
         registry: HandlerRegistry | None = None,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Callable[[], datetime] | None = None,
         transactions: TransactionSource | None = None,
     ) -> None:
         """``transactions``: lend the engine a framework's transactions (Django, Flask)
         instead of its own; see :mod:`bpm.engine.transactions`. ``dispatcher``: where new
         Ready steps go after commit; by default the broker of ``config.broker_url``
-        (``BPM_BROKER_URL``), see :func:`bpm.dispatch.default_dispatcher`."""
+        (``BPM_BROKER_URL``), see :func:`bpm.dispatch.default_dispatcher`. ``clock``:
+        what time it is for every decision; by default the database's clock
+        (:mod:`bpm.engine.clock`)."""
         cfg = config or EngineConfig.from_env()
         self.url = url
+        db = _db.connect(url, pool_size=cfg.pool_size)
         self.core = EngineCore(
-            db=_db.connect(url, pool_size=cfg.pool_size),
+            db=db,
             config=cfg,
             dispatcher=dispatcher or default_dispatcher(cfg.broker_url, cfg.queue),
             registry=registry or default_registry,
-            clock=clock,
+            clock=clock or clock_for(db),
             transactions=transactions,
         )
 
@@ -373,7 +378,7 @@ class Engine:
         return _exec.run_token(self.core, token_id, worker_id=worker_id, now=now)
 
     def reclaim_expired_leases(self, *, now: datetime | None = None, limit: int = 100) -> int:
-        return _exec.reclaim_expired_leases(self.core, now=now, limit=limit)
+        return _reclaim.reclaim_expired_leases(self.core, now=now, limit=limit)
 
     def redispatch_stale_ready(self, *, now: datetime | None = None, limit: int = 500) -> int:
         return _exec.redispatch_stale_ready(self.core, now=now, limit=limit)
@@ -576,7 +581,8 @@ class Engine:
     def reclaim_expired_external_locks(
         self, *, now: datetime | None = None, limit: int = 100
     ) -> int:
-        """Return expired external-task locks to ready; returns how many."""
+        """Expired external-task locks count as failed attempts (ready again, or an
+        incident when none is left); returns how many."""
         return _ext.reclaim_expired_external_locks(self.core, now=now, limit=limit)
 
     def external_task(self, task_id: str) -> ExternalTask:

@@ -23,14 +23,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
 from bpm.engine import observed
 from bpm.engine.core import EngineCore, default_worker_id
+from bpm.engine.heartbeat import LeaseKeeper
+from bpm.engine.reclaim import holder_died
+from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.unit import Unit, unit_of_work
-from bpm.errors import BpmError, BpmnError, NotFound
-from bpm.handlers import HandlerSpec, TaskContext
+from bpm.errors import BpmError, BpmnError
+from bpm.handlers import TaskContext
 from bpm.model import nodes as n
 from bpm.observe import StepOutcome
-from bpm.retry import RetryPolicy
 from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
 from bpm.runtime.records import Token
 from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState
@@ -69,24 +73,6 @@ class Outcome:
     seconds: float | None = None  # how long the handler ran
     locals: dict[str, Any] | None = None  # ctx.set_local(...)
     thrown: BpmnError | None = None  # the handler raised a BPMN error (not retried)
-
-
-def lease_for(core: EngineCore, node: n.ServiceTask, spec: HandlerSpec | None) -> timedelta:
-    if node.lease_seconds is not None:
-        return timedelta(seconds=node.lease_seconds)
-    if spec is not None and spec.lease is not None:
-        return spec.lease
-    return core.config.default_lease
-
-
-def policy_for(node: n.Node, spec: HandlerSpec | None) -> RetryPolicy:
-    """The model's policy wins over the handler's; the default is 3 attempts, no delay."""
-    retry = getattr(node, "retry", None)
-    if isinstance(retry, RetryPolicy):
-        return retry
-    if spec is not None and spec.retry is not None:
-        return spec.retry
-    return RetryPolicy.default()
 
 
 def _inline(node: n.Node) -> n.ServiceTask | None:
@@ -137,6 +123,10 @@ def claim(
             )
         token_store.extend_leases(conn, longer, now)
     if first is not None and not any(s.token.id == first for s in steps):
+        if holder_died(core, first, now):
+            # Proven dead (a redelivered message of a killed child): taken back just now,
+            # so the step is Ready again (or failed for good); claim it once more.
+            return steps + claim(core, worker_id, now, first=first, more=0)
         core.stats.claims_lost += 1
         if core.observers:
             observed.message_ignored(core, first, "not_ready")
@@ -155,12 +145,15 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
     def extend(duration: timedelta | None = None) -> bool:
         spec = core.registry.find(step.node.handler or "")
         lease = duration or lease_for(core, step.node, spec)
+        since = time.monotonic()
         now = core.now()
         with core.tx() as conn:
             held = token_store.extend_leases(
                 conn, [(tok.id, worker_id, tok.attempt, now + lease)], now
             )
-            return held == 1
+        if held == 1:
+            core.leases.extended(tok.id, lease, since)
+        return held == 1
 
     ctx = TaskContext(
         instance_id=tok.instance_id,
@@ -402,24 +395,29 @@ def run_token(
     worker = worker_id or default_worker_id()
     ran = 0
     deadline = time.monotonic() + core.config.drain_for.total_seconds()
+    keeper = core.leases
     with core.hold_connection():  # one pool checkout for all the transactions below
         batch = claim(
             core, worker, core.now(now), first=token_id, more=core.pace.batch(core.config) - 1
         )
         while batch:
+            _hold(core, keeper, batch, worker)
             results = []
             for step in batch:
                 results.append((step, run_handler(core, step, worker)))
                 core.stats.steps_run += 1
             ran += len(batch)
             budget_left = ran < core.config.max_inline_steps and time.monotonic() < deadline
-            batch = finish(
-                core,
-                results,
-                worker,
-                core.now(now),
-                keep=core.pace.batch(core.config) if budget_left else 0,
-            )
+            try:
+                batch = finish_retrying(
+                    core,
+                    results,
+                    worker,
+                    now,
+                    keep=core.pace.batch(core.config) if budget_left else 0,
+                )
+            finally:
+                keeper.release(step.token.id for step, _ in results)
             if not budget_left:
                 break
             if not batch and core.config.batch_size > 1 and core.pace.batch(core.config) > 1:
@@ -427,6 +425,74 @@ def run_token(
                     core, worker, core.now(now), first=None, more=core.pace.batch(core.config)
                 )
     return ran
+
+
+def _hold(core: EngineCore, keeper: LeaseKeeper, batch: Sequence[Claimed], worker: str) -> None:
+    """Let the heartbeat keep these leases while their handlers run."""
+    since = time.monotonic()
+    steps = []
+    for step in batch:
+        tok = step.token
+        spec = core.registry.find(step.node.handler or "")
+        steps.append((tok.id, worker, tok.attempt, lease_for(core, step.node, spec)))
+    keeper.hold(steps, since)
+
+
+# Waits between the tries of a finish that met a broken connection (seconds).
+FIRST_RETRY = 0.05
+LONGEST_RETRY = 2.0
+
+
+def finish_retrying(
+    core: EngineCore,
+    results: Sequence[tuple[Claimed, Outcome]],
+    worker_id: str,
+    now: datetime | None = None,
+    *,
+    keep: int = 1,
+) -> list[Claimed]:
+    """:func:`finish`, tried again with backoff while the database cannot be reached.
+
+    The handlers' results are kept in memory meanwhile: a result is thrown away only when
+    the lease runs out before the database answers (then the step runs again, as it would
+    for a dead worker). A finish that did commit before its connection broke is dropped by
+    the retry's lease check (the lease is no longer "executing"), never applied twice.
+    """
+    wait = FIRST_RETRY
+    ids = [step.token.id for step, _ in results]
+    while True:
+        try:
+            return finish(core, results, worker_id, core.now(now), keep=keep)
+        except DBAPIError as exc:
+            if not connection_trouble(exc):
+                raise
+            left = core.leases.surely_ours_until(ids) - time.monotonic()
+            if left <= 0:
+                core.stats.finishes_abandoned += len(ids)
+                log.error(
+                    "giving up the finish of %d step(s) %s: the database was unreachable "
+                    "until their leases ran out (%s); they will run again",
+                    len(ids),
+                    ids,
+                    exc.orig or exc,
+                )
+                return []
+            core.stats.finish_retries += 1
+            log.warning(
+                "the finish of %d step(s) failed on the database connection (%s); trying "
+                "again in %.2fs, for at most %.1fs more",
+                len(ids),
+                exc.orig or exc,
+                min(wait, left),
+                left,
+            )
+            time.sleep(min(wait, left))
+            wait = min(wait * 2, LONGEST_RETRY)
+
+
+def connection_trouble(exc: DBAPIError) -> bool:
+    """A broken or refused connection, a server going away (not a bug in a statement)."""
+    return bool(exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError)))
 
 
 def _release(
@@ -461,41 +527,6 @@ def _release(
             work.transition(tok.id, TokenState.READY, attempt=tok.attempt - 1)
             if tok.id in dispatch:
                 work.to_dispatch.append(tok.id)
-
-
-def reclaim_expired_leases(
-    core: EngineCore, *, now: datetime | None = None, limit: int = 100
-) -> int:
-    """Expired leases count as failed attempts ("worker lost"); returns how many."""
-    at = core.now(now)
-    with core.db.connect() as conn:
-        expired = token_store.expired_leases(conn, at, limit)
-    count = 0
-    for instance_id, token_id in expired:
-        try:
-            with unit_of_work(core, at) as unit:
-                work = unit.work(instance_id)
-                tok = work.tokens.get(token_id)
-                if (
-                    tok is None
-                    or tok.state is not TokenState.EXECUTING
-                    or tok.lease_expires_at is None
-                    or tok.lease_expires_at >= at
-                ):
-                    continue
-                walker = unit.walker(work)
-                node = walker.model.node(tok.node_id)
-                policy = policy_for(node, core.registry.find(getattr(node, "handler", None) or ""))
-                error = f"worker lost: lease of {tok.lease_owner} expired"
-                fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at))
-                walker.run()
-        except NotFound:  # purged since the scan
-            continue
-        count += 1
-        if core.observers:
-            retried = policy.has_attempt_after(tok.attempt)
-            observed.lease_expired(core, tok, walker.model.key, retried, at, error)
-    return count
 
 
 def redispatch_stale_ready(
