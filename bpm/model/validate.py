@@ -13,6 +13,7 @@ from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.model.validate_loops import endless_loops
 from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, check
@@ -54,6 +55,7 @@ def check_model(
     problems += _user_tasks(model)
     problems += _timers(model, warnings)
     problems += check_scopes(model, warnings)
+    problems += (_at(node, message) for node, message in endless_loops(model))
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
