@@ -21,9 +21,10 @@ from bpm.engine import schedules as _schedules
 from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
 from bpm.engine import user_tasks as _user_tasks
+from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
-from bpm.engine.core import EngineCore, Stats, utcnow
+from bpm.engine.core import EngineCore, Stats
 from bpm.engine.definitions import Deployment
 from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
@@ -79,21 +80,24 @@ class Engine:
         config: EngineConfig | None = None,
         dispatcher: Dispatcher | None = None,
         registry: HandlerRegistry | None = None,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Callable[[], datetime] | None = None,
         transactions: TransactionSource | None = None,
     ) -> None:
         """``transactions``: lend the engine a framework's transactions (Django, Flask)
         instead of its own; see :mod:`bpm.engine.transactions`. ``dispatcher``: where new
         Ready steps go after commit; by default the broker of ``config.broker_url``
-        (``BPM_BROKER_URL``), see :func:`bpm.dispatch.default_dispatcher`."""
+        (``BPM_BROKER_URL``), see :func:`bpm.dispatch.default_dispatcher`. ``clock``:
+        what time it is for every decision; by default the database's clock
+        (:mod:`bpm.engine.clock`)."""
         cfg = config or EngineConfig.from_env()
         self.url = url
+        db = _db.connect(url, pool_size=cfg.pool_size)
         self.core = EngineCore(
-            db=_db.connect(url, pool_size=cfg.pool_size),
+            db=db,
             config=cfg,
             dispatcher=dispatcher or default_dispatcher(cfg.broker_url, cfg.queue),
             registry=registry or default_registry,
-            clock=clock,
+            clock=clock or clock_for(db),
             transactions=transactions,
         )
 

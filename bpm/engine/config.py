@@ -26,7 +26,9 @@ class EngineConfig:
     """Tunable limits and timings. Every field has a safe default."""
 
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
-    default_lease: timedelta = timedelta(minutes=5)
+    # Short, so that the step of a worker that died runs again soon; a running handler keeps
+    # its lease by the heartbeat (bpm/engine/heartbeat.py), however long it runs.
+    default_lease: timedelta = timedelta(seconds=30)
     redispatch_after: timedelta = timedelta(seconds=5)
     pool_size: int = 5
     # Claim the next inline step in the same transaction that finishes the current one,
@@ -63,7 +65,7 @@ class EngineConfig:
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
             ),
-            default_lease=timedelta(seconds=_env_float("BPM_DEFAULT_LEASE_SECONDS", 300)),
+            default_lease=timedelta(seconds=_env_float("BPM_DEFAULT_LEASE_SECONDS", 30)),
             redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
             batch_size=max(1, int(_env_float("BPM_BATCH_SIZE", 32))),

@@ -8,13 +8,15 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 
 from sqlalchemy import Connection, Engine
 
 from bpm.dispatch import Dispatcher
+from bpm.engine.clock import utcnow
 from bpm.engine.config import EngineConfig
+from bpm.engine.heartbeat import LeaseKeeper
 from bpm.engine.pace import Finished, Pace
 from bpm.engine.transactions import OwnTransactions, TransactionSource
 from bpm.errors import NotFound
@@ -26,10 +28,6 @@ from bpm.runtime.records import Instance
 from bpm.store import definitions as defs_store
 
 log = logging.getLogger("bpm.engine")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def default_worker_id() -> str:
@@ -44,6 +42,12 @@ class Stats:
     finishes_dropped: int = 0
     claims_lost: int = 0
     commits: int = 0
+    # A finish that met a broken database connection and was tried again; one given up
+    # because the lease ran out first (the step runs again); steps taken back at once
+    # because the process holding them had died.
+    finish_retries: int = 0
+    finishes_abandoned: int = 0
+    dead_holders_reclaimed: int = 0
 
 
 @dataclass
@@ -66,6 +70,8 @@ class EngineCore:
     _models: dict[str, ProcessModel] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Extends the leases of the steps this process runs (bpm/engine/heartbeat.py).
+        self.leases = LeaseKeeper(self)
         self._own = OwnTransactions(self.db)
         if self.transactions is None:
             self.transactions = self._own

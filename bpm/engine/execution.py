@@ -23,8 +23,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
 from bpm.engine import observed
 from bpm.engine.core import EngineCore, default_worker_id
+from bpm.engine.heartbeat import LeaseKeeper
+from bpm.engine.lost_workers import provably_dead
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, NotFound
 from bpm.handlers import HandlerSpec, TaskContext
@@ -135,12 +139,27 @@ def claim(
             )
         token_store.extend_leases(conn, longer, now)
     if first is not None and not any(s.token.id == first for s in steps):
+        if _holder_died(core, first, now):
+            # Proven dead (a redelivered message of a killed child): taken back just now,
+            # so the step is Ready again (or failed for good); claim it once more.
+            return steps + claim(core, worker_id, now, first=first, more=0)
         core.stats.claims_lost += 1
         if core.observers:
             observed.message_ignored(core, first, "not_ready")
     if foreign or broken:
         _release(core, foreign + broken, worker_id, now, dispatch=[t.id for t in foreign])
     return steps
+
+
+def _holder_died(core: EngineCore, token_id: str, now: datetime) -> bool:
+    """The asked step is Executing for a process of this host that no longer runs: take
+    it back now instead of when its lease runs out."""
+    with core.db.connect() as conn:
+        found = token_store.holder(conn, token_id)
+    if found is None or not provably_dead(found[1]):
+        return False
+    instance_id, owner = found
+    return take_back(core, instance_id, token_id, now, cause="holder_died", owner=owner)
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -358,24 +377,29 @@ def run_token(
     worker = worker_id or default_worker_id()
     ran = 0
     deadline = time.monotonic() + core.config.drain_for.total_seconds()
+    keeper = core.leases
     with core.hold_connection():  # one pool checkout for all the transactions below
         batch = claim(
             core, worker, core.now(now), first=token_id, more=core.pace.batch(core.config) - 1
         )
         while batch:
+            _hold(core, keeper, batch, worker)
             results = []
             for step in batch:
                 results.append((step, run_handler(core, step, worker)))
                 core.stats.steps_run += 1
             ran += len(batch)
             budget_left = ran < core.config.max_inline_steps and time.monotonic() < deadline
-            batch = finish(
-                core,
-                results,
-                worker,
-                core.now(now),
-                keep=core.pace.batch(core.config) if budget_left else 0,
-            )
+            try:
+                batch = finish_retrying(
+                    core,
+                    results,
+                    worker,
+                    now,
+                    keep=core.pace.batch(core.config) if budget_left else 0,
+                )
+            finally:
+                keeper.release(step.token.id for step, _ in results)
             if not budget_left:
                 break
             if not batch and core.config.batch_size > 1 and core.pace.batch(core.config) > 1:
@@ -383,6 +407,74 @@ def run_token(
                     core, worker, core.now(now), first=None, more=core.pace.batch(core.config)
                 )
     return ran
+
+
+def _hold(core: EngineCore, keeper: LeaseKeeper, batch: Sequence[Claimed], worker: str) -> None:
+    """Let the heartbeat keep these leases while their handlers run."""
+    since = time.monotonic()
+    steps = []
+    for step in batch:
+        tok = step.token
+        spec = core.registry.find(step.node.handler or "")
+        steps.append((tok.id, worker, tok.attempt, lease_for(core, step.node, spec)))
+    keeper.hold(steps, since)
+
+
+# Waits between the tries of a finish that met a broken connection (seconds).
+FIRST_RETRY = 0.05
+LONGEST_RETRY = 2.0
+
+
+def finish_retrying(
+    core: EngineCore,
+    results: Sequence[tuple[Claimed, Outcome]],
+    worker_id: str,
+    now: datetime | None = None,
+    *,
+    keep: int = 1,
+) -> list[Claimed]:
+    """:func:`finish`, tried again with backoff while the database cannot be reached.
+
+    The handlers' results are kept in memory meanwhile: a result is thrown away only when
+    the lease runs out before the database answers (then the step runs again, as it would
+    for a dead worker). A finish that did commit before its connection broke is dropped by
+    the retry's lease check (the lease is no longer "executing"), never applied twice.
+    """
+    wait = FIRST_RETRY
+    ids = [step.token.id for step, _ in results]
+    while True:
+        try:
+            return finish(core, results, worker_id, core.now(now), keep=keep)
+        except DBAPIError as exc:
+            if not connection_trouble(exc):
+                raise
+            left = core.leases.surely_ours_until(ids) - time.monotonic()
+            if left <= 0:
+                core.stats.finishes_abandoned += len(ids)
+                log.error(
+                    "giving up the finish of %d step(s) %s: the database was unreachable "
+                    "until their leases ran out (%s); they will run again",
+                    len(ids),
+                    ids,
+                    exc.orig or exc,
+                )
+                return []
+            core.stats.finish_retries += 1
+            log.warning(
+                "the finish of %d step(s) failed on the database connection (%s); trying "
+                "again in %.2fs, for at most %.1fs more",
+                len(ids),
+                exc.orig or exc,
+                min(wait, left),
+                left,
+            )
+            time.sleep(min(wait, left))
+            wait = min(wait * 2, LONGEST_RETRY)
+
+
+def connection_trouble(exc: DBAPIError) -> bool:
+    """A broken or refused connection, a server going away (not a bug in a statement)."""
+    return bool(exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError)))
 
 
 def _release(
@@ -426,32 +518,71 @@ def reclaim_expired_leases(
     at = core.now(now)
     with core.db.connect() as conn:
         expired = token_store.expired_leases(conn, at, limit)
-    count = 0
-    for instance_id, token_id in expired:
-        try:
-            with unit_of_work(core, at) as unit:
-                work = unit.work(instance_id)
-                tok = work.tokens.get(token_id)
-                if (
-                    tok is None
-                    or tok.state is not TokenState.EXECUTING
-                    or tok.lease_expires_at is None
-                    or tok.lease_expires_at >= at
-                ):
-                    continue
-                walker = unit.walker(work)
-                node = walker.model.node(tok.node_id)
-                policy = policy_for(node, core.registry.find(getattr(node, "handler", None) or ""))
+    return sum(
+        take_back(core, instance_id, token_id, at, cause="lease_expired")
+        for instance_id, token_id in expired
+    )
+
+
+def take_back(
+    core: EngineCore,
+    instance_id: str,
+    token_id: str,
+    at: datetime,
+    *,
+    cause: str,
+    owner: str | None = None,
+) -> bool:
+    """The worker holding a step is lost: a failed attempt under the retry policy.
+
+    ``cause`` ``lease_expired``: only if the lease ran out by ``at``; ``holder_died``: only
+    if ``owner`` still holds it (its process was proven dead). History gets a
+    ``lease_lost`` event, then the failed attempt and the way back to Ready (or the
+    incident). Returns whether it was taken back.
+    """
+    try:
+        with unit_of_work(core, at) as unit:
+            work = unit.work(instance_id)
+            tok = work.tokens.get(token_id)
+            if tok is None or tok.state is not TokenState.EXECUTING:
+                return False
+            if cause == "lease_expired" and (
+                tok.lease_expires_at is None or tok.lease_expires_at >= at
+            ):
+                return False
+            if cause == "holder_died" and tok.lease_owner != owner:
+                return False
+            walker = unit.walker(work)
+            node = walker.model.node(tok.node_id)
+            policy = policy_for(node, core.registry.find(getattr(node, "handler", None) or ""))
+            if cause == "lease_expired":
                 error = f"worker lost: lease of {tok.lease_owner} expired"
-                fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at))
-                walker.run()
-        except NotFound:  # purged since the scan
-            continue
-        count += 1
-        if core.observers:
-            retried = policy.has_attempt_after(tok.attempt)
-            observed.lease_expired(core, tok, walker.model.key, retried, at, error)
-    return count
+            else:
+                error = f"worker lost: process {tok.lease_owner} died"
+            work.record(
+                "lease_lost",
+                token_id=tok.id,
+                node_id=tok.node_id,
+                payload={
+                    "owner": tok.lease_owner,
+                    "attempt": tok.attempt,
+                    "cause": cause,
+                    "lease_expires_at": (
+                        tok.lease_expires_at.isoformat() if tok.lease_expires_at else None
+                    ),
+                },
+            )
+            fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at))
+            walker.run()
+    except NotFound:  # purged since the scan
+        return False
+    if cause == "holder_died":
+        core.stats.dead_holders_reclaimed += 1
+    log.warning("took back step %s attempt %d: %s", tok.id, tok.attempt, error)
+    if core.observers:
+        retried = policy.has_attempt_after(tok.attempt)
+        observed.lease_expired(core, tok, walker.model.key, retried, at, error)
+    return True
 
 
 def redispatch_stale_ready(

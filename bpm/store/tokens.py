@@ -181,3 +181,23 @@ def scope_ids(conn: Connection, token_ids: Sequence[str]) -> dict[str, str | Non
         return {}
     q = select(tk.c.id, tk.c.scope_id).where(tk.c.id.in_(list(token_ids)))
     return {r.id: r.scope_id for r in conn.execute(q)}
+
+
+def leases_held(conn: Connection, leases: Sequence[tuple[str, str, int]]) -> set[str]:
+    """Which of ``(token id, owner, attempt)`` are still Executing under that lease."""
+    if not leases:
+        return set()
+    q = select(tk.c.id, tk.c.lease_owner, tk.c.attempt).where(
+        tk.c.id.in_([i for i, _, _ in leases]), tk.c.state == TokenState.EXECUTING.value
+    )
+    wanted = set(leases)
+    return {r.id for r in conn.execute(q) if (r.id, r.lease_owner, r.attempt) in wanted}
+
+
+def holder(conn: Connection, token_id: str) -> tuple[str, str] | None:
+    """(instance id, lease owner) of an Executing token, else None."""
+    q = select(tk.c.instance_id, tk.c.lease_owner).where(
+        tk.c.id == token_id, tk.c.state == TokenState.EXECUTING.value
+    )
+    row = conn.execute(q).first()
+    return (row.instance_id, row.lease_owner) if row is not None and row.lease_owner else None

@@ -1,0 +1,152 @@
+"""Keeping the leases of running steps alive: the heartbeat of a worker process.
+
+The lease of a step is short (30 s by default) so that the step of a worker that died runs
+again soon. A handler that runs longer keeps its lease because a background thread extends
+it, for every step the process holds, every third of the lease: two heartbeats may be
+lost before anyone may take the step. Only a live process beats, so a killed worker's
+lease simply runs out.
+
+One thread per process (per engine) beats for all the threads that run steps; holding a
+step is two dictionary operations, so a quick step pays nothing for it. The keeper also
+knows until when each held lease is surely ours (the monotonic time of the last
+successful claim or extension, plus the lease): a finish that cannot reach the database
+retries until then and no longer (:func:`bpm.engine.execution.finish_retrying`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from bpm.store import tokens as token_store
+
+if TYPE_CHECKING:
+    from bpm.engine.core import EngineCore
+
+log = logging.getLogger("bpm.leases")
+
+# Never beat more often than this, whatever the lease (a lease of 1 s beats every 0.33 s).
+MIN_INTERVAL = 0.05
+
+
+@dataclass
+class Held:
+    """A step whose lease this process holds."""
+
+    owner: str
+    attempt: int
+    lease: timedelta
+    until: float  # monotonic time until which the lease is surely ours
+
+
+class LeaseKeeper:
+    """Extends the leases of the steps held by this process (see the module docstring)."""
+
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+        self.beats = 0  # successful heartbeats (each one statement for every held step)
+        self.lost = 0  # leases found lost at a heartbeat
+        self._held: dict[str, Held] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    # -- what is held ---------------------------------------------------------------------
+    def hold(self, steps: Iterable[tuple[str, str, int, timedelta]], since: float) -> None:
+        """Hold ``(token id, owner, attempt, lease)`` each, taken at monotonic ``since``."""
+        with self._lock:
+            for token_id, owner, attempt, lease in steps:
+                until = since + lease.total_seconds()
+                self._held[token_id] = Held(owner, attempt, lease, until)
+        self._ensure_running()
+
+    def release(self, token_ids: Iterable[str]) -> None:
+        with self._lock:
+            for token_id in token_ids:
+                self._held.pop(token_id, None)
+
+    def held(self) -> dict[str, Held]:
+        with self._lock:
+            return dict(self._held)
+
+    def surely_ours_until(self, token_ids: Sequence[str]) -> float:
+        """The monotonic time the first of these leases may run out (0: none is held)."""
+        with self._lock:
+            found = [self._held[i].until for i in token_ids if i in self._held]
+        return min(found) if found else 0.0
+
+    # -- the beat -------------------------------------------------------------------------
+    def beat(self) -> int:
+        """Extend every held lease now; returns how many were still ours."""
+        held = self.held()
+        if not held:
+            return 0
+        since = time.monotonic()
+        now = self.core.now()
+        leases = [(tid, h.owner, h.attempt, now + h.lease) for tid, h in held.items()]
+        # Its own connection and transaction, never the worker's (which may be lent to a
+        # framework, or in the middle of a finish).
+        with self.core.db.begin() as conn:
+            kept = token_store.extend_leases(conn, leases, now)
+        self.beats += 1
+        with self._lock:
+            for tid, h in held.items():
+                if self._held.get(tid) is h:
+                    h.until = since + h.lease.total_seconds()
+        if kept < len(leases):
+            self._forget_lost(held)
+        return kept
+
+    def _forget_lost(self, held: dict[str, Held]) -> None:
+        """Some leases were no longer ours: say which, and stop extending them."""
+        with self.core.db.connect() as conn:
+            still = token_store.leases_held(
+                conn, [(tid, h.owner, h.attempt) for tid, h in held.items()]
+            )
+        with self._lock:
+            for tid, h in held.items():
+                if tid not in still and self._held.get(tid) is h:
+                    del self._held[tid]
+                    self.lost += 1
+                    log.warning(
+                        "the lease of step %s attempt %d is no longer ours (it expired or "
+                        "the step was taken back); its result will be dropped",
+                        tid,
+                        h.attempt,
+                    )
+
+    def interval(self) -> float:
+        with self._lock:
+            leases = [h.lease.total_seconds() for h in self._held.values()]
+        shortest = min(leases) if leases else self.core.config.default_lease.total_seconds()
+        return max(MIN_INTERVAL, shortest / 3)
+
+    # -- the thread -----------------------------------------------------------------------
+    def _ensure_running(self) -> None:
+        pid = os.getpid()
+        thread = self._thread
+        if thread is not None and thread.is_alive() and self._pid == pid:
+            return
+        with self._lock:
+            # A forked child inherits the keeper but not its thread: start one of its own.
+            if self._thread is not None and self._thread.is_alive() and self._pid == pid:
+                return
+            self._pid = pid
+            self._thread = threading.Thread(target=self._run, name="bpm-lease-keeper", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.interval())
+            self._wake.clear()
+            try:
+                self.beat()
+            except Exception as exc:  # the database is away: the next beat tries again
+                log.warning("cannot extend the leases of running steps: %s", exc)
