@@ -27,6 +27,7 @@ class Proxy:
         self.dropping = False
         self.refusing = False
         self.accepted = 0  # connections accepted so far (a test can see a reconnect)
+        self.chunks_up = 0  # chunks received from clients (a test can see a statement)
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -92,10 +93,10 @@ class Proxy:
             with self._lock:
                 self._pairs.append((client, server))
                 self.accepted += 1
-            for src, dst in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(src, dst), daemon=True).start()
+            for src, dst, up in ((client, server, True), (server, client, False)):
+                threading.Thread(target=self._pipe, args=(src, dst, up), daemon=True).start()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, up: bool) -> None:
         try:
             while not self._closed.is_set():
                 ready, _, _ = select.select([src], [], [], 0.2)
@@ -104,6 +105,8 @@ class Proxy:
                 data = src.recv(65536)
                 if not data:
                     break
+                if up:
+                    self.chunks_up += 1
                 if self.latency:
                     time.sleep(self.latency)
                 if self.dropping:

@@ -10,10 +10,10 @@ import pytest
 import redis
 
 from bpm import Engine
+from tests.e2e.processes import order_model
 from tests.faults.checks import audit, completed, time_to_progress, wait_completed
 from tests.faults.conftest import Database, Start, StartMany
 from tests.faults.services import PrivateRedis
-from tests.e2e.processes import order_model
 from tests.support import eventually
 
 pytestmark = pytest.mark.slow
