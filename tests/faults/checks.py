@@ -114,9 +114,17 @@ def audit(engine: Engine, instance_ids: list[str], steps: tuple[str, ...] = STEP
         ended = sum(1 for e in trail if e.type == "instance_completed")
         if ended != 1:
             out.doubled.append((iid, "instance_completed", ended))
+        lost: set[tuple[str | None, object]] = set()
         for e in trail:
-            if e.type == "attempt_failed" and "worker lost" in str(e.payload.get("error")):
-                out.lost_leases.append(e)
+            # A lost lease is a ``lease_lost`` event and/or a "worker lost" failed attempt:
+            # one entry per token and attempt.
+            if e.type == "lease_lost" or (
+                e.type == "attempt_failed" and "worker lost" in str(e.payload.get("error"))
+            ):
+                key = (e.token_id, e.payload.get("attempt"))
+                if key not in lost:
+                    lost.add(key)
+                    out.lost_leases.append(e)
             if e.type == "token_executing" and int(e.payload.get("attempt", 1) or 1) > 1:
                 out.reruns.append(e)
     return out

@@ -25,6 +25,7 @@ class Proxy:
         self.upstream = (upstream_host, upstream_port)
         self.latency = 0.0  # seconds added before each forwarded chunk
         self.dropping = False
+        self.dropping_replies = False
         self.refusing = False
         self.accepted = 0  # connections accepted so far (a test can see a reconnect)
         self.chunks_up = 0  # chunks received from clients (a test can see a statement)
@@ -46,9 +47,13 @@ class Proxy:
                 _abort(sock)
         return len(pairs)
 
-    def drop(self, on: bool = True) -> None:
-        """Swallow every byte from now on (connections stay open) or stop doing so."""
-        self.dropping = on
+    def drop(self, on: bool = True, *, replies_only: bool = False) -> None:
+        """Swallow every byte from now on (connections stay open) or stop doing so;
+        ``replies_only``: requests still reach the service, its answers are lost."""
+        if replies_only:
+            self.dropping_replies = on
+        else:
+            self.dropping = on
 
     def refuse(self, on: bool = True) -> None:
         """Close new connections at once (the service looks down) or accept them again."""
@@ -109,7 +114,7 @@ class Proxy:
                     self.chunks_up += 1
                 if self.latency:
                     time.sleep(self.latency)
-                if self.dropping:
+                if self.dropping or (self.dropping_replies and not up):
                     continue
                 dst.sendall(data)
         except (OSError, ValueError):
