@@ -15,7 +15,8 @@ import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bpm.errors import (
@@ -32,6 +33,8 @@ from bpm.errors import (
 log = logging.getLogger("bpm.api")
 
 INVALID_REQUEST = "InvalidRequestException"
+# Seconds a client is asked to wait before it tries again while the database is away.
+RETRY_AFTER_SECONDS = 5
 
 
 class ApiError(Exception):
@@ -163,6 +166,26 @@ def install(app: FastAPI) -> None:
 
     app.add_exception_handler(DataError, _bad_data)
     app.add_exception_handler(psycopg.DataError, _bad_data)
+
+    async def _database_away(request: Request, exc: Exception) -> JSONResponse:
+        # The database cannot be reached (refused, gone, restarting, pool exhausted): not
+        # the client's fault and not a bug; a handler of its own (not the catch-all below,
+        # which closes the connection) answers 503 and keeps the keep-alive connection.
+        if isinstance(exc, DBAPIError) and not (
+            exc.connection_invalidated or isinstance(exc, (OperationalError, InterfaceError))
+        ):
+            return await _unexpected(request, exc)
+        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or ["?"])[0]
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path, first)
+        return error_response(
+            503,
+            "ProcessEngineException",
+            "the database is unavailable; try again in a few seconds",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+
+    for kind in (DBAPIError, PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError):
+        app.add_exception_handler(kind, _database_away)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

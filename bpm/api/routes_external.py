@@ -4,7 +4,6 @@ locks, retries and queries, as served by Camunda 7."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -141,7 +140,8 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
                 engine.next_external_task_free_at, [tp.topic for tp in req.topics]
             )
             if nxt is not None:
-                due = (nxt - datetime.now(UTC)).total_seconds() + 0.002
+                # the database's clock decided when it is free: ask the same clock
+                due = (nxt - engine.core.now()).total_seconds() + 0.002
                 wait = max(0.0, min(wait, due))
             if wait > 0:
                 woken = asyncio.ensure_future(waiter.event.wait())

@@ -78,7 +78,7 @@ def timers_loop(
                     break
                 if fired >= limit:
                     continue  # more may be due right now
-                stop.wait(sleep_for(engine.next_wakeup(), datetime.now(UTC), longest=max_sleep))
+                stop.wait(sleep_for(engine.next_wakeup(), engine.core.now(), longest=max_sleep))
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

@@ -11,11 +11,23 @@ happened: connecting gives up after ``connect_timeout``, the failure is logged o
 outage and counted, and for ``retry_after`` seconds afterwards publishes are skipped
 (counted too) instead of paying the connect timeout on every call. The steps stay Ready in
 the database and beat's ``redispatch_stale_ready`` sweeper publishes them later.
+
+The shared publisher of a process (:meth:`CeleryPublisher.shared`, what engines use by
+default) publishes from a thread of its own: ``dispatch`` only queues the ids, so neither
+the transport's import, nor a connect, nor a broker that is down or slow is ever paid on the
+caller's path. Queued ids are published at exit too (a few seconds at most), so a
+short-lived ``bpm start`` still hands its step over at once.
 """
 
 from __future__ import annotations
 
+import atexit
+
+# Imported now, not by the broker transport at exit: it registers a threading exit hook
+# when first imported, which is refused once the process is ending (see _at_exit).
+import concurrent.futures.thread  # noqa: F401
 import logging
+import os
 import threading
 import time
 import uuid
@@ -26,6 +38,8 @@ from typing import Any
 from celery import Celery
 
 RUN_TOKEN = "bpm.run_token"
+# How long a process that ends waits for its queued publishes (background mode).
+EXIT_FLUSH_SECONDS = 5.0
 DEFAULT_QUEUE = "bpm"
 
 log = logging.getLogger("bpm.publish")
@@ -71,6 +85,7 @@ class CeleryPublisher:
         retry_after: float = 2.0,
         pool_limit: int = 4,
         clock: Callable[[], float] = time.monotonic,
+        background: bool = False,
     ) -> None:
         self.broker_url = broker_url
         self.queue = queue
@@ -94,6 +109,16 @@ class CeleryPublisher:
             task_ignore_result=True,
         )
         self._warming: threading.Thread | None = None
+        # background=True: dispatch() only queues the ids; a thread of this publisher
+        # publishes them, so the caller never waits for an import, a connect or a broker.
+        self.background = background
+        self._cond = threading.Condition()
+        self._pending: list[str] = []
+        self._busy = False
+        self._sender: threading.Thread | None = None
+        self._sender_pid = 0
+        if background:
+            _at_exit(self.flush, EXIT_FLUSH_SECONDS)
 
     def warm_up(self) -> None:
         """Import the broker transport and open a pooled connection in the background.
@@ -128,7 +153,8 @@ class CeleryPublisher:
         with cls._shared_lock:
             found = cls._shared.get((broker_url, queue))
             if found is None:
-                found = cls._shared[(broker_url, queue)] = cls(broker_url, queue=queue)
+                found = cls(broker_url, queue=queue, background=True)
+                cls._shared[(broker_url, queue)] = found
                 found.warm_up()
             return found
 
@@ -139,7 +165,72 @@ class CeleryPublisher:
             return self._down_until is not None and self._clock() < self._down_until
 
     def dispatch(self, token_ids: Sequence[str]) -> None:
-        """Publish one message per token id; on broker trouble log, count and return."""
+        """Publish one message per token id; on broker trouble log, count and return.
+
+        With ``background`` this only queues the ids (microseconds): the publishing thread
+        sends them, and a broker that is down costs the caller nothing at all.
+        """
+        ids = list(token_ids)
+        if not ids:
+            return
+        if not self.background:
+            self.publish_now(ids)
+            return
+        if self.broker_down:
+            with self._lock:
+                self.stats.skipped += len(ids)
+            return
+        with self._cond:
+            self._pending.extend(ids)
+            self._cond.notify_all()
+        self._ensure_sender()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything queued was published (or failed); False on timeout.
+
+        Runs at exit too, so a short-lived process (``bpm start``) still publishes."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._sender_alive():
+                    return not (self._pending or self._busy)
+                self._cond.wait(left)
+        return True
+
+    def _sender_alive(self) -> bool:
+        sender = self._sender
+        return sender is not None and sender.is_alive() and self._sender_pid == os.getpid()
+
+    def _ensure_sender(self) -> None:
+        if self._sender_alive():
+            return
+        with self._lock:
+            if self._sender_alive():
+                return
+            # A forked child inherits the queue but not the thread: it starts its own.
+            self._sender_pid = os.getpid()
+            self._sender = threading.Thread(
+                target=self._send_forever, name="bpm-publisher", daemon=True
+            )
+            self._sender.start()
+
+    def _send_forever(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending:
+                    self._cond.wait()
+                ids, self._pending = self._pending, []
+                self._busy = True
+            try:
+                self.publish_now(ids)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def publish_now(self, token_ids: Sequence[str]) -> None:
+        """Publish in the calling thread (what the background thread does)."""
         ids = list(token_ids)
         if not ids:
             return
@@ -205,8 +296,19 @@ class CeleryPublisher:
             log.warning("publishing to the broker %s works again", _safe_url(self.broker_url))
 
     def close(self) -> None:
-        """Close the pooled broker connections."""
+        """Publish what is queued (a few seconds at most), close the broker connections."""
+        if self.background:
+            self.flush(EXIT_FLUSH_SECONDS)
         self.app.close()
+
+
+def _at_exit(fn: Callable[..., object], *args: object) -> None:
+    """Run ``fn`` when the process ends, early enough that the broker's transport may
+    still be imported and connect: kombu and redis register ``atexit`` hooks of their own
+    on first use, which plain ``atexit`` handlers can no longer do. ``threading`` runs its
+    hooks before those (concurrent.futures uses the same one); plain atexit elsewhere."""
+    register: Callable[..., object] = getattr(threading, "_register_atexit", atexit.register)
+    register(fn, *args)
 
 
 def _safe_url(url: str) -> str:

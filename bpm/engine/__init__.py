@@ -530,7 +530,8 @@ class Engine:
     def reclaim_expired_external_locks(
         self, *, now: datetime | None = None, limit: int = 100
     ) -> int:
-        """Return expired external-task locks to ready; returns how many."""
+        """Expired external-task locks count as failed attempts (ready again, or an
+        incident when none is left); returns how many."""
         return _ext.reclaim_expired_external_locks(self.core, now=now, limit=limit)
 
     def external_task(self, task_id: str) -> ExternalTask:

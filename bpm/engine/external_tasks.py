@@ -20,7 +20,9 @@ from sqlalchemy import Connection
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
+from bpm.retry import RetryPolicy
 from bpm.runtime.external import FetchRequest, FinishKind
+from bpm.runtime.failure import Failure, fail_external
 from bpm.runtime.records import ExternalTask, Incident, Token
 from bpm.runtime.states import (
     BlockKind,
@@ -81,6 +83,13 @@ def fetch_and_lock(
             raise InvalidOperation("every topic needs a topicName")
         _check_duration(tp.lock_duration_ms, f"lockDuration of topic '{tp.topic}'")
     at = core.now(now)
+    if req.max_tasks > 0 and req.topics:
+        # Locks of these topics that ran out are failed attempts: count them first (each
+        # is then ready, or an incident), so a fetch never takes a lost lock uncounted.
+        with core.db.connect() as conn:
+            expired = store.expired_locks(conn, at, req.max_tasks, [tp.topic for tp in req.topics])
+        for task_id in expired:
+            expire_lock(core, task_id, at)
     with core.tx() as conn:
         tasks = _scope_views(core, conn, store.fetch_and_lock(conn, req, at))
         history_store.append(
@@ -366,23 +375,69 @@ def set_retries(
 def reclaim_expired_external_locks(
     core: EngineCore, *, now: datetime | None = None, limit: int = 100
 ) -> int:
-    """Return expired locks to ready (a history event each) and wake long pollers."""
+    """Expired locks count as failed attempts (the worker is lost); returns how many."""
     at = core.now(now)
-    with core.tx() as conn:
-        reclaimed = store.reclaim_expired(conn, at, limit)
-        history_store.append(
-            conn,
-            [
-                history_store.row(
-                    task.instance_id,
-                    at,
-                    [store.task_event(task, "external_task_lock_expired", at, worker=owner)],
-                )
-                for task, owner in reclaimed
-            ],
+    with core.db.connect() as conn:
+        expired = store.expired_locks(conn, at, limit)
+    return sum(expire_lock(core, task_id, at) for task_id in expired)
+
+
+def expire_lock(core: EngineCore, task_id: str, at: datetime) -> bool:
+    """The lock of ``task_id`` ran out before ``at``: a failed attempt ("worker lost").
+
+    Retries left (the worker's count, minus one), else the model's RetryPolicy, else the
+    default policy (3 attempts) decide whether the task is fetchable again or ends in an
+    incident: a task that kills its worker every time does not loop for ever. History
+    gets ``external_task_lock_expired``, then the failed attempt. Returns whether the
+    lock was still expired under the instance lock (a completion may have come first).
+    """
+    with unit_of_work(core, at) as unit:
+        work = unit.work_of(ExternalTask, task_id)
+        task = work.item(ExternalTask, task_id) if work is not None else None
+        if work is None or task is None:
+            return False
+        if task.state is not TaskState.LOCKED or task.is_locked(at):
+            return False
+        owner = task.lock_owner or "unknown"
+        work.record(
+            "external_task_lock_expired",
+            token_id=task.token_id,
+            node_id=task.node_id,
+            payload={
+                "task": task.id,
+                "worker": owner,
+                "lock_expires_at": (
+                    task.lock_expires_at.isoformat() if task.lock_expires_at else None
+                ),
+            },
         )
-        store.notify_topics(conn, [task.topic for task, _ in reclaimed])
-    return len(reclaimed)
+        tok = work.tokens.get(task.token_id)
+        if tok is None or work.instance.state is not InstanceState.ACTIVE:
+            # Nothing runs in a suspended instance: only the lock is let go.
+            work.move(task, TaskState.READY, lock_owner=None, lock_expires_at=None, updated_at=at)
+            work.notify.add(task.topic)
+            return True
+        walker = unit.walker(work)
+        node = walker.model.node(task.node_id)
+        model_policy = getattr(node, "retry", None)
+        retries = task.retries - 1 if task.retries is not None else None
+        fail_external(
+            walker,
+            task,
+            tok,
+            Failure(error=f"worker lost: lock of {owner} expired", failed_at=at),
+            worker_id=owner,
+            policy=(
+                model_policy if isinstance(model_policy, RetryPolicy) else RetryPolicy.default()
+            ),
+            retries=max(retries, 0) if retries is not None else None,
+            lock_expired=True,
+        )
+        walker.run()
+    log.warning(
+        "the lock of external task %s (worker %s) expired: a failed attempt", task_id, owner
+    )
+    return True
 
 
 # -- queries --------------------------------------------------------------------------------

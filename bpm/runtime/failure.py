@@ -89,12 +89,17 @@ def fail_external(
     policy: RetryPolicy | None,
     retries: int | None = None,
     retry_timeout: timedelta | None = None,
+    lock_expired: bool = False,
 ) -> None:
     """A worker reports a failed attempt of its locked external task.
 
     With ``retries`` (Camunda semantics) the task gets that many retries left and is not
     fetchable for ``retry_timeout``. Without, the model's RetryPolicy decides when there is
     one; otherwise missing retries count as 0, as in Camunda.
+
+    ``lock_expired``: nobody reported; ``worker_id``'s lock ran out (the worker is lost).
+    The attempt counts the same, but the worker did not finish it, so a report it makes
+    later is refused instead of taken for a repeat of this one.
     """
     w = walker.work
     attempt = task.attempt + 1
@@ -122,8 +127,8 @@ def fail_external(
     reported: dict[str, Any] = {
         "lock_owner": None,
         "lock_expires_at": None,
-        "finished_by": worker_id,
-        "finish_kind": "failure",
+        "finished_by": None if lock_expired else worker_id,
+        "finish_kind": "lock_expired" if lock_expired else "failure",
         "error_message": failure.error,
         "error_details": failure.details,
         "attempt": attempt,

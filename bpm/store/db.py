@@ -36,8 +36,16 @@ def connect(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
         raise ConfigurationError(
             f"unsupported database {parsed.get_backend_name()!r}: use PostgreSQL or SQLite"
         )
+    # libpq waits for ever for a host that does not answer; a request, a finish or a beat
+    # tick must fail soon instead and try again (the URL's own connect_timeout wins).
+    connect_args = {} if "connect_timeout" in parsed.query else {"connect_timeout": 5}
     return create_engine(
-        url, echo=echo, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True
+        url,
+        echo=echo,
+        pool_size=pool_size,
+        max_overflow=pool_size * 2,
+        pool_pre_ping=True,
+        connect_args=connect_args,
     )
 
 

@@ -118,19 +118,13 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
         )
         return q.with_for_update(of=et, skip_locked=True) if dialect.is_postgres(conn) else q
 
-    # Two index-friendly branches instead of one OR (which forces a scan of the table):
-    # ready tasks (partial index on state = 'ready') and expired locks (state = 'locked').
+    # Ready tasks only (the partial index on state = 'ready'). A lock that expired is a
+    # failed attempt: the reclaimer counts it and puts the task back to ready
+    # (bpm.engine.external_tasks.expire_lock), then it is fetched from here.
     ready = branch(et.c.state == TaskState.READY.value)
-    expired = branch(and_(et.c.state == TaskState.LOCKED.value, et.c.lock_expires_at < now))
     if dialect.is_postgres(conn):
-        ready_cte, expired_cte = ready.cte("ready_free"), expired.cte("expired_free")
-        both = ready_cte.select().union_all(expired_cte.select()).subquery("free")
-        candidates: Any = (
-            select(both.c.id)
-            .order_by(*_order(req, both.c.priority, both.c.created_at, both.c.id))
-            .limit(req.max_tasks)
-            .correlate(None)
-        )
+        ready_cte = ready.cte("ready_free")
+        candidates: Any = select(ready_cte.c.id).correlate(None)
     durations: dict[str, int] = {}
     for tp in req.topics:
         durations.setdefault(tp.topic, tp.lock_duration_ms)
@@ -150,7 +144,7 @@ def fetch_and_lock(conn: Connection, req: FetchRequest, now: datetime) -> list[E
     if dialect.is_postgres(conn):
         ids_sub: Any = candidates
     else:  # SQLite serializes writers (BEGIN IMMEDIATE): select, then update
-        ids_sub = [r.id for r in conn.execute(ready)] + [r.id for r in conn.execute(expired)]
+        ids_sub = [r.id for r in conn.execute(ready)]
         if not ids_sub:
             return []
     rows = conn.execute(
@@ -220,48 +214,15 @@ def extend_lock(
     return res.rowcount == 1
 
 
-def _unlock(conn: Connection, task_id: str, now: datetime) -> ExternalTask | None:
-    row = conn.execute(
-        update(et)
-        .where(et.c.id == task_id, et.c.state == TaskState.LOCKED.value)
-        .values(state=TaskState.READY.value, lock_owner=None, lock_expires_at=None, updated_at=now)
-        .returning(*et.c)
-    ).first()
-    return task_from_row(row) if row else None
-
-
-def reclaim_expired(conn: Connection, now: datetime, limit: int) -> list[tuple[ExternalTask, str]]:
-    """Expired locks back to ready; returns each task with the owner whose lock expired."""
-    if dialect.is_postgres(conn):
-        sub = (
-            select(et.c.id, et.c.lock_owner)
-            .where(et.c.state == TaskState.LOCKED.value, et.c.lock_expires_at < now)
-            .order_by(et.c.lock_expires_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-            .subquery()
-        )
-        rows = conn.execute(
-            update(et)
-            .where(et.c.id == sub.c.id)
-            .values(
-                state=TaskState.READY.value, lock_owner=None, lock_expires_at=None, updated_at=now
-            )
-            .returning(*et.c, sub.c.lock_owner.label("old_owner"))
-        ).all()
-        return [(task_from_row(r), r.old_owner) for r in rows]
-    expired = conn.execute(
-        select(et.c.id, et.c.lock_owner)
-        .where(et.c.state == TaskState.LOCKED.value, et.c.lock_expires_at < now)
-        .order_by(et.c.lock_expires_at)
-        .limit(limit)
-    ).all()
-    out = []
-    for tid, owner in expired:
-        task = _unlock(conn, tid, now)
-        if task is not None:
-            out.append((task, owner))
-    return out
+def expired_locks(
+    conn: Connection, now: datetime, limit: int, topics: Sequence[str] | None = None
+) -> list[str]:
+    """Ids of locked tasks whose lock ran out before ``now`` (of ``topics``, if given),
+    the longest expired first."""
+    q = select(et.c.id).where(et.c.state == TaskState.LOCKED.value, et.c.lock_expires_at < now)
+    if topics is not None:
+        q = q.where(et.c.topic.in_(list(topics)))
+    return [r.id for r in conn.execute(q.order_by(et.c.lock_expires_at).limit(limit))]
 
 
 def notify_topics(conn: Connection, topics: Iterable[str]) -> None:
