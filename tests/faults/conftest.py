@@ -20,6 +20,7 @@ from bpm import Engine
 from bpm.contrib.celery import CeleryPublisher
 from bpm.store import db as bpm_db
 from bpm.store import migrate
+from tests.api.conftest import ApiServer
 from tests.e2e.procs import CeleryProcess, start_beat, start_worker
 from tests.faults.services import PrivatePostgres, PrivateRedis
 
@@ -178,6 +179,14 @@ def publisher(broker: PrivateRedis, queue: str) -> Iterator[CeleryPublisher]:
     pub = CeleryPublisher(broker.url(), queue=queue)
     yield pub
     pub.close()
+
+
+@pytest.fixture
+def api(pg: Database, tmp_path: Path) -> Iterator[ApiServer]:
+    """A real ``bpm api`` process on the test's database."""
+    server = ApiServer(pg.url, log=tmp_path / "api.log").start()
+    yield server
+    server.kill()
 
 
 @pytest.fixture
