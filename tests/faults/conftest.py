@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from bench.private_services import PrivatePostgres, PrivateRedis
 from bpm import Engine
 from bpm.contrib.celery import CeleryPublisher
 from bpm.store import db as bpm_db
 from bpm.store import migrate
 from tests.api.conftest import ApiServer
 from tests.e2e.procs import CeleryProcess, start_beat, start_worker
-from tests.faults.services import PrivatePostgres, PrivateRedis
 
 # Short enough that a lost lease or a lost message is noticed within seconds: the whole
 # directory has a CI budget of about three minutes.

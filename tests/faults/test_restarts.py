@@ -8,12 +8,12 @@ import httpx
 import pytest
 import redis
 
+from bench.private_services import PrivateRedis
 from bpm import Engine
 from tests.api.conftest import ApiServer
 from tests.e2e.processes import order_model
 from tests.faults.checks import audit, completed, time_to_progress, wait_completed
 from tests.faults.conftest import Database, Start, StartMany
-from tests.faults.services import PrivateRedis
 from tests.support import eventually
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""PostgreSQL and Redis that a fault test starts for itself, so that it may kill them.
+"""PostgreSQL and Redis that a fault test (or the soak run) starts for itself, to kill them.
 
 :class:`PrivatePostgres` is a cluster of its own (``initdb`` into a temporary directory,
 ``pg_ctl`` on a free port); ``crash()`` stops it with ``-m immediate`` (no checkpoint, no
@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import redis
 
-from tests.support import eventually
+from bench.support import wait_for
 
 
 def free_port() -> int:
@@ -110,7 +110,7 @@ class PrivatePostgres:
             pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.log), "-w",
             "start",
         )  # fmt: skip
-        eventually(self.answers, timeout=30, what="PostgreSQL to accept connections")
+        wait_for(self.answers, 30, "PostgreSQL to accept connections")
 
     def answers(self) -> bool:
         try:
@@ -161,7 +161,7 @@ class PrivateRedis:
             start_new_session=True,
         )  # fmt: skip
         log.close()
-        eventually(self.answers, timeout=10, what="Redis to answer")
+        wait_for(self.answers, 10, "Redis to answer")
 
     def answers(self) -> bool:
         try:
