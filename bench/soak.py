@@ -12,7 +12,8 @@ started again at two thirds. Then it waits (at most ``--drain`` seconds) for the
 instances to end and prints: instances started, completed, stuck (not ended by then),
 doubled (a step or the instance completed more than once in the trail), and the longest
 recovery: from a service being back (or a worker replaced) to the next completed
-instance. CI does not run it.
+instance, and the longest stall: the longest time without any completion while instances
+were open. CI does not run it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Report:
     stuck: int = 0
     doubled: int = 0
     recoveries: dict[str, float] = field(default_factory=dict)
+    longest_stall: float = 0.0  # longest time without a completion while work was open
 
     def lines(self) -> list[str]:
         longest = max(self.recoveries.items(), key=lambda kv: kv[1], default=("-", 0.0))
@@ -73,6 +75,8 @@ class Report:
             f"stuck               {self.stuck}",
             f"doubled             {self.doubled}",
             f"longest recovery    {longest[1]:.1f} s ({longest[0]})",
+            f"longest stall       {self.longest_stall:.1f} s without a completion while "
+            "instances were open",
             *(f"  recovery {what:<28} {secs:.1f} s" for what, secs in self.recoveries.items()),
         ]
 
@@ -89,6 +93,7 @@ class Soak:
         self.beat: subprocess.Popen[bytes] | None = None
         self.report = Report()
         self.stop_starting = threading.Event()
+        self.done = threading.Event()
 
     # -- processes --------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
@@ -139,6 +144,17 @@ class Soak:
         self.report.recoveries[what] = time.monotonic() - began
         print(f"  {what}: progress again after {self.report.recoveries[what]:.1f} s", flush=True)
 
+    def sampler(self, engine: Engine) -> None:
+        """Every 0.2 s: the longest time no instance completed while some were open."""
+        last_count, last_change = 0, time.monotonic()
+        while not self.done.is_set():
+            count = self.completed(engine)
+            now = time.monotonic()
+            if count > last_count or count >= self.report.started:
+                last_count, last_change = max(count, last_count), now
+            self.report.longest_stall = max(self.report.longest_stall, now - last_change)
+            time.sleep(0.2)
+
     def starter(self, engine: Engine) -> None:
         interval = 1.0 / self.args.rate
         next_at = time.monotonic()
@@ -174,6 +190,7 @@ class Soak:
         began = time.monotonic()
         starter = threading.Thread(target=self.starter, args=(engine,), daemon=True)
         starter.start()
+        threading.Thread(target=self.sampler, args=(engine,), daemon=True).start()
         faults = [(total / 3, "broker restart"), (2 * total / 3, "database restart")]
         next_kill = began + self.rng.uniform(15, 40)
         kills = 0
@@ -208,8 +225,10 @@ class Soak:
             started = self.report.started
             with contextlib.suppress(TimeoutError):
                 wait_for(lambda: self.completed(engine) >= started, args.drain, "the drain")
+            self.done.set()
             self.audit(engine)
         finally:
+            self.done.set()
             for proc in [*self.workers, *([self.beat] if self.beat else [])]:
                 stop(proc)
             engine.close()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import redis
@@ -129,6 +130,13 @@ def fault_env(
 
 Start = Callable[..., CeleryProcess]
 StartMany = Callable[..., list[CeleryProcess]]
+T = TypeVar("T")
+
+
+def together(*starts: Callable[[], T]) -> list[T]:
+    """Run the ``starts`` side by side (starting a Celery process takes seconds each)."""
+    with ThreadPoolExecutor(len(starts)) as pool:
+        return list(pool.map(lambda start: start(), starts))
 
 
 @pytest.fixture

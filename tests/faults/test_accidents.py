@@ -28,7 +28,7 @@ from tests.api.conftest import ApiServer
 from tests.e2e.handlers import pid_key, runs_key
 from tests.e2e.processes import order_model
 from tests.faults.checks import audit, trails, wait_completed
-from tests.faults.conftest import Database, Start, StartMany, kill
+from tests.faults.conftest import Database, Start, StartMany, kill, together
 from tests.faults.handlers import heartbeats_key
 from tests.faults.proxy import Proxy
 from tests.support import eventually
@@ -53,8 +53,7 @@ def test_accident_1_a_worker_killed_mid_handler_its_step_runs_again(
     (victim,) = workers(1)
     iid = started_order(fault_engine, tag, block_at="validate")
     eventually(lambda: ledger.get(pid_key(tag, "validate")), what="validate to block")
-    workers(1)
-    beats()
+    together(workers, beats)
 
     kill(victim)  # the worker and its child, at once
 
@@ -117,8 +116,7 @@ def test_accident_3_a_heartbeat_that_cannot_reach_the_database_loses_the_lease(
     eventually(lambda: ledger.lrange(heartbeats_key(tag), 0, -1), what="a first heartbeat")
     proxy_to_pg.refuse()
     proxy_to_pg.reset()  # from now on neither heartbeat nor finish gets through
-    workers(1)
-    beats()
+    together(workers, beats)
 
     wait_completed(fault_engine, 1, timeout=60)
     proxy_to_pg.refuse(False)
@@ -137,13 +135,13 @@ def test_accident_4_the_whole_engine_restarts_mid_run(
     fault_engine.deploy(order_model())
     variables = {"amount": 120, "tag": tag, "slow_at": "ship", "slow_seconds": 0.05}
     ids = [fault_engine.start("order", variables).id for _ in range(40)]
-    first = [*workers(2), beats()]
+    started = together(lambda: workers(2), beats)
+    first = [*started[0], started[1]]
     eventually(lambda: ledger.get(runs_key(tag, "ship")), what="a first shipment")
     for proc in first:
         kill(proc)  # every engine process at once, handlers and all
 
-    workers(2)
-    beats()
+    together(lambda: workers(2), beats)
     wait_completed(fault_engine, len(ids), timeout=90)
     audit(fault_engine, ids).assert_clean()
 
@@ -195,8 +193,7 @@ def test_accident_6_a_branch_that_runs_again_is_awaited_by_the_join(
     (victim,) = workers(1)
     iid = started_order(fault_engine, tag, block_at="charge-payment")
     eventually(lambda: ledger.get(pid_key(tag, "charge-payment")), what="charge to block")
-    workers(1)
-    beats()
+    together(workers, beats)
     eventually(lambda: ledger.get(runs_key(tag, "reserve-stock")), what="the other branch")
     kill(victim)
 
@@ -224,8 +221,7 @@ def test_accident_7_a_retry_waits_its_backoff_even_when_beat_dies_during_it(
         .service_task("validate", handler="validate", retry="fixed(3, PT2S)").end("e")
         .sequence("s", "validate", "e").build()
     )  # fmt: skip
-    workers(1)
-    first_beat = beats()
+    _, first_beat = together(workers, beats)
     iid = fault_engine.start("retry", {"tag": tag, "fail_at": "validate"}).id
     eventually(lambda: ledger.get(runs_key(tag, "validate")), what="the first attempt")
     eventually(
@@ -287,8 +283,7 @@ def test_accident_8_the_saga_runs_when_the_retries_are_spent(
     fault_engine: Engine, workers: StartMany, beats: Start, ledger: redis.Redis, tag: str
 ) -> None:
     fault_engine.deploy(SAGA)
-    (victim,) = workers(1)
-    beats()
+    (victim,), _ = together(workers, beats)
     iid = fault_engine.start(
         "saga", {"tag": tag, "fail_at": "charge-payment", "fail_attempts": 9}
     ).id

@@ -18,7 +18,7 @@ from bpm import Engine
 from bpm.builder import Process
 from tests.e2e.handlers import runs_key
 from tests.faults.checks import audit, trails, wait_completed
-from tests.faults.conftest import Start, StartMany
+from tests.faults.conftest import Start, StartMany, together
 
 pytestmark = pytest.mark.slow
 
@@ -41,10 +41,12 @@ def test_skewed_clocks_fire_nothing_early_or_twice_and_take_no_live_lease(
         .service_task("long", handler="heartbeat").end("end")
         .sequence("s", "wait", "long", "end").build()
     )  # fmt: skip
-    beats(**short)
-    beats(**short, **skew(+SIX_MINUTES))
-    workers(1, **short, **skew(-SIX_MINUTES))
-    workers(1, **short, **skew(+SIX_MINUTES))
+    together(
+        lambda: beats(**short),
+        lambda: beats(**short, **skew(+SIX_MINUTES)),
+        lambda: workers(1, **short, **skew(-SIX_MINUTES)),
+        lambda: workers(1, **short, **skew(+SIX_MINUTES)),
+    )
     variables = {"tag": tag, "run_seconds": 2, "beat_every": 0.2}
     ids = [fault_engine.start("skew", variables).id for _ in range(4)]
 

@@ -18,7 +18,7 @@ from bpm import Engine
 from tests.e2e.handlers import pid_key, release_key, runs_key
 from tests.e2e.processes import STEPS, order_model
 from tests.faults.checks import audit, trails, wait_completed
-from tests.faults.conftest import Database, Start, StartMany
+from tests.faults.conftest import Database, Start, StartMany, together
 from tests.faults.proxy import Proxy
 from tests.support import eventually
 
@@ -41,8 +41,7 @@ def blocked_order(
     engine.deploy(order_model())
     inst = engine.start("order", {"amount": 120, "tag": tag, "block_at": "validate"})
     eventually(lambda: ledger.get(pid_key(tag, "validate")), what="validate to block")
-    workers(1)
-    beats()
+    together(workers, beats)
     return inst.id
 
 

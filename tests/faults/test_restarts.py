@@ -13,7 +13,7 @@ from bpm import Engine
 from tests.api.conftest import ApiServer
 from tests.e2e.processes import order_model
 from tests.faults.checks import audit, completed, time_to_progress, wait_completed
-from tests.faults.conftest import Database, Start, StartMany
+from tests.faults.conftest import Database, Start, StartMany, together
 from tests.support import eventually
 
 pytestmark = pytest.mark.slow
@@ -42,8 +42,7 @@ def test_postgres_crash_mid_run_every_instance_completes_once(
     # The instances first (their messages wait in the broker), then the workers: the
     # fault comes when about a tenth of them are done.
     ids = start_many(fault_engine, tag)
-    beat = beats()
-    first, second = workers(2)
+    beat, (first, second) = together(beats, lambda: workers(2))
     eventually(lambda: completed(fault_engine) >= 20, timeout=60, what="20 instances done")
     assert completed(fault_engine) < COUNT, "the run ended before the fault: make it longer"
 
@@ -72,8 +71,7 @@ def test_broker_killed_and_restarted_empty_mid_run(
     tag: str,
 ) -> None:
     ids = start_many(fault_engine, tag)
-    beat = beats()
-    first, second = workers(2)
+    beat, (first, second) = together(beats, lambda: workers(2))
     eventually(lambda: completed(fault_engine) >= 20, timeout=60, what="20 instances done")
     assert completed(fault_engine) < COUNT, "the run ended before the fault: make it longer"
 
