@@ -139,8 +139,27 @@ def together(*starts: Callable[[], T]) -> list[T]:
         return list(pool.map(lambda start: start(), starts))
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """Keep each phase's report on the test item (the fixtures below read it)."""
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep
+
+
+def dump_logs(request: pytest.FixtureRequest, procs: list[CeleryProcess]) -> None:
+    """After a failed test, the end of every process's log (the CI keeps stdout)."""
+    rep = getattr(request.node, "rep_call", None)
+    if rep is None or not rep.failed:
+        return
+    for proc in procs:
+        print(f"----- {proc.log_path.name} -----\n{proc.log()[-4000:]}")
+
+
 @pytest.fixture
-def workers(fault_env: dict[str, str], queue: str, tmp_path: Path) -> Iterator[StartMany]:
+def workers(
+    fault_env: dict[str, str], queue: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[StartMany]:
     """``workers(n, **env)`` starts n worker processes (one child each) side by side and
     returns once all are ready; all are killed at teardown."""
     started: list[CeleryProcess] = []
@@ -157,6 +176,7 @@ def workers(fault_env: dict[str, str], queue: str, tmp_path: Path) -> Iterator[S
         return new
 
     yield start
+    dump_logs(request, started)
     for proc in started:
         kill(proc)
 
@@ -169,7 +189,9 @@ def kill(proc: CeleryProcess) -> None:
 
 
 @pytest.fixture
-def beats(fault_env: dict[str, str], tmp_path: Path) -> Iterator[Start]:
+def beats(
+    fault_env: dict[str, str], tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Start]:
     started: list[CeleryProcess] = []
 
     def start(**env: str) -> CeleryProcess:
