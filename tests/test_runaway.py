@@ -3,6 +3,7 @@ stopped by the step bound of one transaction; ``bpm run --timeout`` honours its 
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ from bpm.local import LocalLoop
 from bpm.model.validate import check_model
 from bpm.runtime.states import InstanceState, TokenState
 from bpm.runtime.walker import RUNAWAY_INCIDENT
+from tests.support import eventually
 
 GATEWAY_LOOP = """<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
@@ -224,3 +226,18 @@ SELF_LOOP_XML = """<?xml version="1.0" encoding="UTF-8"?>
   </bpmn:process>
 </bpmn:definitions>
 """
+
+
+def test_the_dev_loop_stops_promptly_while_a_step_loops(sqlite_engine: Engine) -> None:
+    loop = LocalLoop(sqlite_engine, tick_budget=timedelta(milliseconds=200))
+    sqlite_engine.deploy(self_loop().build())
+    RUNS.clear()
+    sqlite_engine.start("self-loop")
+    server = threading.Thread(target=loop.serve, daemon=True)
+    server.start()
+    eventually(lambda: len(RUNS) > 5, timeout=10, what="the loop to run the step")
+    stopped = time.monotonic()
+    loop.stop()  # what Ctrl-C / SIGTERM does in `bpm dev`
+    server.join(timeout=5)
+    assert not server.is_alive()
+    assert time.monotonic() - stopped < 3  # one tick's budget plus one step, not for ever
