@@ -4,10 +4,11 @@ Lease expiries, timer due times and reclaim decisions are compared by several pr
 several hosts. If each used its own wall clock, a host whose clock runs ten minutes ahead
 would reclaim live leases and fire timers early. So the engine asks the database what time
 it is. Asking costs a round trip, which a worker would otherwise pay on every step; the
-clock therefore reads the database at most once per ``resync`` (a second by default) and
-in between advances that reading with this process's monotonic clock, which drifts by
+clock therefore reads the database at most once per ``resync`` (10 s by default) and in
+between advances that reading with this process's monotonic clock, which drifts by
 microseconds per second and never jumps when someone sets the host's time. A decision made
-with it is off from the database's ``clock_timestamp()`` by at most half a round trip.
+with it is off from the database's ``clock_timestamp()`` by at most half a round trip
+(plus the monotonic drift since the last reading, well under a millisecond).
 
 SQLite lives in this process: its clock is the host's, and :func:`utcnow` is used.
 Tests inject ``now=`` (or a clock of their own) and move time without sleeping.
@@ -35,7 +36,7 @@ class DatabaseClock:
         self,
         db: Engine,
         *,
-        resync: float = 1.0,
+        resync: float = 10.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.db = db

@@ -153,13 +153,19 @@ def claim(
 
 def _holder_died(core: EngineCore, token_id: str, now: datetime) -> bool:
     """The asked step is Executing for a process of this host that no longer runs: take
-    it back now instead of when its lease runs out."""
+    it back now instead of when its lease runs out, and every other step that process
+    held (the rest of its batch). Returns whether the asked step was taken back."""
     with core.db.connect() as conn:
         found = token_store.holder(conn, token_id)
-    if found is None or not provably_dead(found[1]):
-        return False
-    instance_id, owner = found
-    return take_back(core, instance_id, token_id, now, cause="holder_died", owner=owner)
+        if found is None or not provably_dead(found[1]):
+            return False
+        owner = found[1]
+        held = token_store.held_by(conn, owner)
+    taken = False
+    for instance_id, held_id in held:
+        back = take_back(core, instance_id, held_id, now, cause="holder_died", owner=owner)
+        taken = taken or (back and held_id == token_id)
+    return taken
 
 
 # -- run ------------------------------------------------------------------------------------

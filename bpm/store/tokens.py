@@ -201,3 +201,13 @@ def holder(conn: Connection, token_id: str) -> tuple[str, str] | None:
     )
     row = conn.execute(q).first()
     return (row.instance_id, row.lease_owner) if row is not None and row.lease_owner else None
+
+
+def held_by(conn: Connection, owner: str) -> list[tuple[str, str]]:
+    """(instance id, token id) of every Executing token leased to ``owner``."""
+    q = (
+        select(tk.c.instance_id, tk.c.id)
+        .where(tk.c.state == TokenState.EXECUTING.value, tk.c.lease_owner == owner)
+        .order_by(tk.c.instance_id, tk.c.id)
+    )
+    return [(r.instance_id, r.id) for r in conn.execute(q)]
