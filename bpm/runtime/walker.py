@@ -64,6 +64,7 @@ class Walker:
         # lock) for ever: past ``max_steps`` nodes the tokens stop with an incident.
         self.max_steps = max_steps
         self._visits: Counter[str] = Counter()
+        self._steps = 0
 
     def begin(self, start_node_id: str) -> Token:
         """A new instance's first token (and its event sub-processes' listeners), walked."""
@@ -105,7 +106,8 @@ class Walker:
         """Count one step at ``tok``'s node; past the bound, fail the token with an
         incident naming the nodes it kept going round (True: do not move it)."""
         self._visits[tok.node_id] += 1
-        if sum(self._visits.values()) <= self.max_steps:
+        self._steps += 1
+        if self._steps <= self.max_steps:
             return False
         loop = ", ".join(f"'{node}' ({times}x)" for node, times in self._visits.most_common(4))
         self.fail_token(
