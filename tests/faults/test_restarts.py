@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-import redis
 
 from bench.private_services import PrivateRedis
 from bpm import Engine
@@ -77,7 +76,6 @@ def test_broker_killed_and_restarted_empty_mid_run(
 
     broker.crash()
     broker.start()  # empty: every queued run_token message is gone
-    assert redis.Redis.from_url(broker.url()).dbsize() == 0
 
     resumed = time_to_progress(fault_engine)
     assert resumed < 30, resumed
