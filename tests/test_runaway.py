@@ -107,9 +107,7 @@ def counting_loop(limit: int) -> Process:
 @pytest.mark.parametrize("config", [EngineConfig(max_steps_per_transaction=200)])
 def test_the_step_bound_stops_a_loop_with_an_incident_naming_it(engine: Engine) -> None:
     engine.deploy(counting_loop(1_000_000).build())
-    started = time.monotonic()
-    inst = engine.start("count", {"n": 0})
-    assert time.monotonic() - started < 5  # returned instead of spinning for ever
+    inst = engine.start("count", {"n": 0})  # returns: the bound stopped the token
 
     inst = engine.get_instance(inst.id)
     assert inst.state is InstanceState.ACTIVE
