@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -75,7 +76,7 @@ def make(url: str, handlers: Handlers, lease: float | None) -> Engine:
 
 @pytest.fixture
 def eng(pg_database_url: str, handlers: Handlers) -> Iterator[Engine]:
-    engine = make(pg_database_url, handlers, 0.6)
+    engine = make(pg_database_url, handlers, 2)
     yield engine
     engine.close()
 
@@ -106,8 +107,8 @@ def test_the_default_lease_is_short_and_configurable(monkeypatch: pytest.MonkeyP
 
 
 def test_the_heartbeat_keeps_a_long_handlers_short_lease(eng: Engine, handlers: Handlers) -> None:
-    """A 0.6 s lease, a handler that runs for several leases: the heartbeat (every 0.2 s)
-    extends it, so the reclaimer, on the real clock, never finds it expired."""
+    """A 2 s lease, a handler that runs for longer: the heartbeat (every 0.67 s) extends
+    it, so the reclaimer, on the real clock, never finds it expired."""
     inst = eng.start("recovery")
     tok = work_token(eng, inst.id)
     release = threading.Event()
@@ -118,12 +119,16 @@ def test_the_heartbeat_keeps_a_long_handlers_short_lease(eng: Engine, handlers: 
         return {"long": True}
 
     handlers.fn = long_handler
+    keeper = eng.core.leases
+    # The keeper already runs, idle, at the default lease's pace (every 10 s): holding a
+    # step with a shorter lease must make it beat at that step's pace at once.
+    keeper.hold([], time.monotonic())
+    eventually(lambda: keeper.pace == 10.0, timeout=5, what="the keeper to idle")
     runner = threading.Thread(target=eng.run_token, args=(tok.id,))
     runner.start()
-    keeper = eng.core.leases
     start = keeper.beats
-    # Five beats are more than 1.5 leases of wall time: without them it would have expired.
-    eventually(lambda: keeper.beats >= start + 5, timeout=10, what="five heartbeats")
+    # Four beats are more than a lease of wall time: without them it would have expired.
+    eventually(lambda: keeper.beats >= start + 4, timeout=15, what="four heartbeats")
     reclaimed.append(eng.reclaim_expired_leases())
     held = work_token(eng, inst.id)
     assert held.state is TokenState.EXECUTING
@@ -147,8 +152,8 @@ def test_without_a_heartbeat_the_lease_runs_out_and_the_trail_says_so(
     now = eng.core.now()
     step = claim_one(eng.core, tok.id, "elsewhere:1", now)
     assert step is not None
-    assert eng.reclaim_expired_leases(now=now + timedelta(seconds=0.5)) == 0
-    assert eng.reclaim_expired_leases(now=now + timedelta(seconds=1)) == 1
+    assert eng.reclaim_expired_leases(now=now + timedelta(seconds=1.5)) == 0
+    assert eng.reclaim_expired_leases(now=now + timedelta(seconds=2.5)) == 1
     assert eng.run_token(tok.id) == 1
     events = eng.history(inst.id)
     lost = [e for e in events if e.type == "lease_lost"]
@@ -393,3 +398,25 @@ def test_a_host_clock_far_off_does_not_move_the_database_clock(pg_database_url: 
         assert later - first < timedelta(minutes=1)
     finally:
         db.dispose()
+
+
+def test_a_lease_the_handler_extended_is_not_shortened_by_the_heartbeat(
+    eng: Engine, handlers: Handlers
+) -> None:
+    """ctx.extend_lease(10 min) with a 2 s lease: a later heartbeat keeps 10 minutes."""
+    inst = eng.start("recovery")
+    tok = work_token(eng, inst.id)
+    seen: list[timedelta] = []
+
+    def handler(ctx: TaskContext) -> dict[str, Any]:
+        assert ctx.extend_lease(timedelta(minutes=10))
+        # the keeper now beats every third of 10 minutes; a beat (what its thread runs)
+        # moves the expiry on by 10 minutes, not by the 2 s lease
+        assert eng.core.leases.interval() >= 190
+        assert eng.core.leases.beat() == 1
+        seen.append(work_token(eng, ctx.instance_id).lease_expires_at - eng.core.now())
+        return {}
+
+    handlers.fn = handler
+    assert eng.run_token(tok.id) == 1
+    assert seen and seen[0] > timedelta(minutes=9), seen

@@ -16,6 +16,7 @@ from bpm.engine import external_tasks as _ext
 from bpm.engine import gauges as _gauges
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
+from bpm.engine import reclaim as _reclaim
 from bpm.engine import retention as _retention
 from bpm.engine import schedules as _schedules
 from bpm.engine import steering as _steering
@@ -328,7 +329,7 @@ class Engine:
         return _exec.run_token(self.core, token_id, worker_id=worker_id, now=now)
 
     def reclaim_expired_leases(self, *, now: datetime | None = None, limit: int = 100) -> int:
-        return _exec.reclaim_expired_leases(self.core, now=now, limit=limit)
+        return _reclaim.reclaim_expired_leases(self.core, now=now, limit=limit)
 
     def redispatch_stale_ready(self, *, now: datetime | None = None, limit: int = 500) -> int:
         return _exec.redispatch_stale_ready(self.core, now=now, limit=limit)

@@ -28,13 +28,13 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from bpm.engine import observed
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
-from bpm.engine.lost_workers import provably_dead
+from bpm.engine.reclaim import holder_died
+from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.unit import Unit, unit_of_work
-from bpm.errors import BpmError, NotFound
-from bpm.handlers import HandlerSpec, TaskContext
+from bpm.errors import BpmError
+from bpm.handlers import TaskContext
 from bpm.model import nodes as n
 from bpm.observe import StepOutcome
-from bpm.retry import RetryPolicy
 from bpm.runtime.failure import IMMEDIATE, Failure, fail_attempt
 from bpm.runtime.records import Token
 from bpm.runtime.states import BlockKind, InstanceState, TokenState
@@ -71,24 +71,6 @@ class Outcome:
     error_code: str | None = None  # from an ``error_code`` attribute of the exception
     seconds: float | None = None  # how long the handler ran
     locals: dict[str, Any] | None = None  # ctx.set_local(...)
-
-
-def lease_for(core: EngineCore, node: n.ServiceTask, spec: HandlerSpec | None) -> timedelta:
-    if node.lease_seconds is not None:
-        return timedelta(seconds=node.lease_seconds)
-    if spec is not None and spec.lease is not None:
-        return spec.lease
-    return core.config.default_lease
-
-
-def policy_for(node: n.Node, spec: HandlerSpec | None) -> RetryPolicy:
-    """The model's policy wins over the handler's; the default is 3 attempts, no delay."""
-    retry = getattr(node, "retry", None)
-    if isinstance(retry, RetryPolicy):
-        return retry
-    if spec is not None and spec.retry is not None:
-        return spec.retry
-    return RetryPolicy.default()
 
 
 def _inline(node: n.Node) -> n.ServiceTask | None:
@@ -139,7 +121,7 @@ def claim(
             )
         token_store.extend_leases(conn, longer, now)
     if first is not None and not any(s.token.id == first for s in steps):
-        if _holder_died(core, first, now):
+        if holder_died(core, first, now):
             # Proven dead (a redelivered message of a killed child): taken back just now,
             # so the step is Ready again (or failed for good); claim it once more.
             return steps + claim(core, worker_id, now, first=first, more=0)
@@ -149,23 +131,6 @@ def claim(
     if foreign or broken:
         _release(core, foreign + broken, worker_id, now, dispatch=[t.id for t in foreign])
     return steps
-
-
-def _holder_died(core: EngineCore, token_id: str, now: datetime) -> bool:
-    """The asked step is Executing for a process of this host that no longer runs: take
-    it back now instead of when its lease runs out, and every other step that process
-    held (the rest of its batch). Returns whether the asked step was taken back."""
-    with core.db.connect() as conn:
-        found = token_store.holder(conn, token_id)
-        if found is None or not provably_dead(found[1]):
-            return False
-        owner = found[1]
-        held = token_store.held_by(conn, owner)
-    taken = False
-    for instance_id, held_id in held:
-        back = take_back(core, instance_id, held_id, now, cause="holder_died", owner=owner)
-        taken = taken or (back and held_id == token_id)
-    return taken
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -178,12 +143,15 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
     def extend(duration: timedelta | None = None) -> bool:
         spec = core.registry.find(step.node.handler or "")
         lease = duration or lease_for(core, step.node, spec)
+        since = time.monotonic()
         now = core.now()
         with core.tx() as conn:
             held = token_store.extend_leases(
                 conn, [(tok.id, worker_id, tok.attempt, now + lease)], now
             )
-            return held == 1
+        if held == 1:
+            core.leases.extended(tok.id, lease, since)
+        return held == 1
 
     ctx = TaskContext(
         instance_id=tok.instance_id,
@@ -515,80 +483,6 @@ def _release(
             work.transition(tok.id, TokenState.READY, attempt=tok.attempt - 1)
             if tok.id in dispatch:
                 work.to_dispatch.append(tok.id)
-
-
-def reclaim_expired_leases(
-    core: EngineCore, *, now: datetime | None = None, limit: int = 100
-) -> int:
-    """Expired leases count as failed attempts ("worker lost"); returns how many."""
-    at = core.now(now)
-    with core.db.connect() as conn:
-        expired = token_store.expired_leases(conn, at, limit)
-    return sum(
-        take_back(core, instance_id, token_id, at, cause="lease_expired")
-        for instance_id, token_id in expired
-    )
-
-
-def take_back(
-    core: EngineCore,
-    instance_id: str,
-    token_id: str,
-    at: datetime,
-    *,
-    cause: str,
-    owner: str | None = None,
-) -> bool:
-    """The worker holding a step is lost: a failed attempt under the retry policy.
-
-    ``cause`` ``lease_expired``: only if the lease ran out by ``at``; ``holder_died``: only
-    if ``owner`` still holds it (its process was proven dead). History gets a
-    ``lease_lost`` event, then the failed attempt and the way back to Ready (or the
-    incident). Returns whether it was taken back.
-    """
-    try:
-        with unit_of_work(core, at) as unit:
-            work = unit.work(instance_id)
-            tok = work.tokens.get(token_id)
-            if tok is None or tok.state is not TokenState.EXECUTING:
-                return False
-            if cause == "lease_expired" and (
-                tok.lease_expires_at is None or tok.lease_expires_at >= at
-            ):
-                return False
-            if cause == "holder_died" and tok.lease_owner != owner:
-                return False
-            walker = unit.walker(work)
-            node = walker.model.node(tok.node_id)
-            policy = policy_for(node, core.registry.find(getattr(node, "handler", None) or ""))
-            if cause == "lease_expired":
-                error = f"worker lost: lease of {tok.lease_owner} expired"
-            else:
-                error = f"worker lost: process {tok.lease_owner} died"
-            work.record(
-                "lease_lost",
-                token_id=tok.id,
-                node_id=tok.node_id,
-                payload={
-                    "owner": tok.lease_owner,
-                    "attempt": tok.attempt,
-                    "cause": cause,
-                    "lease_expires_at": (
-                        tok.lease_expires_at.isoformat() if tok.lease_expires_at else None
-                    ),
-                },
-            )
-            fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at))
-            walker.run()
-    except NotFound:  # purged since the scan
-        return False
-    if cause == "holder_died":
-        core.stats.dead_holders_reclaimed += 1
-    log.warning("took back step %s attempt %d: %s", tok.id, tok.attempt, error)
-    if core.observers:
-        retried = policy.has_attempt_after(tok.attempt)
-        observed.lease_expired(core, tok, walker.model.key, retried, at, error)
-    return True
 
 
 def redispatch_stale_ready(

@@ -57,15 +57,32 @@ class LeaseKeeper:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = 0
+        self._pace = float("inf")  # the interval the thread currently beats at
+        self._last_beat = 0.0
 
     # -- what is held ---------------------------------------------------------------------
     def hold(self, steps: Iterable[tuple[str, str, int, timedelta]], since: float) -> None:
         """Hold ``(token id, owner, attempt, lease)`` each, taken at monotonic ``since``."""
+        shortest = None
         with self._lock:
             for token_id, owner, attempt, lease in steps:
                 until = since + lease.total_seconds()
                 self._held[token_id] = Held(owner, attempt, lease, until)
+                seconds = lease.total_seconds()
+                shortest = seconds if shortest is None else min(shortest, seconds)
+            sooner = shortest is not None and shortest / 3 < self._pace
+        if sooner:  # a shorter lease than the thread sleeps for: it must beat sooner
+            self._wake.set()
         self._ensure_running()
+
+    def extended(self, token_id: str, lease: timedelta, since: float) -> None:
+        """A handler extended its lease to ``lease`` (``ctx.extend_lease``): beat with that
+        duration from now on, so a heartbeat never shortens it."""
+        with self._lock:
+            found = self._held.get(token_id)
+            if found is not None:
+                found.lease = lease
+                found.until = since + lease.total_seconds()
 
     def release(self, token_ids: Iterable[str]) -> None:
         with self._lock:
@@ -122,6 +139,12 @@ class LeaseKeeper:
                         h.attempt,
                     )
 
+    @property
+    def pace(self) -> float:
+        """Seconds between the beats the thread makes now (inf before it runs)."""
+        with self._lock:
+            return self._pace
+
     def interval(self) -> float:
         with self._lock:
             leases = [h.lease.total_seconds() for h in self._held.values()]
@@ -144,8 +167,19 @@ class LeaseKeeper:
 
     def _run(self) -> None:
         while True:
-            self._wake.wait(self.interval())
-            self._wake.clear()
+            pace = self.interval()
+            with self._lock:
+                self._pace = pace
+            due = self._last_beat + pace
+            left = due - time.monotonic()
+            if left > 0:
+                # Woken early when a step with a shorter lease is held: work out again
+                # when the next beat is due (at once, if it is overdue for that lease).
+                self._wake.wait(left)
+                self._wake.clear()
+                if time.monotonic() < self._last_beat + self.interval():
+                    continue
+            self._last_beat = time.monotonic()
             try:
                 self.beat()
             except Exception as exc:  # the database is away: the next beat tries again
