@@ -8,9 +8,10 @@ only until the engine's next wake-up.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from bpm.engine import Engine
@@ -48,28 +49,48 @@ class Settled:
 class LocalLoop:
     """Drives an engine in this process. Attach it before starting instances."""
 
-    def __init__(self, engine: Engine, *, idle_poll: timedelta = timedelta(seconds=0.5)) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        idle_poll: timedelta = timedelta(seconds=0.5),
+        tick_budget: timedelta = timedelta(seconds=1),
+    ) -> None:
         self.engine = engine
         self.dispatcher = LocalDispatcher()
         engine.dispatcher = self.dispatcher
+        # One ``run_token`` may keep running the steps it leads to for ``drain_for``; in
+        # this loop it must not outlast a tick.
+        config = engine.core.config
+        engine.core.config = replace(config, drain_for=min(config.drain_for, tick_budget))
         self.idle_poll = idle_poll
+        # How long one tick may keep running queued steps: a step that loops back to
+        # itself re-queues for ever, and timers, the sweeper, a deadline and Ctrl-C must
+        # still get their turn.
+        self.tick_budget = tick_budget
         self._stop = threading.Event()
 
-    def run_ready(self) -> int:
-        """Run every queued Ready step (and what they lead to); return how many ran."""
+    def run_ready(self, budget: timedelta | None = None) -> int:
+        """Run queued Ready steps (and what they lead to) until none is left, the budget
+        (by default :attr:`tick_budget`) is spent or :meth:`stop` was called; return how
+        many ran. Steps not run yet stay queued."""
         ran = 0
-        while (token_id := self.dispatcher.pop()) is not None:
+        until = time.monotonic() + (budget or self.tick_budget).total_seconds()
+        while not self._stop.is_set() and time.monotonic() < until:
+            token_id = self.dispatcher.pop()
+            if token_id is None:
+                break
             ran += self.engine.run_token(token_id)
         return ran
 
-    def tick(self) -> int:
+    def tick(self, budget: timedelta | None = None) -> int:
         """One round of everything beat and the workers would do."""
-        work = self.run_ready()
+        work = self.run_ready(budget)
         work += self.engine.fire_due_timers()
         work += self.engine.fire_due_schedules()
         work += self.engine.reclaim_expired_leases()
         work += self.engine.redispatch_stale_ready()
-        return work + self.run_ready()
+        return work + self.run_ready(budget)
 
     def _sleep_until_wakeup(self, cap: timedelta) -> None:
         wake = self.engine.next_wakeup()
@@ -85,15 +106,23 @@ class LocalLoop:
         timeout: timedelta | None = None,
         on_progress: Callable[[Instance], None] | None = None,
     ) -> Settled:
-        """Drive the loop until the instance ends or waits only on the outside world."""
+        """Drive the loop until the instance ends, waits only on the outside world, or
+        ``timeout`` passed (then ``waiting_on`` starts with ``"timeout"``, even when steps
+        were still running: a step that loops back to itself never ends by itself)."""
         deadline = None if timeout is None else self.engine.core.now() + timeout
         while not self._stop.is_set():
-            self.tick()
+            budget = None
+            if deadline is not None:
+                left = max(deadline - self.engine.core.now(), timedelta(0))
+                budget = min(self.tick_budget, left)
+            self.tick(budget)
             inst = self.engine.get_instance(instance_id)
             if on_progress is not None:
                 on_progress(inst)
             if inst.ended:
                 return Settled(inst, ())
+            if deadline is not None and self.engine.core.now() >= deadline:
+                return Settled(inst, ("timeout", *_waiting_on(inst)))
             if self.dispatcher.queue:
                 continue
             if self.engine.next_wakeup() is None or (

@@ -6,6 +6,7 @@ from celery import Task, shared_task
 
 from bpm.contrib.celery import RUN_TOKEN
 from workers.runtime import engine_for
+from workers.unreachable import backing_off
 
 
 @shared_task(name=RUN_TOKEN, bind=True)
@@ -13,6 +14,9 @@ def run_token(self: Task, token_id: str) -> int:  # type: ignore[type-arg]
     """Claim, run and finish ``token_id``; returns how many steps ran (0: claim lost).
 
     Thin on purpose: a duplicated or redelivered message loses the claim and does nothing,
-    so the task is idempotent without any bookkeeping here.
+    so the task is idempotent without any bookkeeping here. A worker that cannot reach the
+    database puts the message back for another worker (:mod:`workers.unreachable`).
     """
-    return engine_for(self.app).run_token(token_id)
+    with backing_off(self, publish_again=True):
+        ran = engine_for(self.app).run_token(token_id)
+    return ran

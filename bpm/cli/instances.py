@@ -208,7 +208,11 @@ def run(
     ] = None,
     business_key: Annotated[str | None, typer.Option("--business-key")] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Give up waiting on timers after SECONDS.")
+        float,
+        typer.Option(
+            "--timeout",
+            help="Give up after SECONDS (waiting on timers, or steps that keep looping).",
+        ),
     ] = 300.0,
     db: DbOpt = None,
 ) -> None:
@@ -236,8 +240,12 @@ def run(
                 on_progress=lambda i: status.update(f"running {i.id}: {_live(i)} live tokens"),
             )
         _print_instance(engine, inst.id)
-        if settled.waiting_on:
-            console.print("waiting on: " + ", ".join(settled.waiting_on))
+        waiting = settled.waiting_on
+        if waiting[:1] == ("timeout",):
+            console.print(f"gave up after --timeout {timeout:g} s")
+            waiting = waiting[1:]
+        if waiting:
+            console.print("waiting on: " + ", ".join(waiting))
         if settled.instance.state.value != "completed":
             raise typer.Exit(1)
 

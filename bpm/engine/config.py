@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bpm.errors import ConfigurationError
+from bpm.runtime.walker import DEFAULT_MAX_STEPS
 from bpm.runtime.work import DEFAULT_MAX_VARIABLE_BYTES
 
 
@@ -48,13 +49,18 @@ class EngineConfig:
     queue: str = "bpm"
     # How deep call activities may nest (a process calling itself needs a way out).
     max_call_depth: int = 32
+    # Nodes one transaction may move tokens through (gateways, events, pass-through
+    # tasks); past it the token fails with a ``runawayLoop`` incident instead of holding
+    # the instance lock for ever. Deploy already refuses loops made only of such nodes.
+    max_steps_per_transaction: int = DEFAULT_MAX_STEPS
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_env(cls) -> EngineConfig:
         """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
         ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``,
-        ``BPM_MAX_CALL_DEPTH``, ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
+        ``BPM_MAX_CALL_DEPTH``, ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_BROKER_URL`` and
+        ``BPM_QUEUE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
@@ -64,6 +70,9 @@ class EngineConfig:
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
             batch_size=max(1, int(_env_float("BPM_BATCH_SIZE", 32))),
             max_call_depth=max(1, int(_env_float("BPM_MAX_CALL_DEPTH", 32))),
+            max_steps_per_transaction=max(
+                1, int(_env_float("BPM_MAX_STEPS_PER_TRANSACTION", DEFAULT_MAX_STEPS))
+            ),
             broker_url=os.environ.get("BPM_BROKER_URL", "").strip() or None,
             queue=os.environ.get("BPM_QUEUE", "").strip() or "bpm",
         )

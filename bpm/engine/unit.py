@@ -146,7 +146,13 @@ class Unit:
         that completes continues the walk its caller is in)."""
         found = self._walkers.get(work.instance.id)
         if found is None or found.work is not work:
-            found = Walker(work, self.model(work.instance.definition_id), BEHAVIOURS, self)
+            found = Walker(
+                work,
+                self.model(work.instance.definition_id),
+                BEHAVIOURS,
+                self,
+                max_steps=self.core.config.max_steps_per_transaction,
+            )
             self._walkers[work.instance.id] = found
         return found
 

@@ -15,6 +15,7 @@ from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate_compensation import check_compensation
 from bpm.model.validate_events import check_events
+from bpm.model.validate_loops import endless_loops
 from bpm.model.validate_messages import check_messages
 from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
@@ -67,6 +68,7 @@ def check_model(
     problems += check_compensation(model, warnings)
     problems += check_events(model, warnings)
     problems += check_messages(model)
+    problems += (_at(node, message) for node, message in endless_loops(model))
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 

@@ -11,7 +11,7 @@ nothing changes.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -33,6 +33,13 @@ from bpm.runtime.work import InstanceWork
 
 Behaviour = Callable[["Walker", Token, Any], None]
 
+RUNAWAY_INCIDENT = "runawayLoop"
+"""Incident type of a token stopped by the step bound of one transaction."""
+
+DEFAULT_MAX_STEPS = 50_000
+"""Nodes one transaction may move tokens through before it stops them (see
+:attr:`bpm.engine.config.EngineConfig.max_steps_per_transaction`)."""
+
 
 class Walker:
     """Continuation of one instance inside one transaction. ``relatives``: the other
@@ -44,6 +51,8 @@ class Walker:
         model: ProcessModel,
         behaviours: Mapping[type, Behaviour],
         relatives: calls.Relatives | None = None,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
     ) -> None:
         self.work = work
         self.model = model
@@ -51,6 +60,11 @@ class Walker:
         self.relatives = relatives
         self._queue: deque[str] = deque()
         self._running = False
+        # A loop of nodes that never wait would keep the transaction (and the instance
+        # lock) for ever: past ``max_steps`` nodes the tokens stop with an incident.
+        self.max_steps = max_steps
+        self._visits: Counter[str] = Counter()
+        self._steps = 0
 
     def begin(self, start_node_id: str) -> Token:
         """A new instance's first token (and its event sub-processes' listeners), walked."""
@@ -74,6 +88,8 @@ class Walker:
                     if tok.state is not TokenState.READY:
                         continue
                     node = self.model.node(tok.node_id)
+                    if self._over_budget(tok):
+                        continue
                     if self.model.scoped:
                         entered = scopes.enter(self, tok, node)
                         if entered is None:
@@ -85,6 +101,23 @@ class Walker:
         finally:
             self._running = False
         self.settle_instance()
+
+    def _over_budget(self, tok: Token) -> bool:
+        """Count one step at ``tok``'s node; past the bound, fail the token with an
+        incident naming the nodes it kept going round (True: do not move it)."""
+        self._visits[tok.node_id] += 1
+        self._steps += 1
+        if self._steps <= self.max_steps:
+            return False
+        loop = ", ".join(f"'{node}' ({times}x)" for node, times in self._visits.most_common(4))
+        self.fail_token(
+            tok,
+            f"runaway loop: more than {self.max_steps} steps in one transaction without a "
+            f"wait, through {loop}; add a wait state (a task, timer or message) or a condition "
+            "that leaves the loop, then retry or cancel the instance",
+            incident_type=RUNAWAY_INCIDENT,
+        )
+        return True
 
     # -- variables ------------------------------------------------------------------------
     def variables(self, tok: Token) -> dict[str, Any]:

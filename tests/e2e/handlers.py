@@ -52,8 +52,13 @@ def step(ctx: TaskContext) -> Mapping[str, Any]:
             ctx.variables.get("block_attempts", 1)
         ):
             r.set(pid_key(tag, ctx.node_id), os.getpid())
-            # Blocks until the test releases it (or kills this process).
-            r.blpop([release_key(tag, ctx.node_id)], timeout=60)
+            # Blocks until the test releases it (or kills this process), for at most a
+            # minute. In short waits: a worker process may set a default socket timeout
+            # (then one long BLPOP fails with a read timeout, and the handler with it).
+            until = time.monotonic() + 60
+            while time.monotonic() < until:
+                if r.blpop([release_key(tag, ctx.node_id)], timeout=1) is not None:
+                    break
     if ctx.variables.get("slow_at") == ctx.node_id:
         time.sleep(float(ctx.variables.get("slow_seconds", 0.5)))
     if ctx.variables.get("fail_at") == ctx.node_id and ctx.attempt <= int(
