@@ -262,12 +262,6 @@ def saga_model() -> object:
     )
 
 
-@pytest.mark.xfail(
-    raises=(TypeError, AttributeError),
-    strict=False,
-    reason="needs compensation (compensate_with=, compensate_on_failure()) from the "
-    "events-compensation branch, not merged into this one",
-)
 def test_accident_8_the_saga_runs_when_the_retries_are_spent(
     fault_engine: Engine, workers: StartMany, beats: Start, ledger: redis.Redis, tag: str
 ) -> None:
