@@ -56,7 +56,9 @@ def test_purge_deletes_only_instances_that_ended_before_the_cutoff(local_engine:
     run_all(local_engine)
     live = local_engine.start("order", {"amount": 120})  # never run: stays active
     done = [local_engine.get_instance(i.id) for i in ended]
-    assert all(i.state is InstanceState.COMPLETED and i.ended_at for i in done)
+    assert all(i.state is InstanceState.COMPLETED and i.ended_at for i in done), [
+        (i.state, i.ended_at, local_engine.history(i.id)[-3:]) for i in done
+    ]
     last_end = max(i.ended_at for i in done if i.ended_at)
     assert all(n > 0 for n in rows_of(local_engine, done[0].id).values())
 
