@@ -42,6 +42,7 @@ from bpm.api.routes_process import router as process_router
 from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.api.routes_variables import router as variables_router
+from bpm.api.worker_ids import WorkerIds
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
 from bpm.runtime.external import NOTIFY_CHANNEL
@@ -167,6 +168,7 @@ def create_app(
     app.state.auth = auth
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
+    app.state.worker_ids = WorkerIds(eng, keys)
     app.state.sessions = Sessions()
     broker = os.environ.get("BPM_BROKER_URL")
     app.state.celery_workers = CeleryWorkers(broker) if broker else None

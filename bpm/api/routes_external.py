@@ -17,6 +17,7 @@ from bpm.api.batching import CompletionBatcher
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.longpoll import LongPollHub, TooManyPolls
 from bpm.api.variables import format_date, from_camunda, to_camunda
+from bpm.api.worker_ids import WorkerIds
 from bpm.engine import Completion, Engine
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.records import ExternalTask
@@ -29,6 +30,12 @@ NO_CONTENT = 204
 def _engine(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine
+
+
+async def act_as(request: Request, who: Principal, worker_id: str) -> None:
+    """403 unless the caller's key owns ``worker_id`` (see :mod:`bpm.api.worker_ids`)."""
+    ids: WorkerIds = request.app.state.worker_ids
+    await ids.check(who, worker_id)
 
 
 def task_json(task: ExternalTask) -> dict[str, Any]:
@@ -100,6 +107,7 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     """Lock free tasks; with ``asyncResponseTimeout`` hold the request until some are free."""
     req = _fetch_request(body)
     who.check_topics(tp.topic for tp in req.topics)
+    await act_as(request, who, req.worker_id)
     engine = _engine(request)
     by_topic = {tp.topicName: tp for tp in reversed(body.topics or [])}
 
@@ -154,6 +162,7 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
 
 @router.post("/external-task/{task_id}/complete", status_code=NO_CONTENT)
 async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     variables = from_camunda(body.variables)
     local = from_camunda(body.localVariables, "localVariables")
     batcher: CompletionBatcher = request.app.state.completions
@@ -163,6 +172,8 @@ async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Wh
 
 @router.post("/external-task/{task_id}/failure", status_code=NO_CONTENT)
 async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
+
     def call() -> None:
         _engine(request).fail_external_task(
             task_id,
@@ -180,6 +191,7 @@ async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who)
 
 @router.post("/external-task/{task_id}/bpmnError", status_code=NO_CONTENT)
 async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     variables = from_camunda(body.variables)
     await run_in_threadpool(
         lambda: _engine(request).external_task_bpmn_error(
@@ -196,6 +208,7 @@ async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who:
 
 @router.post("/external-task/{task_id}/extendLock", status_code=NO_CONTENT)
 async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     await run_in_threadpool(
         lambda: _engine(request).extend_external_task_lock(
             task_id, body.workerId, body.newDuration, topics=who.topics
@@ -206,6 +219,7 @@ async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, wh
 
 @router.post("/external-task/{task_id}/lock", status_code=NO_CONTENT)
 async def lock(task_id: str, body: b.LockBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     await run_in_threadpool(
         lambda: _engine(request).lock_external_task(
             task_id, body.workerId, body.lockDuration, topics=who.topics
