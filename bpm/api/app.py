@@ -5,8 +5,8 @@
 
 Configuration comes from arguments or the environment: ``BPM_DATABASE_URL``,
 ``BPM_API_KEYS`` (see :mod:`bpm.api.auth`), ``BPM_API_INSECURE_NO_AUTH=1`` to serve without
-keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000) and ``BPM_API_MAX_BODY_BYTES``
-(default 16 MiB).
+keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000), ``BPM_API_MAX_POLLS_PER_KEY`` (default:
+an equal share of those per key that may poll) and ``BPM_API_MAX_BODY_BYTES`` (default 16 MiB).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bpm import structured_logs
 from bpm.api import errors, openapi
 from bpm.api import metrics as api_metrics
-from bpm.api.auth import ApiKey, Authenticator, keys_from_env
+from bpm.api.auth import VIEWER, ApiKey, Authenticator, keys_from_env
 from bpm.api.batching import CompletionBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
@@ -109,6 +109,13 @@ class _TooLarge(Exception):
     pass
 
 
+def fair_share(max_pending: int, keys: list[ApiKey]) -> int:
+    """Each key that may poll (not read-only) gets an equal share of the poll slots, so
+    no key can take them all and leave the others with 429."""
+    pollers = sum(1 for k in keys if k.role != VIEWER)
+    return max(1, max_pending // max(1, pollers))
+
+
 class CockpitStatic(StaticFiles):
     """The cockpit's assets, with headers that stop content sniffing."""
 
@@ -126,6 +133,7 @@ def create_app(
     api_keys: list[ApiKey] | None = None,
     open_access: bool | None = None,
     max_pending_polls: int | None = None,
+    max_polls_per_key: int | None = None,
     max_body_bytes: int | None = None,
     cockpit_open_actions: bool = False,
 ) -> FastAPI:
@@ -143,10 +151,14 @@ def create_app(
             raise ConfigurationError("no database: set BPM_DATABASE_URL or pass database_url")
         engine = Engine(url)
     eng = engine
+    max_pending = max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000)
     hub = LongPollHub(
         libpq_dsn(eng.db),
         channel=NOTIFY_CHANNEL,
-        max_pending=max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000),
+        max_pending=max_pending,
+        max_per_owner=max_polls_per_key
+        or _env_int("BPM_API_MAX_POLLS_PER_KEY", 0)
+        or fair_share(max_pending, keys),
     )
 
     @asynccontextmanager

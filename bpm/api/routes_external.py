@@ -123,7 +123,7 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     # answer [] before the timeout (a client gives up soon after it): at least 100 ms early
     deadline = loop.time() + timeout - min(1.0, max(0.1, timeout * 0.05))
     try:
-        waiter = hub.register(frozenset(tp.topic for tp in req.topics))
+        waiter = hub.register(frozenset(tp.topic for tp in req.topics), who.name)
     except TooManyPolls as exc:
         raise ApiError(
             429, "RestException", f"{exc}; poll again later", headers={"Retry-After": "1"}
@@ -131,11 +131,14 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     # the client going away ends the poll at once (the body is read: receive() now only
     # returns when the connection closes)
     gone = asyncio.ensure_future(request.receive())
+    waited = False
     try:
         while True:
             waiter.event.clear()  # a NOTIFY during the fetch makes the next wait return
             tasks = await run_in_threadpool(engine.fetch_and_lock, req)
             if tasks:
+                if waited and len(tasks) >= req.max_tasks:
+                    hub.pass_on(waiter.topics)  # a full batch: more may be free
                 if gone.done():  # nobody to hand them to: give them back
                     for t in tasks:
                         await run_in_threadpool(engine.unlock_external_task, t.id)
@@ -153,8 +156,15 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
                 wait = max(0.0, min(wait, due))
             if wait > 0:
                 woken = asyncio.ensure_future(waiter.event.wait())
-                await asyncio.wait({woken, gone}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                woken.cancel()
+                waiter.idle = True
+                try:
+                    await asyncio.wait(
+                        {woken, gone}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    waiter.idle = False
+                    woken.cancel()
+                waited = True
     finally:
         hub.unregister(waiter)
         gone.cancel()
