@@ -26,6 +26,7 @@ from bpm import structured_logs
 from bpm.api import errors, openapi
 from bpm.api import metrics as api_metrics
 from bpm.api.auth import VIEWER, ApiKey, Authenticator, keys_from_env
+from bpm.api.auth_gate import AuthGate
 from bpm.api.batching import CompletionBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
@@ -211,6 +212,7 @@ def create_app(
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
     app.add_middleware(BodyLimit, limit=limit)
+    app.add_middleware(AuthGate, auth=auth, prefix=PREFIX)  # outside BodyLimit: 401 first
     api_metrics.install(app)  # /metrics, and the outermost layer: times every answer
     return app
 

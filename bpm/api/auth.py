@@ -219,9 +219,13 @@ def _unauthorized(message: str, *, challenge: bool = True) -> ApiError:
 
 
 async def principal(request: Request) -> Principal:
-    """FastAPI dependency: the authenticated caller of this request.
+    """FastAPI dependency: the authenticated caller of this request (decided by
+    :class:`bpm.api.auth_gate.AuthGate` before the body was read, when it guards the path).
 
     A read-only (viewer) key may only read: any other method answers 403."""
+    who = getattr(request.state, "principal", None)
+    if isinstance(who, Principal):
+        return who
     auth: Authenticator = request.app.state.auth
     who = auth.authenticate(request.headers.get("authorization"))
     if who.read_only and request.method not in SAFE_METHODS:

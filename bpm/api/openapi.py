@@ -42,8 +42,9 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorDto, "description": "Camunda error"} for status in statuses}
 
 
-#: The /engine-rest routes that answer without a key; every other one authenticates.
-OPEN_PATHS = frozenset({"/engine-rest/version", "/engine-rest/engine"})
+#: The /engine-rest routes that answer without a key: none (``/version`` and ``/engine``
+#: authenticate too, as in Camunda with authentication on).
+OPEN_PATHS: frozenset[str] = frozenset()
 
 
 def _authenticated(path: str) -> bool:
