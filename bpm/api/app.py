@@ -6,7 +6,9 @@
 Configuration comes from arguments or the environment: ``BPM_DATABASE_URL``,
 ``BPM_API_KEYS`` (see :mod:`bpm.api.auth`), ``BPM_API_INSECURE_NO_AUTH=1`` to serve without
 keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000), ``BPM_API_MAX_POLLS_PER_KEY`` (default:
-an equal share of those per key that may poll) and ``BPM_API_MAX_BODY_BYTES`` (default 16 MiB).
+an equal share of those per key that may poll), ``BPM_API_MAX_BODY_BYTES`` (default 16 MiB)
+and ``BPM_API_MAX_FETCH_BYTES`` (default 8 MiB: a fetch-and-lock answer stops before the task
+that would go over it, and gives that task and the rest back).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from bpm.store.db import libpq_dsn
 
 PREFIX = "/engine-rest"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+DEFAULT_MAX_FETCH_BYTES = 8 * 1024 * 1024
 
 
 def _env_int(name: str, default: int) -> int:
@@ -136,6 +139,7 @@ def create_app(
     max_pending_polls: int | None = None,
     max_polls_per_key: int | None = None,
     max_body_bytes: int | None = None,
+    max_fetch_bytes: int | None = None,
     cockpit_open_actions: bool = False,
 ) -> FastAPI:
     """Build the app. Without arguments everything comes from the environment.
@@ -182,6 +186,9 @@ def create_app(
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
     app.state.worker_ids = WorkerIds(eng, keys)
+    app.state.max_fetch_bytes = max_fetch_bytes or _env_int(
+        "BPM_API_MAX_FETCH_BYTES", DEFAULT_MAX_FETCH_BYTES
+    )
     app.state.sessions = Sessions()
     broker = os.environ.get("BPM_BROKER_URL")
     app.state.celery_workers = CeleryWorkers(broker) if broker else None

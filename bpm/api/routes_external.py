@@ -4,6 +4,7 @@ locks, retries and queries, as served by Camunda 7."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from bpm.api import bodies as b
 from bpm.api.auth import Principal, principal
 from bpm.api.batching import CompletionBatcher
+from bpm.api.camunda_params import MAX_RESULTS
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.longpoll import LongPollHub, TooManyPolls
 from bpm.api.variables import format_date, from_camunda, to_camunda
@@ -72,6 +74,27 @@ def locked_task_json(task: ExternalTask, topic: b.TopicBody | None) -> dict[str,
     return out
 
 
+def bounded_json(
+    tasks: list[ExternalTask], by_topic: dict[str, b.TopicBody], limit: int
+) -> tuple[bytes, int]:
+    """The JSON array of locked tasks, cut before the one that would take it over ``limit``
+    bytes (the first task always goes); returns the body and how many tasks it holds."""
+    parts: list[bytes] = []
+    size = 2
+    for task in tasks:
+        item = json.dumps(
+            locked_task_json(task, by_topic.get(task.topic)),
+            ensure_ascii=False,
+            allow_nan=False,
+            separators=(",", ":"),
+        ).encode()
+        if parts and size + len(item) + 1 > limit:
+            break
+        parts.append(item)
+        size += len(item) + 1
+    return b"[" + b",".join(parts) + b"]", len(parts)
+
+
 def _fetch_request(body: b.FetchBody) -> FetchRequest:
     sorting = []
     for s in body.sorting or ():
@@ -111,12 +134,17 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     engine = _engine(request)
     by_topic = {tp.topicName: tp for tp in reversed(body.topics or [])}
 
-    def render(tasks: list[ExternalTask]) -> Response:
-        return JSONResponse([locked_task_json(t, by_topic.get(t.topic)) for t in tasks])
+    limit: int = request.app.state.max_fetch_bytes
+
+    async def render(tasks: list[ExternalTask]) -> Response:
+        body, kept = bounded_json(tasks, by_topic, limit)
+        for extra in tasks[kept:]:  # over the byte budget: give them back at once
+            await run_in_threadpool(engine.unlock_external_task, extra.id)
+        return Response(body, media_type="application/json")
 
     timeout_ms = body.asyncResponseTimeout or 0
     if timeout_ms <= 0 or not req.topics or req.max_tasks == 0:
-        return render(await run_in_threadpool(engine.fetch_and_lock, req))
+        return await render(await run_in_threadpool(engine.fetch_and_lock, req))
     hub: LongPollHub = request.app.state.longpoll
     loop = asyncio.get_running_loop()
     timeout = timeout_ms / 1000
@@ -143,10 +171,10 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
                     for t in tasks:
                         await run_in_threadpool(engine.unlock_external_task, t.id)
                     return Response(status_code=NO_CONTENT)
-                return render(tasks)
+                return await render(tasks)
             remaining = deadline - loop.time()
             if remaining <= 0 or gone.done():
-                return render([])
+                return await render([])
             wait = min(remaining, hub.max_wait())
             nxt = await run_in_threadpool(
                 engine.next_external_task_free_at, [tp.topic for tp in req.topics]
@@ -294,9 +322,10 @@ async def list_tasks(
     withRetriesLeft: bool | None = None,
     noRetriesLeft: bool | None = None,
     firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
-    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None,
+    maxResults: Annotated[int | None, Query(ge=0, le=MAX_RESULTS)] = None,
 ) -> Response:
-    """Open external tasks (ready, locked, or out of retries)."""
+    """Open external tasks (ready, locked, or out of retries); at most ``MAX_RESULTS`` a
+    page (also without ``maxResults``: page with ``firstResult``)."""
     f = _filters(
         who,
         topicName,
@@ -308,7 +337,9 @@ async def list_tasks(
         noRetriesLeft,
     )
     tasks = await run_in_threadpool(
-        lambda: _engine(request).external_tasks(**f, offset=firstResult, limit=maxResults)
+        lambda: _engine(request).external_tasks(
+            **f, offset=firstResult, limit=MAX_RESULTS if maxResults is None else maxResults
+        )
     )
     return JSONResponse([task_json(t) for t in tasks])
 

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bpm.errors import ConfigurationError
-from bpm.runtime.work import DEFAULT_MAX_VARIABLE_BYTES
+from bpm.runtime.work import (
+    DEFAULT_MAX_INSTANCE_VARIABLE_BYTES,
+    DEFAULT_MAX_UPDATE_BYTES,
+    DEFAULT_MAX_VARIABLE_BYTES,
+)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -25,6 +29,12 @@ class EngineConfig:
     """Tunable limits and timings. Every field has a safe default."""
 
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
+    # every variable of one update (a request, a handler's result) together, and every
+    # variable of one instance together: what one instance may cost in memory is bounded
+    max_update_bytes: int = DEFAULT_MAX_UPDATE_BYTES
+    max_instance_variable_bytes: int = DEFAULT_MAX_INSTANCE_VARIABLE_BYTES
+    # timer cycles repeating more often than this are refused at deploy
+    min_timer_cycle: timedelta = timedelta(seconds=1)
     default_lease: timedelta = timedelta(minutes=5)
     redispatch_after: timedelta = timedelta(seconds=5)
     pool_size: int = 5
@@ -51,12 +61,19 @@ class EngineConfig:
     @classmethod
     def from_env(cls) -> EngineConfig:
         """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
-        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``,
+        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_MAX_UPDATE_BYTES``,
+        ``BPM_MAX_INSTANCE_VARIABLE_BYTES``, ``BPM_MIN_TIMER_CYCLE_SECONDS``,
+        ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``,
         ``BPM_MAX_CALL_DEPTH``, ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
             ),
+            max_update_bytes=int(_env_float("BPM_MAX_UPDATE_BYTES", DEFAULT_MAX_UPDATE_BYTES)),
+            max_instance_variable_bytes=int(
+                _env_float("BPM_MAX_INSTANCE_VARIABLE_BYTES", DEFAULT_MAX_INSTANCE_VARIABLE_BYTES)
+            ),
+            min_timer_cycle=timedelta(seconds=_env_float("BPM_MIN_TIMER_CYCLE_SECONDS", 1)),
             default_lease=timedelta(seconds=_env_float("BPM_DEFAULT_LEASE_SECONDS", 300)),
             redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),
