@@ -67,7 +67,12 @@ def _env_int(name: str, default: int) -> int:
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with 413 before the app reads them."""
+    """Refuse request bodies over ``limit`` bytes with 413, reading no more than that.
+
+    A body announced with ``Content-Length`` is judged by it (the server never hands over
+    more). A body without one (chunked) is read here, chunk by chunk, up to the limit: at
+    one byte more the answer is 413 and the rest is never read; under it the app gets the
+    body as one message (it would have read it all anyway)."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -86,31 +91,41 @@ class BodyLimit:
                 if size > self.limit:
                     await self._too_large(scope, receive, send)
                     return
+                await self.app(scope, receive, send)
+                return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return msg
+            if msg["type"] != "http.request":  # the client went away
+                return
+            chunk = msg.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not msg.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._too_large(scope, receive, send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()  # then only http.disconnect (long polls wait for it)
+
+        await self.app(scope, replay, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         resp = error_response(
-            413, "InvalidRequestException", f"request body over the limit of {self.limit} bytes"
+            413,
+            "InvalidRequestException",
+            f"request body over the limit of {self.limit} bytes",
+            headers={"Connection": "close"},  # the rest of the body is never read
         )
         await resp(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def fair_share(max_pending: int, keys: list[ApiKey]) -> int:
