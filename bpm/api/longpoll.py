@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -52,7 +53,7 @@ class LongPollHub:
         channel: str,
         max_pending: int = 1000,
         max_per_owner: int | None = None,
-        fallback: float = 5.0,
+        fallback: float = 15.0,
     ) -> None:
         self.dsn = dsn
         self.channel = channel
@@ -137,8 +138,12 @@ class LongPollHub:
             w.event.set()
 
     def max_wait(self) -> float:
-        """Longest a waiter may sleep without a wake-up: short while LISTEN is down."""
-        return self.fallback if self.listening else min(self.fallback, 0.5)
+        """Longest a waiter may sleep without a wake-up: short while LISTEN is down.
+
+        Jittered (half to all of it): polls that arrived together must not all fetch again
+        at the same instant, every ``fallback`` seconds, and stall the requests between."""
+        longest = self.fallback if self.listening else min(self.fallback, 0.5)
+        return longest * random.uniform(0.5, 1.0)
 
     async def _listen(self) -> None:
         import psycopg
