@@ -234,7 +234,8 @@ def create_app(
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
     app.add_middleware(BodyLimit, limit=limit)
-    app.add_middleware(AuthGate, auth=auth, prefix=PREFIX)  # outside BodyLimit: 401 first
+    # outside BodyLimit: 401 first
+    app.add_middleware(AuthGate, auth=auth, prefix=PREFIX, templates=lambda: app.openapi()["paths"])
     api_metrics.install(app)  # /metrics, and the outermost layer: times every answer
     return app
 
