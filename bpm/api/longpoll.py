@@ -7,7 +7,8 @@ expiry of its topics is due, or every ``fallback`` seconds (the safety net while
 connection is down, and the only mechanism on SQLite). The number of pending polls is bounded,
 and so is each API key's share of them: one key cannot hold every slot.
 
-A notification wakes ONE poll of its topic, the one idle longest (a NOTIFY says "a task of
+A notification wakes ONE poll of its topic (and so does a lock or retry expiry, through
+one timer per topic and time), the one idle longest (a NOTIFY says "a task of
 this topic may be free", not how many). A woken poll that locks a full batch (``maxTasks``)
 passes the wake-up on to the next poll, and one that leaves with a wake-up it did not use
 (it answered, or its client went away) passes that on too: a burst of new tasks wakes about
@@ -65,6 +66,8 @@ class LongPollHub:
         # insertion-ordered: the poll waiting longest is woken first
         self._waiters: dict[Waiter, None] = {}
         self._task: asyncio.Task[None] | None = None
+        # (topic, loop time) -> the timer that wakes one poll of the topic then
+        self._timers: dict[tuple[str, float], asyncio.TimerHandle] = {}
         self._stopping = False
 
     @property
@@ -85,6 +88,9 @@ class LongPollHub:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
         self.wake_all()
 
     def pending_of(self, owner: str) -> int:
@@ -132,6 +138,20 @@ class LongPollHub:
                     w.event.set()
                     woken += 1
         return woken
+
+    def wake_at(self, topics: frozenset[str], when: float) -> None:
+        """At loop time ``when`` (a lock or retry of these topics expires), wake one poll
+        of each topic: the task that comes free then goes to one poll, not to every poll
+        that computed the same time. One timer per topic and time."""
+        loop = asyncio.get_running_loop()
+        for topic in topics:
+            key = (topic, round(when, 3))
+            if key not in self._timers:
+                self._timers[key] = loop.call_at(when, self._due, key)
+
+    def _due(self, key: tuple[str, float]) -> None:
+        self._timers.pop(key, None)
+        self.wake(key[0])
 
     def wake_all(self) -> None:
         for w in self._waiters:

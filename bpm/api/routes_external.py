@@ -179,9 +179,9 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
             nxt = await run_in_threadpool(
                 engine.next_external_task_free_at, [tp.topic for tp in req.topics]
             )
-            if nxt is not None:
-                due = (nxt - datetime.now(UTC)).total_seconds() + 0.002
-                wait = max(0.0, min(wait, due))
+            if nxt is not None:  # a task comes free by time: the hub wakes one poll then
+                due = max(0.005, (nxt - datetime.now(UTC)).total_seconds() + 0.002)
+                hub.wake_at(waiter.topics, loop.time() + due)
             if wait > 0:
                 woken = asyncio.ensure_future(waiter.event.wait())
                 waiter.idle = True

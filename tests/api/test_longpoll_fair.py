@@ -176,3 +176,49 @@ def test_one_key_cannot_take_every_poll_slot(pg_database_url: str, tmp_path: Pat
         assert sorted(codes) == [200, 200, 429]
     finally:
         server.kill()
+
+
+def test_an_expiring_lock_wakes_one_poll_not_all(pg_database_url: str) -> None:
+    """20 polls wait while another worker holds the only task; when its lock expires, one
+    poll (one fetch) gets it: the hub's timer for that topic and time wakes one poll."""
+    from bpm.runtime.external import FetchRequest, TopicRequest
+
+    starter = Engine(pg_database_url)
+    starter.deploy(fan_out("exp", 1, "exp"))
+    starter.start("exp")
+    [held] = starter.fetch_and_lock(FetchRequest("other", 1, (TopicRequest("exp", 3000),)))
+    served = Engine(pg_database_url)
+    app = create_app(served, open_access=True, api_keys=[])
+    hub: LongPollHub = app.state.longpoll
+    hub.fallback = 60.0
+
+    async def run() -> None:
+        await hub.start()
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60) as c:
+            body = {
+                "workerId": "w",
+                "maxTasks": 1,
+                "asyncResponseTimeout": 30_000,
+                "topics": [{"topicName": "exp", "lockDuration": 60_000}],
+            }
+            polls = [
+                asyncio.ensure_future(c.post("/engine-rest/external-task/fetchAndLock", json=body))
+                for _ in range(20)
+            ]
+            await _until(lambda: hub.pending == 20 and all(w.idle for w in hub._waiters))
+            before = served.core.stats.commits
+            await _until(lambda: any(p.done() for p in polls))
+            await _until(lambda: hub.pending == 19 and all(w.idle for w in hub._waiters))
+            assert served.core.stats.commits - before <= 2
+            [answer] = [p.result() for p in polls if p.done()]
+            assert [t["id"] for t in answer.json()] == [held.id]
+            for p in polls:
+                p.cancel()
+        await hub.stop()
+
+    try:
+        asyncio.run(run())
+    finally:
+        served.close()
+        starter.close()
