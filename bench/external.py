@@ -38,6 +38,8 @@ from typing import Any
 import httpx
 import psycopg
 
+from bench.cpu import CpuMeter, CpuUse, backends_of, process_tree
+
 ADMIN_DSN = os.environ.get("BENCH_PG_ADMIN_DSN", "postgresql://root@127.0.0.1:5432/postgres")
 TOPIC = "bench"
 
@@ -111,7 +113,8 @@ def _start_instances(url: str, key: str, count: int, threads: int = 4) -> None:
 
 
 @contextmanager
-def api_server(url: str, server_workers: int) -> Iterator[str]:
+def api_server(url: str, server_workers: int) -> Iterator[tuple[str, int]]:
+    """A ``bpm api`` process group; yields its base URL and the supervisor's pid."""
     port = _free_port()
     env = {**os.environ, "BPM_DATABASE_URL": url, "BPM_POOL_SIZE": "10"}
     proc = subprocess.Popen(
@@ -143,7 +146,7 @@ def api_server(url: str, server_workers: int) -> Iterator[str]:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError("the API server did not start")
             time.sleep(0.1)
-        yield base
+        yield base, proc.pid
     finally:
         with contextlib.suppress(ProcessLookupError):  # the supervisor and its workers
             os.killpg(proc.pid, signal.SIGTERM)
@@ -155,7 +158,7 @@ def api_server(url: str, server_workers: int) -> Iterator[str]:
 
 def bench_external(
     tasks: int, workers: int, max_tasks: int, server_workers: int, latency_samples: int
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], CpuUse]:
     from bpm import Engine
     from bpm.builder import Process
 
@@ -179,7 +182,7 @@ def bench_external(
         )
         print(f"  creating {tasks} external tasks ...", flush=True)
         _start_instances(url, "bench", tasks)
-        with api_server(url, server_workers) as base:
+        with api_server(url, server_workers) as (base, api_pid):
             ctx = mp.get_context("spawn")
             done = ctx.Value("i", 0)
             finished = ctx.Value("d", 0.0)
@@ -194,17 +197,26 @@ def bench_external(
             for p in procs:
                 p.start()
             time.sleep(1.0)  # let the processes import before the clock starts
+            meter = CpuMeter(
+                {
+                    "api": lambda: process_tree(api_pid),
+                    "workers": lambda: [p.pid for p in procs if p.pid is not None],
+                    "postgres": backends_of(ADMIN_DSN, name),
+                }
+            )
+            meter.start()
             t0 = time.perf_counter()
             go.set()
             for p in procs:
                 p.join()
+            cpu = meter.stop()
             elapsed = finished.value - t0
             left = engine.count_external_tasks(topic=TOPIC)
             if done.value != tasks or left:
                 raise RuntimeError(f"completed {done.value} of {tasks}; {left} left open")
             latencies = _latency(engine, base, latency_samples)
         engine.close()
-    return tasks / elapsed, latencies
+    return tasks / elapsed, latencies, cpu
 
 
 def _latency(engine: Any, base: str, samples: int) -> list[float]:
@@ -279,7 +291,7 @@ def _procrastinate_worker(dsn: str, go: Any) -> None:
     asyncio.run(run())
 
 
-def bench_procrastinate(tasks: int, workers: int) -> float:
+def bench_procrastinate(tasks: int, workers: int) -> tuple[float, CpuUse]:
     with database() as name:
         dsn = _dsn(name)
         app = _procrastinate_app(dsn)
@@ -295,11 +307,19 @@ def bench_procrastinate(tasks: int, workers: int) -> float:
         for p in procs:
             p.start()
         time.sleep(1.5)
+        meter = CpuMeter(
+            {
+                "workers": lambda: [p.pid for p in procs if p.pid is not None],
+                "postgres": backends_of(ADMIN_DSN, name),
+            }
+        )
+        meter.start()
         t0 = time.perf_counter()
         go.set()
         for p in procs:
             p.join()
         elapsed = time.perf_counter() - t0
+        cpu = meter.stop()
         with psycopg.connect(dsn) as conn:
             row = conn.execute(
                 "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
@@ -307,7 +327,7 @@ def bench_procrastinate(tasks: int, workers: int) -> float:
         succeeded = int(row[0]) if row else 0
         if succeeded != tasks:
             raise RuntimeError(f"procrastinate ran {succeeded} of {tasks} jobs")
-    return tasks / elapsed
+    return tasks / elapsed, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,13 +351,14 @@ def main(argv: list[str] | None = None) -> int:
         f"maxTasks {args.max_tasks}, {args.server_workers} API processes",
         flush=True,
     )
-    rate, lat = bench_external(
+    rate, lat, cpu = bench_external(
         args.tasks, args.workers, args.max_tasks, args.server_workers, args.latency_samples
     )
     lat.sort()
     p50 = statistics.median(lat)
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
     print(f"external: {rate:.0f} tasks/s (fetch-and-lock + complete over HTTP)")
+    print(f"  {cpu.describe(args.tasks)}")
     print(
         f"long-poll wake-up latency: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
         f"max {lat[-1]:.1f} ms ({len(lat)} samples)"
@@ -345,8 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_baseline:
         return 0
     print(f"baseline: procrastinate, {args.tasks} no-op jobs, {args.workers} workers", flush=True)
-    base = bench_procrastinate(args.tasks, args.workers)
+    base, base_cpu = bench_procrastinate(args.tasks, args.workers)
     print(f"baseline: {base:.0f} jobs/s")
+    print(f"  {base_cpu.describe(args.tasks, 'job')}")
     print(f"ratio external/baseline: {rate / base:.2f}")
     return 0
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from bpm.engine import Engine, EngineConfig
 from bpm.errors import (
     BpmError,
+    BpmnError,
     ConfigurationError,
     DeploymentError,
     HandlerNotFound,
     IllegalTransition,
     InvalidOperation,
     LeaseLost,
+    MessageCorrelationError,
     NotFound,
     VariableError,
 )
@@ -20,6 +22,7 @@ from bpm.runtime.states import InstanceState, TokenState
 
 __all__ = [
     "BpmError",
+    "BpmnError",
     "ConfigurationError",
     "DeploymentError",
     "Engine",
@@ -29,6 +32,7 @@ __all__ = [
     "InstanceState",
     "InvalidOperation",
     "LeaseLost",
+    "MessageCorrelationError",
     "NotFound",
     "RetryPolicy",
     "TaskContext",

@@ -36,7 +36,10 @@ from typing import Any, Self
 
 import isodate
 
-from bpm.builder_scopes import Mappings, ScopeMethods, in_container
+from bpm.builder_compensation import CompensationMethods
+from bpm.builder_events import EventMethods
+from bpm.builder_messages import MessageMethods
+from bpm.builder_scopes import Mappings, in_container
 from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.model import nodes as n
@@ -62,7 +65,7 @@ def _date_text(value: str | datetime) -> str:
     return value if isinstance(value, str) else value.isoformat()
 
 
-class Process(ScopeMethods):
+class Process(MessageMethods, EventMethods, CompensationMethods):
     """A fluent builder of a :class:`ProcessModel` with key ``key``."""
 
     def __init__(self, key: str, *, name: str | None = None, version_tag: str | None = None):
@@ -97,20 +100,32 @@ class Process(ScopeMethods):
         cycle: str | None = None,
         error: bool | str | None = None,
         interrupting: bool = True,
+        escalation: bool | str | None = None,
+        code_variable: str | None = None,
+        message_variable: str | None = None,
     ) -> Self:
         """A start event: none; with a timer (``duration``, ``date`` or ``cycle``: the
         process then also starts on that schedule, an event sub-process when it is due);
-        or, starting an event sub-process, ``error`` (True: every error, or a code).
+        or, starting an event sub-process, ``error`` or ``escalation`` (True: every one,
+        or a code; ``code_variable`` / ``message_variable`` receive what was caught).
         ``interrupting=False``: an event sub-process that runs beside its scope."""
+        event = self._start_event(
+            id,
+            name,
+            duration=duration,
+            date=date,
+            cycle=cycle,
+            error=error,
+            interrupting=interrupting,
+        )
+        if escalation is not None and escalation is not False:
+            if event.is_trigger:
+                self._problems.append(Problem("a start event has one trigger: keep one", id))
+            code = None if escalation is True else str(escalation)
+            event = dataclasses.replace(event, escalation_start=True, escalation_code=code)
         return self._add(
-            self._start_event(
-                id,
-                name,
-                duration=duration,
-                date=date,
-                cycle=cycle,
-                error=error,
-                interrupting=interrupting,
+            dataclasses.replace(
+                event, code_variable=code_variable, message_variable=message_variable
             )
         )
 
@@ -121,14 +136,22 @@ class Process(ScopeMethods):
         terminate: bool = False,
         error_code: str | None = None,
         name: str | None = None,
+        escalation_code: str | None = None,
     ) -> Self:
-        """An end event; ``terminate`` ends the whole instance, ``error_code`` throws."""
-        if terminate and error_code is not None:
-            self._problems.append(Problem("an end event cannot terminate and throw", id))
+        """An end event; ``terminate`` ends the whole instance, ``error_code`` throws an
+        error, ``escalation_code`` an escalation."""
+        if sum((terminate, error_code is not None, escalation_code is not None)) > 1:
+            self._problems.append(
+                Problem("an end event does one thing: terminate, an error or an escalation", id)
+            )
         kind = n.EndKind.TERMINATE if terminate else n.EndKind.NONE
         if error_code is not None:
             kind = n.EndKind.ERROR
-        return self._add(n.EndEvent(id, name, kind=kind, error_code=error_code))
+        elif escalation_code is not None:
+            kind = n.EndKind.ESCALATION
+        return self._add(
+            n.EndEvent(id, name, kind=kind, error_code=error_code, escalation_code=escalation_code)
+        )
 
     def service_task(
         self,
@@ -150,8 +173,17 @@ class Process(ScopeMethods):
         until: str | None = None,
         inputs: Mappings | None = None,
         outputs: Mappings | None = None,
+        compensate_with: str | None = None,
+        compensate_topic: str | None = None,
+        compensate_retry: RetryPolicy | None = None,
+        for_compensation: bool = False,
     ) -> Self:
         """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
+
+        ``compensate_with`` names the inline handler that undoes it (``compensate_topic``:
+        an external one; ``compensate_retry``: its policy): compensation runs it when the
+        task has completed (see ``docs/compensation.md``). ``for_compensation=True``
+        makes this task a compensation handler, named by :meth:`boundary_compensation`.
 
         ``retry`` is a :class:`RetryPolicy` or its text form (``"fixed(3, PT2S)"``);
         ``lease`` is how long a worker may hold the task before it is given to another.
@@ -184,6 +216,7 @@ class Process(ScopeMethods):
             priority=priority,
             properties=dict(properties or {}),
             lease_seconds=lease_seconds,
+            for_compensation=for_compensation,
             **self._activity(
                 id,
                 for_each=for_each,
@@ -197,7 +230,9 @@ class Process(ScopeMethods):
                 outputs=outputs,
             ),
         )
-        return self._add(task)
+        self._add(task)
+        self._compensate_with(id, compensate_with, compensate_topic, compensate_retry)
+        return self
 
     def user_task(
         self,
@@ -207,16 +242,19 @@ class Process(ScopeMethods):
         candidate_groups: Iterable[str] = (),
         properties: Mapping[str, str] | None = None,
         name: str | None = None,
+        for_compensation: bool = False,
         **options: Any,
     ) -> Self:
         """A task for a person: it waits until completed through the API. Takes the
-        multi-instance and mapping options of :meth:`service_task`."""
+        multi-instance and mapping options of :meth:`service_task`;
+        ``for_compensation=True`` makes it a compensation handler."""
         task = n.UserTask(
             id,
             name,
             assignee=assignee,
             candidate_groups=tuple(candidate_groups),
             properties=dict(properties or {}),
+            for_compensation=for_compensation,
             **self._activity(id, **options),
         )
         return self._add(task)
@@ -300,9 +338,22 @@ class Process(ScopeMethods):
         *,
         error_code: str | None = None,
         name: str | None = None,
+        error_code_variable: str | None = None,
+        error_message_variable: str | None = None,
     ) -> Self:
-        """Catch errors of task ``attached_to``: one ``error_code``, or every error."""
-        return self._add(n.BoundaryEvent(id, name, attached_to=attached_to, error_code=error_code))
+        """Catch errors of task ``attached_to``: one ``error_code``, or every error.
+        ``error_code_variable`` / ``error_message_variable`` receive the caught code and
+        message (besides ``error_code`` and ``error_message``, always set)."""
+        return self._add(
+            n.BoundaryEvent(
+                id,
+                name,
+                attached_to=attached_to,
+                error_code=error_code,
+                code_variable=error_code_variable,
+                message_variable=error_message_variable,
+            )
+        )
 
     # -- flows ---------------------------------------------------------------------------
 

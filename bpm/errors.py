@@ -5,7 +5,9 @@ Every error a user can cause derives from :class:`BpmError`; its message says wh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 class BpmError(Exception):
@@ -78,5 +80,34 @@ class ConfigurationError(BpmError):
     """The engine or a command was given settings it cannot work with."""
 
 
+class MessageCorrelationError(BpmError):
+    """A message matched nothing (and was not published with a time to live), or matched
+    several waiting instances while only one was asked for."""
+
+
 class Forbidden(BpmError):
     """The caller's credential may not touch this object (e.g. a task of another topic)."""
+
+
+class BpmnError(Exception):
+    """Raise in a handler (inline or external) to throw a BPMN error: a business outcome,
+    not a failure. It is not retried: the nearest error boundary event or error event
+    sub-process that catches ``code`` takes over (across sub-processes and call
+    activities), with ``variables`` written first and ``message`` in ``error_message``.
+    Nothing catches it: the task's retry policy's failure action (an incident by default).
+
+    Not a :class:`BpmError`: the engine never raises it, user code does.
+    """
+
+    def __init__(
+        self, code: str, message: str | None = None, variables: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(message or code)
+        self.code = code
+        self.message = message
+        self.variables = dict(variables or {})
+
+    @property
+    def error_code(self) -> str:
+        """The code, under the name the engine reads from any exception."""
+        return self.code

@@ -21,6 +21,7 @@ class FailureAction(StrEnum):
     INCIDENT = "incident"
     FAIL = "fail"
     CONTINUE = "continue"
+    COMPENSATE = "compensate"  # the saga: undo the completed steps, newest first
 
 
 class BackoffKind(StrEnum):
@@ -99,6 +100,12 @@ class RetryPolicy:
     def fail_instance(self) -> RetryPolicy:
         """After the last failure, end the whole instance as ``failed``."""
         return replace(self, on_exhausted=FailureAction.FAIL)
+
+    def compensate_on_failure(self) -> RetryPolicy:
+        """After the last failure, compensate the instance (the saga): cancel what still
+        runs, run the compensation handlers of the completed steps newest first, and end
+        the instance ``compensated``."""
+        return replace(self, on_exhausted=FailureAction.COMPENSATE)
 
     def open_incident(self) -> RetryPolicy:
         """After the last failure, open an incident an operator can retry (the default)."""

@@ -34,6 +34,11 @@ def _details(e: HistoryEvent) -> str:
         parts.append(str(p.get("kind", "scope")).replace("_", " "))
         if p.get("loop_counter") is not None:
             parts.append(f"#{p['loop_counter']}")
+    if e.type == "compensation_thrown":
+        parts.append("compensates " + (", ".join(p.get("activities") or []) or "nothing"))
+    if e.type in ("compensation_running", "compensation_compensated") and p.get("handler"):
+        done = "undone" if e.type.endswith("compensated") else "undo"
+        parts.append(f"{done} {p.get('activity')} ({p['handler']})")
     if e.type == "call_started":
         parts.append(f"calls {p.get('process')} ({str(p.get('child', ''))[:8]})")
     return "; ".join(parts)

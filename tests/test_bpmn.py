@@ -276,7 +276,7 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
         ),
         "msg",
         'id="md"',
-        "bpmn:messageEventDefinition",
+        "has no messageRef",
     ),
     (
         "timer-start",

@@ -100,12 +100,14 @@ def test_failure_with_retries_comes_back_after_the_timeout_then_an_incident(
     assert fetch(engine, at=T0 + timedelta(hours=1)) == []
 
 
-def test_bpmn_error_without_a_catcher_ends_the_activity(engine: Engine) -> None:
+def test_bpmn_error_without_a_catcher_opens_an_incident(engine: Engine) -> None:
     engine.deploy(one_task())
     iid = engine.start("ext", now=T0).id
     [task] = fetch(engine)
     engine.external_task_bpmn_error(task.id, "w1", "NOPE", "no catcher", now=T0)
-    assert engine.get_instance(iid).state.value == "completed"
+    assert engine.get_instance(iid).state.value == "active"
+    assert [i.type for i in engine.incidents(iid)] == ["failedExternalTask"]
+    assert fetch(engine, "w2", at=T0 + timedelta(hours=1)) == []
 
 
 def test_extend_lock_moves_the_expiry(engine: Engine) -> None:

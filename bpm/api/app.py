@@ -41,6 +41,7 @@ from bpm.api.routes_cockpit_actions import router as cockpit_actions
 from bpm.api.routes_external import router as external_router
 from bpm.api.routes_health import router as health_router
 from bpm.api.routes_history import router as history_router
+from bpm.api.routes_messages import router as messages_router
 from bpm.api.routes_process import router as process_router
 from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
@@ -223,6 +224,7 @@ def create_app(
     app.include_router(meta, prefix=PREFIX)
     app.include_router(external_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
+    app.include_router(messages_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)
     app.include_router(task_variables_router, prefix=PREFIX)
     app.include_router(variables_router, prefix=PREFIX)

@@ -55,16 +55,21 @@ _INCIDENT_UNSUPPORTED = (
     "endTimeBefore", "endTimeAfter",
 )  # fmt: skip
 
-_FINISHED = (InstanceState.COMPLETED, InstanceState.TERMINATED, InstanceState.FAILED)
-_RUNNING = (InstanceState.ACTIVE, InstanceState.SUSPENDED)
+_FINISHED = (
+    InstanceState.COMPLETED,
+    InstanceState.TERMINATED,
+    InstanceState.FAILED,
+    InstanceState.COMPENSATED,
+)
+_RUNNING = (InstanceState.ACTIVE, InstanceState.SUSPENDED, InstanceState.COMPENSATING)
 _STATE_FLAGS = {
     "finished": _FINISHED,
     "unfinished": _RUNNING,
-    "active": (InstanceState.ACTIVE,),
+    "active": (InstanceState.ACTIVE, InstanceState.COMPENSATING),
     "suspended": (InstanceState.SUSPENDED,),
     "completed": (InstanceState.COMPLETED,),
     "externallyTerminated": (InstanceState.TERMINATED,),
-    "internallyTerminated": (InstanceState.FAILED,),
+    "internallyTerminated": (InstanceState.FAILED, InstanceState.COMPENSATED),
 }
 
 

@@ -188,9 +188,13 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
 def _running_query(request: Request) -> InstanceQuery:
     """Running (active or suspended) instances, as Camunda's runtime query."""
     p = Params.of_query(request.query_params)
-    states: tuple[InstanceState, ...] = (InstanceState.ACTIVE, InstanceState.SUSPENDED)
+    states: tuple[InstanceState, ...] = (
+        InstanceState.ACTIVE,
+        InstanceState.SUSPENDED,
+        InstanceState.COMPENSATING,  # Camunda's ACTIVE: its compensation handlers run
+    )
     if p.true("active"):
-        states = (InstanceState.ACTIVE,)
+        states = (InstanceState.ACTIVE, InstanceState.COMPENSATING)
     if p.true("suspended"):
         states = tuple(x for x in states if x is InstanceState.SUSPENDED)
     single = p.text("processInstanceId")

@@ -16,6 +16,10 @@ In order of precedence, one binding per task:
   ``connectorId``, ``zeebe:calledDecision decisionId`` -> the inline handler of that name;
 * nothing at all -> the inline handler named by the task id.
 
+``bpm:retry`` (or ``camunda:failedJobRetryTimeCycle``) sets the retry policy and
+``bpm:onFailure`` what happens when its attempts are used up: ``incident`` (the default),
+``fail``, ``continue`` or ``compensate`` (the saga, see ``docs/compensation.md``).
+
 So a model drawn for a Java engine runs once Python handlers are registered under the same
 names; ``bpm lint --handlers MODULE`` lists the names that are still missing.
 """
@@ -23,7 +27,7 @@ names; ``bpm lint --handlers MODULE`` lists the names that are still missing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn.context import Context
@@ -31,14 +35,14 @@ from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import camunda, java_engine, ours
 from bpm.bpmn.retryspec import RetrySpecError, parse_retry, parse_retry_cycle
 from bpm.expressions import unwrap
-from bpm.retry import RetryPolicy
+from bpm.retry import FailureAction, RetryPolicy
 
 __all__ = ["USES", "ZEEBE_USES", "Binding", "bind"]
 
 USES = frozenset(
     {
         "class", "expression", "delegateExpression", "type", "topic", "taskPriority",
-        "decisionRef", "failedJobRetryTimeCycle",
+        "decisionRef", "failedJobRetryTimeCycle", "onFailure",
     }
 )  # fmt: skip
 """Engine attributes a task binding reads."""
@@ -160,6 +164,26 @@ def _retry(el: Element, ctx: Context, ext: Extensions) -> RetryPolicy | None:
     return None
 
 
+_ON_FAILURE = {action.value: action for action in FailureAction}
+
+
+def _on_failure(el: Element, ctx: Context, retry: RetryPolicy | None) -> RetryPolicy | None:
+    """``bpm:onFailure="compensate"`` (or incident, fail, continue): what happens when the
+    last attempt failed; without a retry policy, the default one with that action."""
+    text = (ours(el, "onFailure") or "").strip().lower()
+    if not text:
+        return retry
+    action = _ON_FAILURE.get(text)
+    if action is None:
+        ctx.report(
+            el,
+            f"bpm:onFailure '{text}' is not understood: write one of "
+            + ", ".join(sorted(_ON_FAILURE)),
+        )
+        return retry
+    return replace(retry or RetryPolicy.default(), on_exhausted=action)
+
+
 def bind(el: Element, ctx: Context, ext: Extensions) -> Binding:
     """The binding of a task element; conflicting bindings are reported (keep one)."""
     out = Binding()
@@ -183,5 +207,5 @@ def bind(el: Element, ctx: Context, ext: Extensions) -> Binding:
         out.handler = handlers[0]
     elif out.handler is None:
         out.handler = el.get("id") or None  # no binding: the handler named by the task id
-    out.retry = _retry(el, ctx, ext) or out.retry
+    out.retry = _on_failure(el, ctx, _retry(el, ctx, ext) or out.retry)
     return out

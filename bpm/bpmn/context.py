@@ -15,16 +15,22 @@ __all__ = ["Context", "base", "event_definitions"]
 
 @dataclass
 class Context:
-    """The document, its ``bpmn:error`` elements, and the problems and warnings found."""
+    """The document, its ``bpmn:error`` and ``bpmn:escalation`` elements, and the
+    problems and warnings found."""
 
     doc: Document
     errors: dict[str, Element]
     zeebe: bool = False
     """The file was written for Camunda 8 (Zeebe): cron day numbers count from Sunday = 0."""
+    escalations: dict[str, Element] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     placeholders: set[str] = field(default_factory=set)
     """Ids of rejected elements kept as bare nodes so flows to them still resolve."""
+    messages: dict[str, Element] = field(default_factory=dict)
+    """The file's ``bpmn:message`` elements by id."""
+    signals: dict[str, Element] = field(default_factory=dict)
+    """The file's ``bpmn:signal`` elements by id."""
 
     def placeholder(self, el: Element) -> n.Node:
         """A bare node for a rejected element; graph checks skip it."""
@@ -56,12 +62,6 @@ def event_definitions(
     """The event definitions of ``el`` among ``allowed``; reports the others, and loop
     markers on anything but an ``activity`` (whose parser reads them)."""
     found: list[Element] = []
-    if (el.get("isForCompensation") or "").strip().lower() == "true":
-        ctx.report(
-            el,
-            f"'{el.get('id')}' is a compensation handler (isForCompensation=\"true\"), which "
-            "this engine does not run yet: remove the attribute to run it as a normal task",
-        )
     for child in el:
         name = local(child)
         if name.endswith("LoopCharacteristics") and activity:

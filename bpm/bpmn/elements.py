@@ -11,7 +11,15 @@ from collections.abc import Callable
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn.context import Context, base
-from bpm.bpmn.events import parse_boundary, parse_catch, parse_end, parse_start, parse_throw
+from bpm.bpmn.events import (
+    parse_boundary,
+    parse_catch,
+    parse_end,
+    parse_event_gateway,
+    parse_receive,
+    parse_start,
+    parse_throw,
+)
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import java_engine, local
 from bpm.bpmn.scopes import parse_call, parse_inclusive, parse_subprocess
@@ -104,6 +112,8 @@ ELEMENTS: dict[str, ElementParser] = {
     "intermediateCatchEvent": parse_catch,
     "intermediateThrowEvent": parse_throw,
     "boundaryEvent": parse_boundary,
+    "receiveTask": parse_receive,
+    "eventBasedGateway": parse_event_gateway,
     "sequenceFlow": parse_flow,
 }
 """BPMN local name -> parse function, for the flow elements this engine runs."""

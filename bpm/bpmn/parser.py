@@ -7,8 +7,10 @@ import dataclasses
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn.compensation import link_handlers
 from bpm.bpmn.elements import ELEMENTS, Context
 from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.messages import top_level
 from bpm.bpmn.namespaces import BPMN_NS, ZEEBE_NS, java_value, local, pretty, split
 from bpm.bpmn.xmlread import Document, read_xml
 from bpm.errors import DeploymentError, Problem
@@ -38,8 +40,6 @@ _UNSUPPORTED = {
     "adHocSubProcess": "ad-hoc sub processes",
     "transaction": "transactions",
     "complexGateway": "complex gateways",
-    "eventBasedGateway": "event-based gateways",
-    "receiveTask": "receive tasks",
     "implicitThrowEvent": "implicit throw events",
     "callChoreography": "choreographies",
     "choreographyTask": "choreographies",
@@ -48,7 +48,9 @@ _UNSUPPORTED = {
 _SUPPORTED = (
     "start/end events, service/send/business-rule/script/user/manual tasks, embedded and "
     "event sub-processes, call activities, exclusive, parallel and inclusive gateways, "
-    "timer catch events, none throw events, timer and error boundary events"
+    "timer, link, message and signal catch events, event-based gateways, receive tasks, "
+    "none, escalation, link, message, signal and compensation throw events, timer, error, "
+    "escalation, message, signal and compensation boundary events"
 )
 _PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
 
@@ -96,7 +98,14 @@ def parse_bpmn_file(source: str | bytes, resource: str | None = None) -> BpmnFil
         )
     processes, warnings = _executable(root, doc, resource)
     errors = {e.get("id", ""): e for e in root if local(e) == "error" and e.get("id")}
-    ctx = Context(doc, errors, zeebe=_uses_zeebe(root))
+    ctx = Context(
+        doc,
+        errors,
+        zeebe=_uses_zeebe(root),
+        escalations=top_level(root, "escalation"),
+        messages=top_level(root, "message"),
+        signals=top_level(root, "signal"),
+    )
     models: list[ProcessModel] = []
     problems: list[Problem] = []
     keys: dict[str, int | None] = {}
@@ -183,6 +192,7 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
     zeebe_tag = ext.zeebe["versionTag"].get("value") if "versionTag" in ext.zeebe else None
     found = _Members()
     _parse_members(process, None, ctx, found)
+    link_handlers(process, found.nodes, ctx)
     nodes, flows = found.nodes, found.flows
     key = process.get("id", "")
     if not key:

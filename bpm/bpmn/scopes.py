@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn.compensation import is_for_compensation
 from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
 from bpm.bpmn.loops import read_loop
@@ -27,7 +28,12 @@ _BINDINGS = {b.value: b for b in n.CallBinding}
 def activity_fields(el: Element, ext: Extensions, ctx: Context) -> dict[str, Any]:
     """``loop``, ``inputs`` and ``outputs`` of an activity element."""
     inputs, outputs = read_io(el, ext, ctx)
-    return {"loop": read_loop(el, ctx), "inputs": inputs, "outputs": outputs}
+    return {
+        "loop": read_loop(el, ctx),
+        "inputs": inputs,
+        "outputs": outputs,
+        "for_compensation": is_for_compensation(el),
+    }
 
 
 def parse_subprocess(el: Element, ctx: Context) -> n.Node:

@@ -62,14 +62,46 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         attrs["name"] = node.name
     elif isinstance(node, (n.ServiceTask, n.UserTask)):
         attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
+    if isinstance(node, n.Activity) and node.for_compensation:
+        attrs["isForCompensation"] = "true"
     if isinstance(node, n.StartEvent):
-        return SubElement(parent, _q(BPMN, "startEvent"), attrs)
+        el = SubElement(parent, _q(BPMN, "startEvent"), attrs)
+        _event(el, node.event)
+        return el
+    if isinstance(node, n.CatchEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
+        _event(el, node.event)
+        return el
+    if isinstance(node, n.SignalThrow):
+        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
+        _event(el, n.EventRef(n.EventKind.SIGNAL, node.signal))
+        return el
+    if isinstance(node, n.ReceiveTask):
+        return SubElement(parent, _q(BPMN, "receiveTask"), attrs)
+    if isinstance(node, n.EventBasedGateway):
+        return SubElement(parent, _q(BPMN, "eventBasedGateway"), attrs)
     if isinstance(node, n.EndEvent):
         el = SubElement(parent, _q(BPMN, "endEvent"), attrs)
         if node.kind is n.EndKind.TERMINATE:
             SubElement(el, _q(BPMN, "terminateEventDefinition"))
         elif node.kind is n.EndKind.ERROR:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
+        elif node.kind is n.EndKind.ESCALATION:
+            SubElement(el, _q(BPMN, "escalationEventDefinition"))
+        elif node.kind is n.EndKind.COMPENSATE:
+            _compensate(el, node.activity_ref)
+        return el
+    if isinstance(node, n.CompensationThrowEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
+        _compensate(el, node.activity_ref)
+        return el
+    if isinstance(node, n.EscalationThrowEvent | n.LinkThrowEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
+        _throw_definition(el, node)
+        return el
+    if isinstance(node, n.LinkCatchEvent):
+        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
+        SubElement(el, _q(BPMN, "linkEventDefinition"), {"name": node.link})
         return el
     if isinstance(node, n.ServiceTask):
         return SubElement(parent, _q(BPMN, "serviceTask"), attrs)
@@ -98,11 +130,35 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         el = SubElement(parent, _q(BPMN, "boundaryEvent"), attrs)
         if node.timer is not None:
             _timer(el, node.timer)
+        elif node.is_compensation:
+            SubElement(el, _q(BPMN, "compensateEventDefinition"))
+        elif node.escalation:
+            SubElement(el, _q(BPMN, "escalationEventDefinition"))
+        elif node.event is not None:
+            _event(el, node.event)
         else:
             SubElement(el, _q(BPMN, "errorEventDefinition"))
         return el
     # A kind added to the model later still shows up, as a plain task.
     return SubElement(parent, _q(BPMN, "task"), attrs)
+
+
+def _compensate(parent: Element, activity_ref: str | None) -> None:
+    attrs = {"activityRef": activity_ref} if activity_ref else {}
+    SubElement(parent, _q(BPMN, "compensateEventDefinition"), attrs)
+
+
+def _throw_definition(parent: Element, node: n.EscalationThrowEvent | n.LinkThrowEvent) -> None:
+    if isinstance(node, n.LinkThrowEvent):
+        SubElement(parent, _q(BPMN, "linkEventDefinition"), {"name": node.link})
+    else:
+        SubElement(parent, _q(BPMN, "escalationEventDefinition"))
+
+
+def _event(parent: Element, ref: n.EventRef | None) -> None:
+    """A message or signal definition, for the picture (the name is not needed there)."""
+    if ref is not None:
+        SubElement(parent, _q(BPMN, f"{ref.kind.value}EventDefinition"))
 
 
 def _timer(parent: Element, spec: n.TimerSpec | None) -> None:
@@ -133,6 +189,15 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
                 el, _q(BPMN, "conditionExpression"), {_q(XSI, "type"): "bpmn:tFormalExpression"}
             )
             cond.text = flow.condition
+    for node in model.nodes.values():  # a compensation event points at its handler
+        if isinstance(node, n.BoundaryEvent) and node.compensate_with:
+            attrs = {
+                "id": f"{node.id}_association",
+                "associationDirection": "One",
+                "sourceRef": node.id,
+                "targetRef": node.compensate_with,
+            }
+            SubElement(process, _q(BPMN, "association"), attrs)
     diagram = SubElement(root, _q(BPMNDI, "BPMNDiagram"), {"id": f"diagram_{model.key}"})
     plane = SubElement(
         diagram, _q(BPMNDI, "BPMNPlane"), {"id": f"plane_{model.key}", "bpmnElement": model.key}

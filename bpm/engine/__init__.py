@@ -16,8 +16,10 @@ from bpm.engine import external_tasks as _ext
 from bpm.engine import gauges as _gauges
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
+from bpm.engine import messages as _messages
 from bpm.engine import retention as _retention
 from bpm.engine import schedules as _schedules
+from bpm.engine import signals as _signals
 from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
 from bpm.engine import user_tasks as _user_tasks
@@ -28,7 +30,9 @@ from bpm.engine.core import EngineCore, Stats, utcnow
 from bpm.engine.definitions import Deployment
 from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
+from bpm.engine.messages import Correlation
 from bpm.engine.queries import Queries
+from bpm.engine.signals import SignalResult
 from bpm.engine.transactions import TransactionSource
 from bpm.engine.user_tasks import TaskChanges
 from bpm.errors import BpmError
@@ -51,6 +55,7 @@ from bpm.store import migrate as _migrate
 
 __all__ = [
     "Completion",
+    "Correlation",
     "Deployment",
     "Engine",
     "EngineConfig",
@@ -58,6 +63,7 @@ __all__ = [
     "FetchRequest",
     "Incident",
     "Schedule",
+    "SignalResult",
     "TaskChanges",
     "Timer",
     "TopicRequest",
@@ -202,6 +208,49 @@ class Engine:
             now=now,
             start_event=start_event,
         )
+
+    # -- messages and signals -----------------------------------------------------------------
+    def correlate(
+        self,
+        name: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        correlation_key: Any = None,
+        correlation_keys: dict[str, Any] | None = None,
+        instance_id: str | None = None,
+        all: bool = False,
+        ttl: timedelta | float | None = None,
+        now: datetime | None = None,
+    ) -> list[Correlation]:
+        """Deliver message ``name`` to the instance waiting for it (its catch event,
+        receive task, boundary event or event sub-process), or start an instance at a
+        message start event. Narrow the match with ``business_key``, ``correlation_key``
+        (the value a wait's correlation key had when it opened), ``correlation_keys``
+        (process variables that must be equal) or ``instance_id``; ``variables`` are
+        written to the instance. ``all=True`` delivers to every match (else several
+        matching instances are an error). No match raises
+        :class:`~bpm.errors.MessageCorrelationError`, unless ``ttl`` is given: then the
+        message is kept until the first matching wait opens within ``ttl``."""
+        return _messages.correlate(
+            self.core,
+            name,
+            variables,
+            business_key=business_key,
+            correlation_key=correlation_key,
+            correlation_keys=correlation_keys,
+            instance_id=instance_id,
+            all=all,
+            ttl=ttl,
+            now=now,
+        )
+
+    def signal(
+        self, name: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
+    ) -> SignalResult:
+        """Broadcast signal ``name`` to every waiting signal catch, boundary and event
+        sub-process start, and start an instance at every signal start event."""
+        return _signals.signal(self.core, name, variables, now=now)
 
     def get_instance(self, instance_id: str) -> Instance:
         return _inst.get(self.core, instance_id)
@@ -467,7 +516,8 @@ class Engine:
         topics: Collection[str] | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Throw a BPMN error to the task's matching error boundary (else the activity ends)."""
+        """Throw a BPMN error to the nearest catcher around the task (else the failure
+        action of its retry policy: an incident by default)."""
         _reports.handle_bpmn_error(
             self.core,
             task_id,

@@ -27,6 +27,7 @@ from bpm.model.timer_floor import too_frequent
 # The node kinds of models from other modelers register their behaviours on import.
 from bpm.runtime.records import ProcessDefinition
 from bpm.store import definitions as store
+from bpm.store import messages as message_store
 from bpm.store import schedules as schedule_store
 
 __all__ = ["Deployment", "create_deployment", "deploy"]
@@ -204,6 +205,14 @@ def _store(
         schedule_store.insert_schedules(
             conn,
             schedule_rows(model, def_id, now, paused=current is not None and current.suspended),
+        )
+        # ...and its message and signal start events.
+        message_store.replace_starts(
+            conn,
+            model.key,
+            def_id,
+            [(x.id, x.event.kind.value, x.event.name) for x in model.event_starts if x.event],
+            now,
         )
         found = store.by_id(conn, def_id)
         assert found is not None

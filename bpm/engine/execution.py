@@ -26,14 +26,15 @@ from typing import Any
 from bpm.engine import observed
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.unit import Unit, unit_of_work
-from bpm.errors import BpmError, NotFound
+from bpm.errors import BpmError, BpmnError, NotFound
 from bpm.handlers import HandlerSpec, TaskContext
 from bpm.model import nodes as n
 from bpm.observe import StepOutcome
 from bpm.retry import RetryPolicy
-from bpm.runtime.failure import IMMEDIATE, Failure, fail_attempt
+from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
 from bpm.runtime.records import Token
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState
+from bpm.runtime.throwing import find, throw
 from bpm.runtime.variables import overlay
 from bpm.runtime.walker import Walker
 from bpm.runtime.work import check_variables
@@ -67,6 +68,7 @@ class Outcome:
     error_code: str | None = None  # from an ``error_code`` attribute of the exception
     seconds: float | None = None  # how long the handler ran
     locals: dict[str, Any] | None = None  # ctx.set_local(...)
+    thrown: BpmnError | None = None  # the handler raised a BPMN error (not retried)
 
 
 def lease_for(core: EngineCore, node: n.ServiceTask, spec: HandlerSpec | None) -> timedelta:
@@ -183,6 +185,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             finished_at=core.now(),
             error_code=_error_code(exc),
             seconds=_ran_for(core, started),
+            thrown=exc if isinstance(exc, BpmnError) else None,
         )
     else:
         outcome = Outcome(
@@ -232,7 +235,16 @@ def _apply(
         )
         return StepOutcome.DROPPED
     work.record_claim(current)
-    error, details = outcome.error, outcome.details
+    error, details, code = outcome.error, outcome.details, outcome.error_code
+    if outcome.thrown is not None:
+        try:
+            check_variables(outcome.thrown.variables, work.max_variable_bytes)
+            walker.write_variables(current, outcome.thrown.variables)
+        except BpmError as exc:
+            # a technical failure now, not the business error: retried, then an incident
+            error, details, code = f"BpmnError {outcome.thrown.code}: {exc}", None, None
+        else:
+            return _throw_bpmn_error(unit, walker, step, current, outcome.thrown, outcome)
     if error is None:
         try:
             # Both checked before either is written: a bad value changes nothing.
@@ -254,10 +266,42 @@ def _apply(
             error=error,
             failed_at=outcome.finished_at or unit.now,
             details=details,
-            error_code=outcome.error_code,
+            error_code=code,
         ),
     )
     return StepOutcome.RETRIED if policy.has_attempt_after(current.attempt) else StepOutcome.FAILED
+
+
+def _throw_bpmn_error(
+    unit: Unit, walker: Walker, step: Claimed, current: Token, err: BpmnError, outcome: Outcome
+) -> StepOutcome:
+    """A handler raised :class:`BpmnError` (its variables are written): the nearest
+    catcher, or (nothing catches it) the retry policy's failure action, without further
+    attempts."""
+    message = err.message or err.code
+    catcher = find(walker, current, err.code)
+    walker.work.record(
+        "bpmn_error",
+        token_id=current.id,
+        node_id=current.node_id,
+        payload={
+            "error_code": err.code,
+            "message": err.message,
+            "caught_by": catcher.node.id if catcher else None,
+        },
+    )
+    if catcher is not None:
+        throw(walker, current, err.code, message)
+        return StepOutcome.FAILED
+    policy = policy_for(step.node, unit.core.registry.find(step.node.handler or ""))
+    failure = Failure(
+        error=message,
+        failed_at=outcome.finished_at or unit.now,
+        details=f"BpmnError {err.code} was not caught by any error boundary or event sub-process",
+        error_code=err.code,
+    )
+    exhausted(walker, current, policy.on_exhausted, failure, attempts=current.attempt)
+    return StepOutcome.FAILED
 
 
 def finish(
@@ -311,7 +355,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
     mark = time.perf_counter()
     for walker in walkers:
         work = walker.work
-        if work.instance.state is not InstanceState.ACTIVE:
+        if work.instance.state not in RUNNING_INSTANCE_STATES:
             continue
         for token_id in list(work.to_dispatch):
             if len(out) >= keep:

@@ -28,11 +28,11 @@ from bpm.engine.external_tasks import (
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, InvalidOperation
 from bpm.model import nodes as n
-from bpm.retry import RetryPolicy
+from bpm.retry import FailureAction, RetryPolicy
 from bpm.runtime.external import FinishKind
-from bpm.runtime.failure import Failure, fail_external
+from bpm.runtime.failure import Failure, exhausted, fail_external
 from bpm.runtime.records import ExternalTask
-from bpm.runtime.states import TaskState, TokenState
+from bpm.runtime.states import TaskState
 from bpm.runtime.throwing import find, throw
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import external_tasks as store
@@ -197,7 +197,7 @@ def handle_failure(
                 error_code=error_code,
             ),
             worker_id=worker_id,
-            policy=_policy(unit, work, task) if retries is None else None,
+            policy=_policy(unit, work, task),
             retries=retries,
             retry_timeout=(
                 timedelta(milliseconds=retry_timeout_ms) if retry_timeout_ms is not None else None
@@ -219,10 +219,12 @@ def handle_bpmn_error(
 ) -> None:
     """A business error, thrown at the task: caught by the nearest matching error
     boundary event or error event sub-process around it (in a called instance, also
-    around its call activity: :mod:`bpm.runtime.throwing`); else the activity just ends.
+    around its call activity: :mod:`bpm.runtime.throwing`), with ``variables`` written
+    first and ``error_message`` set.
 
-    As in Camunda, an uncaught BPMN error ends the token at the activity without following
-    its outgoing flows.
+    Nothing catches it: the task's retry policy's failure action, as when a step runs out
+    of attempts (an incident by default; retrying the incident gives the task to a worker
+    again). Camunda 7 ends the activity silently there, which hides the mistake.
     """
     if not error_code:
         raise InvalidOperation("errorCode is required")
@@ -237,25 +239,37 @@ def handle_bpmn_error(
         walker = unit.walker(work)
         walker.write_variables(tok, updates)
         catcher = find(walker, tok, error_code)
-        caught_by = catcher.boundary or catcher.start if catcher else None
+        message = error_message or error_code
         work.move(
             task,
-            TaskState.COMPLETED,
+            TaskState.COMPLETED if catcher is not None else TaskState.FAILED,
             event="external_task_bpmn_error",
             payload={
                 "worker": worker_id,
                 "error_code": error_code,
                 "message": error_message,
-                "caught_by": caught_by.id if caught_by else None,
+                "caught_by": catcher.node.id if catcher else None,
             },
             error_message=error_message,
             **finished(worker_id, FinishKind.BPMN_ERROR, unit.now),
+            **({} if catcher is not None else {"retries": 0, "retry_at": None}),
         )
         if catcher is not None:
-            throw(walker, work.token(tok.id), error_code, error_message or error_code)
+            throw(walker, work.token(tok.id), error_code, message)
         else:
-            walker.cancel_boundaries(tok)
-            work.transition(
-                tok.id, TokenState.COMPLETED, payload={"bpmn_error": error_code, "uncaught": True}
+            policy = _policy(unit, work, task)
+            exhausted(
+                walker,
+                work.token(tok.id),
+                policy.on_exhausted if policy is not None else FailureAction.INCIDENT,
+                Failure(
+                    error=message,
+                    failed_at=unit.now,
+                    details=f"BPMN error {error_code} was not caught by any error boundary "
+                    "or event sub-process",
+                    error_code=error_code,
+                ),
+                attempts=task.attempt + 1,
+                external_task_id=task.id,
             )
         walker.run()

@@ -23,6 +23,7 @@ from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
 from bpm.runtime.external import FetchRequest, FinishKind
 from bpm.runtime.records import ExternalTask, Incident, Token
 from bpm.runtime.states import (
+    RUNNING_INSTANCE_STATES,
     BlockKind,
     IncidentState,
     InstanceState,
@@ -271,7 +272,7 @@ def lock(
         free = task.state is TaskState.READY and (task.retry_at is None or task.retry_at <= at)
         expired = task.state is TaskState.LOCKED and not task.is_locked(at)
         mine = task.state is TaskState.LOCKED and task.lock_owner == worker_id
-        if work.instance.state is not InstanceState.ACTIVE:
+        if work.instance.state not in RUNNING_INSTANCE_STATES:
             if work.instance.state is InstanceState.SUSPENDED:
                 raise InvalidOperation(f"External task {task_id} belongs to a suspended instance")
             raise not_found(task_id)

@@ -100,9 +100,12 @@ def camunda_state(
 
     Terminated by an operator is ``EXTERNALLY_TERMINATED``; a terminate end event ends the
     instance ``COMPLETED`` (as in Camunda); failed (retries used up with the fail action)
-    is ``INTERNALLY_TERMINATED``."""
-    if inst.state is InstanceState.ACTIVE:
+    is ``INTERNALLY_TERMINATED``, and so is compensated (the saga undid its steps);
+    compensating is ``ACTIVE``."""
+    if inst.state in (InstanceState.ACTIVE, InstanceState.COMPENSATING):
         return "ACTIVE", None
+    if inst.state is InstanceState.COMPENSATED:
+        return "INTERNALLY_TERMINATED", "compensated"
     if inst.state is InstanceState.SUSPENDED:
         return "SUSPENDED", None
     if inst.state is InstanceState.COMPLETED:

@@ -15,7 +15,7 @@ from bpm.engine.core import EngineCore
 from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation, NotFound, VariableError
 from bpm.runtime.records import Instance, Timer
-from bpm.runtime.states import InstanceState, TimerState
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, TimerState
 from bpm.runtime.work import check_variables
 from bpm.store import cockpit as cockpit_store
 
@@ -37,7 +37,7 @@ def fire_timer_now(
             raise NotFound(f"timer {timer_id} does not exist")
         if timer.state is not TimerState.PENDING:
             raise InvalidOperation(f"timer {timer_id} is {timer.state.value}, not pending")
-        if work.instance.state is not InstanceState.ACTIVE:
+        if work.instance.state not in RUNNING_INSTANCE_STATES:
             raise InvalidOperation(
                 f"instance {work.instance.id} is {work.instance.state.value}; resume it first"
             )

@@ -48,7 +48,7 @@ from bpm.errors import InvalidOperation
 from bpm.observe import TimerFired
 from bpm.runtime import timers as rt
 from bpm.runtime.records import Timer
-from bpm.runtime.states import InstanceState, TimerState
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, TimerState
 from bpm.runtime.walker import Walker
 from bpm.store import timers as store
 
@@ -97,7 +97,7 @@ def _fire_batch(
             if work is None:  # busy: another transaction holds the instance
                 skipped.extend(x.id for x in timers)
                 continue
-            if work.instance.state is not InstanceState.ACTIVE:  # changed since the scan
+            if work.instance.state not in RUNNING_INSTANCE_STATES:  # changed since the scan
                 unit.drop(instance_id)
                 continue
             done: list[Timer] | None = [] if core.observers else None

@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from bpm.engine.core import EngineCore
+from bpm.engine.mailbox import deliver_buffered
 from bpm.errors import NotFound
 from bpm.events import ended_by
 from bpm.model import nodes as n
@@ -235,6 +236,8 @@ class Unit:
         return walker
 
     def flush(self) -> None:
+        # Waits opened in this transaction take the buffered messages meant for them first.
+        deliver_buffered(self.conn, list(self.works.values()), self.walker, self.now)
         work_store.flush(self.conn, [w for w in self.works.values() if w.changed])
 
     @property
@@ -257,3 +260,10 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
     if core.listeners:
         core.announce_ended([e for w in unit.works.values() if (e := ended_by(w)) is not None])
     core.dispatch(unit.ready)
+    thrown = [s for w in unit.works.values() for s in w.signals]
+    if thrown:
+        # Signal throw events reach other instances, which are locked by transactions of
+        # their own (never inside this one: that would break the lock order).
+        from bpm.engine.signals import broadcast_thrown
+
+        broadcast_thrown(core, thrown)

@@ -47,18 +47,50 @@ class StartEvent(Node):
     error_start: bool = field(default=False, metadata=SPARSE)
     error_code: str | None = field(default=None, metadata=SPARSE)
     interrupting: bool = field(default=True, metadata=SPARSE)
+    event: EventRef | None = field(default=None, metadata=SPARSE)
+    """A message or signal start: it starts instances (or its event sub-process) when
+    the message is correlated or the signal broadcast."""
+    escalation_start: bool = field(default=False, metadata=SPARSE)
+    """Starts its event sub-process on an escalation (``escalation_code`` None: any)."""
+    escalation_code: str | None = field(default=None, metadata=SPARSE)
+    code_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error or escalation code (``camunda:errorCodeVariable``)."""
+    message_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error's message (``camunda:errorMessageVariable``)."""
+    compensation_start: bool = field(default=False, metadata=SPARSE)
+    """Starts a compensation event sub-process: it runs when its sub-process is
+    compensated, instead of compensating the activities inside it."""
+
+    @property
+    def is_trigger(self) -> bool:
+        """Whether an event (not a token arriving) starts here: a timer, error, escalation,
+        message, signal or compensation."""
+        return (
+            self.timer is not None
+            or self.error_start
+            or self.escalation_start
+            or self.event is not None
+            or self.compensation_start
+        )
 
 
 class EndKind(StrEnum):
     NONE = "none"
     TERMINATE = "terminate"
     ERROR = "error"
+    ESCALATION = "escalation"
+    COMPENSATE = "compensate"
 
 
 @dataclass(frozen=True)
 class EndEvent(Node):
+    """``activity_ref`` (a compensation end event): the one activity to compensate; None
+    compensates every completed activity of the scope."""
+
     kind: EndKind = EndKind.NONE
     error_code: str | None = None
+    escalation_code: str | None = field(default=None, metadata=SPARSE)
+    activity_ref: str | None = field(default=None, metadata=SPARSE)
 
 
 @dataclass(frozen=True)
@@ -98,6 +130,9 @@ class Activity(Node):
     loop: MultiInstance | None = field(default=None, metadata=SPARSE)
     inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
+    for_compensation: bool = field(default=False, metadata=SPARSE)
+    """A compensation handler (``isForCompensation``): run only by compensation, never
+    reached by a sequence flow."""
 
     @property
     def has_mappings(self) -> bool:
@@ -265,17 +300,129 @@ class TimerCatchEvent(Node):
 
 
 @dataclass(frozen=True)
+class CompensationThrowEvent(Node):
+    """An intermediate compensation throw event: compensates ``activity_ref`` (None: every
+    completed activity of its scope), waits until that is done, then moves on."""
+
+    activity_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class EscalationThrowEvent(Node):
+    """An intermediate throw event with an escalation: the nearest catcher of
+    ``escalation_code`` around it is triggered, then the token moves on (unless an
+    interrupting catcher ended it)."""
+
+    escalation_code: str = ""
+
+
+@dataclass(frozen=True)
+class LinkThrowEvent(Node):
+    """An intermediate throw event with a link: the token jumps to the link catch event of
+    the same ``link`` name in the same (sub-)process (resolved and checked at deploy)."""
+
+    link: str = ""
+
+
+@dataclass(frozen=True)
+class LinkCatchEvent(Node):
+    """An intermediate catch event with a link: where link throws of ``link`` continue."""
+
+    link: str = ""
+
+
+@dataclass(frozen=True)
 class BoundaryEvent(Node):
-    """A timer or error event attached to an activity."""
+    """A timer, error, escalation, message, signal or compensation event attached to an
+    activity. A compensation boundary event names its activity's compensation handler
+    (``compensate_with``)."""
 
     attached_to: str = ""
     cancel_activity: bool = True
     timer: TimerSpec | None = None
     error_code: str | None = None  # None on an error boundary catches every error
+    escalation: bool = field(default=False, metadata=SPARSE)
+    escalation_code: str | None = field(default=None, metadata=SPARSE)  # None: every one
+    code_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error or escalation code (``camunda:errorCodeVariable``)."""
+    message_variable: str | None = field(default=None, metadata=SPARSE)
+    """Receives the caught error's message (``camunda:errorMessageVariable``)."""
+    compensate_with: str | None = field(default=None, metadata=SPARSE)
+
+    event: EventRef | None = field(default=None, metadata=SPARSE)
 
     @property
     def is_error(self) -> bool:
-        return self.timer is None
+        return (
+            self.timer is None
+            and not self.escalation
+            and self.event is None
+            and self.compensate_with is None
+        )
+
+    @property
+    def is_compensation(self) -> bool:
+        return self.compensate_with is not None
+
+
+class EventKind(StrEnum):
+    """What an event waits for or throws besides timers and errors."""
+
+    MESSAGE = "message"
+    SIGNAL = "signal"
+
+
+@dataclass(frozen=True)
+class EventRef:
+    """A message or signal an event waits for (or throws), by ``name``.
+
+    ``correlation_key``: for a message, CEL over the variables evaluated when the wait
+    opens (Zeebe's ``zeebe:subscription correlationKey``); the message must carry the same
+    value to be correlated. Signals are broadcast and have none."""
+
+    kind: EventKind
+    name: str
+    correlation_key: str | None = None
+
+
+@dataclass(frozen=True)
+class CatchEvent(Node):
+    """An intermediate catch event waiting for a message or a signal."""
+
+    event: EventRef = EventRef(EventKind.MESSAGE, "")
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class ReceiveTask(Activity):
+    """A receive task: an activity that waits for a message (it may carry boundaries)."""
+
+    event: EventRef = EventRef(EventKind.MESSAGE, "")
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class EventBasedGateway(Node):
+    """Its token waits for the first of the events right after it (message, signal or
+    timer catch events, receive tasks); that one wins, the others are cancelled."""
+
+    @property
+    def waits(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class SignalThrow(Node):
+    """An intermediate throw or end event with a signal: broadcast ``signal`` to every
+    instance waiting for it (after this transaction commits), then move on."""
+
+    signal: str = ""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,14 @@ _KINDS: dict[str, type[n.Node]] = {
     "sub_process": n.SubProcess,
     "event_sub_process": n.EventSubProcess,
     "call_activity": n.CallActivity,
+    "compensation_throw_event": n.CompensationThrowEvent,
+    "escalation_throw_event": n.EscalationThrowEvent,
+    "link_throw_event": n.LinkThrowEvent,
+    "link_catch_event": n.LinkCatchEvent,
+    "catch_event": n.CatchEvent,
+    "receive_task": n.ReceiveTask,
+    "event_based_gateway": n.EventBasedGateway,
+    "signal_throw": n.SignalThrow,
 }
 _MAPPING_FIELDS = frozenset({"inputs", "outputs", "call_inputs", "call_outputs"})
 _KIND_OF = {cls: name for name, cls in _KINDS.items()}
@@ -68,6 +76,43 @@ class ProcessModel:
         return {k: tuple(v) for k, v in out.items()}
 
     @cached_property
+    def compensation_handlers(self) -> Mapping[str, str]:
+        """Activity id -> the id of its compensation handler (compensation boundaries)."""
+        return {
+            node.attached_to: node.compensate_with
+            for node in self.nodes.values()
+            if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None
+        }
+
+    @cached_property
+    def compensable(self) -> frozenset[str]:
+        """Activities whose completion is remembered for compensation: those with a
+        handler, and the sub-processes that contain one (or a compensation event
+        sub-process). Empty for a process without compensation."""
+        found = set(self.compensation_handlers)
+        for start in self.nodes.values():
+            if isinstance(start, n.StartEvent) and start.compensation_start and start.container:
+                esp = self.nodes.get(start.container)
+                if esp is not None and esp.container is not None:
+                    found.add(esp.container)
+        for node_id in list(found):
+            node: n.Node | None = self.nodes.get(node_id)
+            while node is not None and node.container is not None:
+                host = self.nodes.get(node.container)
+                if isinstance(host, n.SubProcess):
+                    found.add(host.id)
+                node = host
+        return frozenset(found)
+
+    def compensation_start_in(self, container: str | None) -> n.StartEvent | None:
+        """The start event of the compensation event sub-process drawn in ``container``."""
+        for esp in self.event_subprocesses(container):
+            trigger = self.trigger_of(esp.id)
+            if trigger is not None and trigger.compensation_start:
+                return trigger
+        return None
+
+    @cached_property
     def start_events(self) -> tuple[n.StartEvent, ...]:
         """The start events of the process itself (not of its sub-processes)."""
         return tuple(
@@ -88,19 +133,32 @@ class ProcessModel:
         every node in it that no flow leads to (BPMN's implicit start; none for an empty
         sub-process, which then completes at once)."""
         members = self.members.get(container, ())
-        starts = [
-            x
-            for x in members
-            if isinstance(x, n.StartEvent) and x.timer is None and not x.error_start
-        ]
+        starts = [x for x in members if isinstance(x, n.StartEvent) and not x.is_trigger]
         if starts or container is None:
             return tuple(starts)
         return tuple(
             x
             for x in members
             if not self.incoming.get(x.id)
-            and not isinstance(x, n.StartEvent | n.BoundaryEvent | n.EventSubProcess)
+            and not isinstance(
+                x, n.StartEvent | n.BoundaryEvent | n.EventSubProcess | n.LinkCatchEvent
+            )
         )
+
+    @cached_property
+    def link_targets(self) -> Mapping[str, str]:
+        """The link catch event each link throw event jumps to, by the throw's id: the one
+        with the same link name in the same container (validation reports the others)."""
+        catches: dict[tuple[str | None, str], list[str]] = {}
+        for x in self.nodes.values():
+            if isinstance(x, n.LinkCatchEvent):
+                catches.setdefault((x.container, x.link), []).append(x.id)
+        return {
+            x.id: found[0]
+            for x in self.nodes.values()
+            if isinstance(x, n.LinkThrowEvent)
+            and len(found := catches.get((x.container, x.link), [])) == 1
+        }
 
     def event_subprocesses(self, container: str | None) -> tuple[n.EventSubProcess, ...]:
         """The event sub-processes drawn directly in ``container``."""
@@ -116,7 +174,7 @@ class ProcessModel:
         """Whether anything in the process opens a scope (sub-processes, multi-instance,
         call activities, variable mappings, event sub-processes) or joins inclusively:
         plain processes skip every scope check."""
-        return any(
+        return bool(self.compensation_handlers) or any(
             x.container is not None
             or isinstance(x, n.SubProcess | n.EventSubProcess | n.CallActivity | n.InclusiveGateway)
             or (isinstance(x, n.Activity) and (x.loop is not None or x.has_mappings))
@@ -129,7 +187,8 @@ class ProcessModel:
         if node is None:
             return False
         return node.container is not None or (
-            isinstance(node, n.Activity) and (node.loop is not None or node.has_mappings)
+            isinstance(node, n.Activity)
+            and (node.loop is not None or node.has_mappings or node.for_compensation)
         )
 
     def depth(self, node_id: str) -> int:
@@ -174,7 +233,7 @@ class ProcessModel:
                     f"process '{self.key}' has no start event '{start_event}': use one of {ids}"
                 )
             return node
-        plain = [s for s in self.start_events if s.timer is None]
+        plain = [s for s in self.start_events if s.timer is None and s.event is None]
         if plain:
             return plain[0]
         if len(self.start_events) == 1:
@@ -182,6 +241,11 @@ class ProcessModel:
         raise InvalidOperation(
             f"process '{self.key}' has no none start event: pass start_event= one of {ids}"
         )
+
+    @cached_property
+    def event_starts(self) -> tuple[n.StartEvent, ...]:
+        """Message and signal start events of the process: they start instances."""
+        return tuple(x for x in self.start_events if x.event is not None)
 
     def handler_names(self) -> dict[str, list[str]]:
         """Inline handler name -> ids of the tasks that run it (external tasks excluded)."""
@@ -245,7 +309,7 @@ def _node_to_dict(node: n.Node) -> dict[str, Any]:
             value = value.to_dict()
         elif isinstance(value, n.TimerSpec):
             value = {"kind": value.kind.value, "expression": value.expression}
-        elif isinstance(value, n.MultiInstance):
+        elif isinstance(value, n.MultiInstance | n.EventRef):
             value = dataclasses.asdict(value)
         elif isinstance(value, Mapping):
             value = dict(value)
@@ -268,6 +332,8 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
             value = n.TimerSpec(n.TimerKind(value["kind"]), value["expression"])
         elif f.name == "kind" and cls is n.EndEvent:
             value = n.EndKind(value)
+        elif f.name == "event" and value is not None:
+            value = n.EventRef(n.EventKind(value["kind"]), value["name"], value["correlation_key"])
         elif f.name == "loop" and value is not None:
             value = n.MultiInstance(**value)
         elif f.name in _MAPPING_FIELDS:

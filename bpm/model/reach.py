@@ -19,12 +19,14 @@ __all__ = ["join_cycles", "upstream_of"]
 
 
 def _predecessors(model: ProcessModel, node_id: str) -> list[str]:
-    """Nodes of the same container a token moves from to ``node_id``: along a flow, or
-    from the activity a boundary event is attached to."""
+    """Nodes of the same container a token moves from to ``node_id``: along a flow, from
+    the activity a boundary event is attached to, or from a link throw event."""
     out = [f.source for f in model.incoming.get(node_id, ())]
     node = model.nodes.get(node_id)
     if isinstance(node, n.BoundaryEvent) and node.attached_to:
         out.append(node.attached_to)
+    if isinstance(node, n.LinkCatchEvent):
+        out += [k for k, target in model.link_targets.items() if target == node_id]
     return out
 
 

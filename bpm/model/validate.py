@@ -13,14 +13,24 @@ from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.model.validate_compensation import check_compensation
+from bpm.model.validate_events import check_events
+from bpm.model.validate_messages import check_messages
 from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, check
 
 __all__ = ["check_model", "validate"]
 
-_ACTIVITIES = (n.ServiceTask, n.UserTask, n.PassThrough, n.SubProcess, n.CallActivity)
-_GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway, n.InclusiveGateway)
+_ACTIVITIES = (
+    n.ServiceTask,
+    n.UserTask,
+    n.PassThrough,
+    n.SubProcess,
+    n.CallActivity,
+    n.ReceiveTask,
+)
+_GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway, n.InclusiveGateway, n.EventBasedGateway)
 
 
 def validate(model: ProcessModel) -> ProcessModel:
@@ -54,6 +64,9 @@ def check_model(
     problems += _user_tasks(model)
     problems += _timers(model, warnings)
     problems += check_scopes(model, warnings)
+    problems += check_compensation(model, warnings)
+    problems += check_events(model, warnings)
+    problems += check_messages(model)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
@@ -69,6 +82,12 @@ def element_type(node: n.Node | n.Flow) -> str:
     kind = {
         n.Flow: "sequenceFlow",
         n.TimerCatchEvent: "intermediateCatchEvent",
+        n.CompensationThrowEvent: "intermediateThrowEvent",
+        n.LinkCatchEvent: "intermediateCatchEvent",
+        n.EscalationThrowEvent: "intermediateThrowEvent",
+        n.LinkThrowEvent: "intermediateThrowEvent",
+        n.CatchEvent: "intermediateCatchEvent",
+        n.SignalThrow: "intermediateThrowEvent",
         n.EventSubProcess: "subProcess",
     }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
     return f"bpmn:{kind}"
@@ -161,11 +180,18 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
         seen.add(node_id)
         queue.extend(f.target for f in model.outgoing.get(node_id, ()))
         queue.extend(b.id for b in model.boundaries.get(node_id, ()))
+        node = model.nodes[node_id]
+        if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None:
+            queue.append(node.compensate_with)  # a handler is reached through its event
+        if node_id in model.link_targets:
+            queue.append(model.link_targets[node_id])
         if isinstance(model.nodes[node_id], n.SubProcess | n.EventSubProcess):
             queue.extend(_entries(model, node_id))
     if not model.start_events:
         return  # already reported; every node would be unreachable
     for node in model.nodes.values():
+        if isinstance(node, n.Activity) and node.for_compensation:
+            continue  # reached through its compensation event (validate_compensation)
         if node.id not in seen and not _bad_boundary(model, node, placeholders):
             yield _at(
                 node,
@@ -322,7 +348,7 @@ def _cel_script(node: n.ScriptTask) -> Iterator[Problem]:
 
 
 def _starts(model: ProcessModel, warnings: list[str]) -> None:
-    plain = [s.id for s in model.start_events if s.timer is None]
+    plain = [s.id for s in model.start_events if s.timer is None and s.event is None]
     if len(plain) > 1:
         warnings.append(
             f"process '{model.key}' has several none start events ({', '.join(plain)}): "

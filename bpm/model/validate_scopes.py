@@ -90,11 +90,11 @@ def _event_subprocesses(model: ProcessModel) -> Iterator[Problem]:
                 f"event sub-process '{node.id}' needs exactly one start event (found "
                 f"{len(starts)}): a timer or error start event",
             )
-        elif starts[0].timer is None and not starts[0].error_start:
+        elif not starts[0].is_trigger:
             yield _at(
                 starts[0],
                 f"start event '{starts[0].id}' of event sub-process '{node.id}' has no "
-                "trigger: give it a timer or error event definition",
+                "trigger: give it a timer, error, escalation, message or signal event definition",
             )
 
 
@@ -109,6 +109,12 @@ def _start_events(model: ProcessModel) -> Iterator[Problem]:
                 node,
                 f"error start event '{node.id}' is not in an event sub-process: only an "
                 'event sub-process (triggeredByEvent="true") starts on an error',
+            )
+        if node.escalation_start and not in_event_sub:
+            yield _at(
+                node,
+                f"escalation start event '{node.id}' is not in an event sub-process: only an "
+                'event sub-process (triggeredByEvent="true") starts on an escalation',
             )
         if node.error_start and not node.interrupting:
             yield _at(

@@ -10,7 +10,16 @@ from __future__ import annotations
 from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
-from bpm.runtime import calls, inclusive, scopes, throwing, timers
+from bpm.runtime import (
+    calls,
+    compensation,
+    inclusive,
+    intermediate,
+    messages,
+    scopes,
+    throwing,
+    timers,
+)
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
@@ -40,9 +49,12 @@ def boundary_event(walker: Walker, tok: Token, node: n.BoundaryEvent) -> None:
 
 def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
     """A none end event ends the path; a terminate end event ends its scope (the whole
-    instance at the top); an error end event throws its error to the nearest catcher
+    instance at the top); an error or escalation end event throws to the nearest catcher
     (:mod:`bpm.runtime.throwing`), and ends the path when nothing catches it."""
     w = walker.work
+    if node.kind is n.EndKind.COMPENSATE:
+        compensation.end_event(walker, tok, node)
+        return
     w.transition(tok.id, TokenState.COMPLETED)
     if node.kind is n.EndKind.TERMINATE:
         region = scopes.region_of(w, tok.scope_id) if walker.model.scoped else None
@@ -56,6 +68,8 @@ def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
             "error_end", token_id=tok.id, node_id=node.id, payload={"error_code": node.error_code}
         )
         throwing.throw(walker, w.token(tok.id), node.error_code, f"error end event {node.id}")
+    elif node.kind is n.EndKind.ESCALATION:
+        intermediate.escalate(walker, w.token(tok.id), node.escalation_code or "", node.id)
 
 
 def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
@@ -221,4 +235,12 @@ BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.SubProcess: scopes.sub_process,
     n.EventSubProcess: event_sub_process,
     n.CallActivity: calls.call_activity,
+    n.CompensationThrowEvent: compensation.throw_event,
+    n.EscalationThrowEvent: intermediate.escalation_throw_event,
+    n.LinkThrowEvent: intermediate.link_throw_event,
+    n.LinkCatchEvent: intermediate.link_catch_event,
+    n.CatchEvent: messages.catch_event,
+    n.ReceiveTask: messages.receive_task,
+    n.EventBasedGateway: messages.event_gateway,
+    n.SignalThrow: messages.signal_throw,
 }

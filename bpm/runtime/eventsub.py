@@ -29,9 +29,19 @@ EVENT_START = "event_start"
 
 
 def arm(walker: Walker, container: str | None, scope_id: str | None) -> None:
-    """A listener for each timer-started event sub-process drawn in ``container``."""
+    """A listener for each event sub-process drawn in ``container`` that a timer, a
+    message or a signal starts."""
     for esp in walker.model.event_subprocesses(container):
         trigger = walker.model.trigger_of(esp.id)
+        if trigger is not None and trigger.event is not None:
+            from bpm.runtime.messages import listen
+
+            listen(
+                walker,
+                walker.work.create_token(trigger.id, scope_id=scope_id, parent_id=None),
+                trigger,
+            )
+            continue
         if trigger is None or trigger.timer is None:
             continue
         listener = walker.work.create_token(trigger.id, scope_id=scope_id, parent_id=None)

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bpm.retry import FailureAction, RetryPolicy
+from bpm.runtime.compensation import compensate_instance
 from bpm.runtime.records import ExternalTask, Token
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState
 from bpm.runtime.throwing import catching_boundary, take_error_boundary, throw
@@ -93,7 +94,8 @@ def fail_external(
     """A worker reports a failed attempt of its locked external task.
 
     With ``retries`` (Camunda semantics) the task gets that many retries left and is not
-    fetchable for ``retry_timeout``. Without, the model's RetryPolicy decides when there is
+    fetchable for ``retry_timeout``; at 0 the model's failure action (if it has a policy)
+    decides, else an incident. Without, the model's RetryPolicy decides when there is
     one; otherwise missing retries count as 0, as in Camunda.
     """
     w = walker.work
@@ -111,7 +113,9 @@ def fail_external(
         },
     )
     if retries is not None:
-        left, delay, action = retries, retry_timeout or timedelta(0), FailureAction.INCIDENT
+        # The worker counts; what running out means is still the model's (the saga).
+        action = policy.on_exhausted if policy is not None else FailureAction.INCIDENT
+        left, delay = retries, retry_timeout or timedelta(0)
     elif policy is not None:
         more = policy.has_attempt_after(attempt)
         left = policy.max_attempts - attempt if more else 0
@@ -161,9 +165,10 @@ def exhausted(
     in the variables ``error_message`` / ``error_code``). Without one the action decides:
     ``continue`` leaves the task on its normal outgoing flows with the same variables set
     (a gateway after it can test them, like A3S Flow's ``step_failed``), ``fail`` ends the
-    instance ``failed``, and ``incident`` (the default) waits for an operator's
-    ``Engine.retry_incident``: an inline token goes ``failed``; an external task is out of
-    retries and its token keeps waiting.
+    instance ``failed``, ``compensate`` ends every live token and compensates the
+    instance (:mod:`bpm.runtime.compensation`), and ``incident`` (the default) waits for
+    an operator's ``Engine.retry_incident``: an inline token goes ``failed``; an external
+    task is out of retries and its token keeps waiting.
     """
     w = walker.work
     w.record(
@@ -197,6 +202,18 @@ def exhausted(
                 payload={"continued_after_failure": True},
             )
         )
+        return
+    if action is FailureAction.COMPENSATE and w.instance.state in (
+        InstanceState.ACTIVE,
+        InstanceState.SUSPENDED,
+    ):
+        # The saga: what still runs is cancelled first, then the completed steps are
+        # undone. (A compensation handler that fails this way opens an incident instead.)
+        if tok.state is TokenState.EXECUTING:
+            w.transition(tok.id, TokenState.FAILED, error=failure.error)
+        reason = f"step {tok.node_id} failed: compensating"
+        walker.terminate_all(reason)
+        compensate_instance(walker, tok.node_id, reason)
         return
     if action is FailureAction.FAIL:
         if tok.state is TokenState.EXECUTING:

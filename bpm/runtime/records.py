@@ -13,11 +13,14 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from bpm.runtime.states import (
+    FINAL_INSTANCE_STATES,
     BlockKind,
+    CompensableState,
     IncidentState,
     InstanceState,
     ScopeKind,
     ScopeState,
+    SubscriptionState,
     TaskState,
     TimerState,
     TokenState,
@@ -95,11 +98,7 @@ class Instance:
 
     @property
     def ended(self) -> bool:
-        return self.state in (
-            InstanceState.COMPLETED,
-            InstanceState.TERMINATED,
-            InstanceState.FAILED,
-        )
+        return self.state in FINAL_INSTANCE_STATES
 
 
 @dataclass(frozen=True)
@@ -295,5 +294,62 @@ class Incident:
     resolved_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class Subscription:
+    """A token's wait for a message or a signal (``kind``) called ``name``.
+
+    ``token_id`` is the token that waits: at a catch event or receive task, at an
+    event-based gateway (``node_id`` is then the catch event after it), or at the activity
+    a boundary event (``node_id``) is attached to; a listener at an event sub-process's
+    start event. ``correlation_key`` is the value its correlation key had when it opened.
+    """
+
+    TABLE: ClassVar[str] = "event_subscription"
+    KIND: ClassVar[str] = "subscription"
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    kind: str
+    name: str
+    state: SubscriptionState
+    created_at: datetime
+    correlation_key: str | None = None
+    definition_id: str | None = None
+    consumed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Compensable:
+    """A completed activity with something to undo: its compensation handler (the node
+    ``handler_node``), or, for a sub-process without one, the compensable activities it
+    completed inside (its scope ``inner_scope_id``). ``seq`` is its place in the
+    instance's completion order; ``scope_id`` the region it completed in (None: the
+    process). ``run_id`` is the compensation scope that took it, ``handler_token_id`` the
+    token running its handler. Written in the transaction that completed the activity.
+    """
+
+    TABLE: ClassVar[str] = "compensable"
+    KIND: ClassVar[str] = "compensation"
+
+    id: str
+    instance_id: str
+    token_id: str
+    node_id: str
+    seq: int
+    state: CompensableState
+    created_at: datetime
+    handler_node: str | None = None
+    scope_id: str | None = None
+    inner_scope_id: str | None = None
+    run_id: str | None = None
+    handler_token_id: str | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    """The local variables the activity saw when it completed (its sub-process's, its
+    multi-instance element...): its handler sees them again."""
+    compensated_at: datetime | None = None
+
+
 #: The work items besides tokens: each has a table, a state and a transition table.
-WorkItem = ExternalTask | Timer | UserTask | Incident | Scope
+WorkItem = ExternalTask | Timer | UserTask | Incident | Scope | Subscription | Compensable

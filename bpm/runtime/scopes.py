@@ -90,9 +90,13 @@ def inside(work: InstanceWork, tok: Token, scope_id: str) -> bool:
     return any(s.id == scope_id for s in v.chain(work, tok.scope_id))
 
 
+_LISTENS = frozenset({BlockKind.TIMER, BlockKind.MESSAGE, BlockKind.SIGNAL})
+
+
 def is_listener(walker: Walker, tok: Token) -> bool:
-    """A token that waits at an event sub-process's start event for its timer."""
-    if tok.state is not TokenState.WAITING or tok.blocked_kind is not BlockKind.TIMER:
+    """A token that waits at an event sub-process's start event for its timer, message or
+    signal."""
+    if tok.state is not TokenState.WAITING or tok.blocked_kind not in _LISTENS:
         return False
     node = walker.model.nodes.get(tok.node_id)
     if not isinstance(node, n.StartEvent) or node.container is None:
@@ -326,6 +330,10 @@ def settle(walker: Walker) -> bool:
         multi.inner_done(walker, scope)
     elif scope.kind is ScopeKind.EVENT_SUBPROCESS:
         eventsub.complete(walker, scope)
+    elif scope.kind is ScopeKind.COMPENSATION:
+        from bpm.runtime import compensation
+
+        compensation.advance(walker, scope)
     else:
         opener = work.tokens.get(scope.token_id or "")
         ended = opener is not None and opener.state is TokenState.TERMINATED

@@ -30,6 +30,8 @@ class InstanceState(StrEnum):
     COMPLETED = "completed"
     TERMINATED = "terminated"
     FAILED = "failed"
+    COMPENSATING = "compensating"  # its completed steps are being undone (the saga)
+    COMPENSATED = "compensated"  # ended after undoing its completed steps
 
 
 class BlockKind(StrEnum):
@@ -41,6 +43,8 @@ class BlockKind(StrEnum):
     EXTERNAL_TASK = "external_task"
     JOIN = "join"
     MESSAGE = "message"
+    SIGNAL = "signal"
+    EVENT_GATEWAY = "event_gateway"  # the events after an event-based gateway race
     SCOPE = "scope"  # a sub-process or multi-instance body it opened is running
     CALL_ACTIVITY = "call_activity"  # the instance it called is running
 
@@ -54,6 +58,16 @@ class ScopeKind(StrEnum):
     MULTI_INSTANCE = "multi_instance"  # the body: counters and collected outputs
     INNER_INSTANCE = "inner_instance"  # one instance of a multi-instance activity
     ACTIVITY = "activity"  # an activity's own variables (input/output mappings)
+    COMPENSATION = "compensation"  # one compensation run: its handlers, newest first
+
+
+class CompensableState(StrEnum):
+    """A completed activity that has something to undo (:mod:`bpm.runtime.compensation`)."""
+
+    RECORDED = "recorded"  # completed; compensable while its scope lives
+    QUEUED = "queued"  # taken by a compensation run, waiting for its turn
+    RUNNING = "running"  # its compensation handler runs
+    COMPENSATED = "compensated"  # undone: never compensated again
 
 
 class ScopeState(StrEnum):
@@ -75,6 +89,14 @@ class TaskState(StrEnum):
 class TimerState(StrEnum):
     PENDING = "pending"
     FIRED = "fired"
+    CANCELLED = "cancelled"
+
+
+class SubscriptionState(StrEnum):
+    """A wait for a message or a signal; consumed at most once."""
+
+    OPEN = "open"
+    CONSUMED = "consumed"
     CANCELLED = "cancelled"
 
 
@@ -128,6 +150,55 @@ TRANSITIONS: dict[type[StrEnum], dict[StrEnum, frozenset[StrEnum]]] = {
         IncidentState.RESOLVED: frozenset(),
         IncidentState.DELETED: frozenset(),
     },
+    SubscriptionState: {
+        SubscriptionState.OPEN: frozenset(
+            {SubscriptionState.CONSUMED, SubscriptionState.CANCELLED}
+        ),
+        SubscriptionState.CONSUMED: frozenset(),
+        SubscriptionState.CANCELLED: frozenset(),
+    },
+    InstanceState: {
+        InstanceState.ACTIVE: frozenset(
+            {
+                InstanceState.SUSPENDED,
+                InstanceState.COMPLETED,
+                InstanceState.TERMINATED,
+                InstanceState.FAILED,
+                InstanceState.COMPENSATING,
+            }
+        ),
+        InstanceState.SUSPENDED: frozenset(
+            {
+                InstanceState.ACTIVE,
+                InstanceState.COMPLETED,
+                InstanceState.TERMINATED,
+                InstanceState.FAILED,
+                InstanceState.COMPENSATING,
+            }
+        ),
+        # a compensation end event's run that leaves other paths running goes back to active
+        InstanceState.COMPENSATING: frozenset(
+            {
+                InstanceState.COMPENSATED,
+                InstanceState.ACTIVE,
+                InstanceState.TERMINATED,
+                InstanceState.FAILED,
+            }
+        ),
+        InstanceState.COMPLETED: frozenset(),
+        InstanceState.TERMINATED: frozenset(),
+        InstanceState.FAILED: frozenset(),
+        InstanceState.COMPENSATED: frozenset(),
+    },
+    CompensableState: {
+        CompensableState.RECORDED: frozenset({CompensableState.QUEUED}),
+        # back to recorded: the run that took it was interrupted before its handler ended
+        CompensableState.QUEUED: frozenset({CompensableState.RUNNING, CompensableState.RECORDED}),
+        CompensableState.RUNNING: frozenset(
+            {CompensableState.COMPENSATED, CompensableState.RECORDED}
+        ),
+        CompensableState.COMPENSATED: frozenset(),
+    },
     ScopeState: {
         ScopeState.ACTIVE: frozenset({ScopeState.COMPLETED, ScopeState.TERMINATED}),
         ScopeState.COMPLETED: frozenset(),
@@ -137,8 +208,16 @@ TRANSITIONS: dict[type[StrEnum], dict[StrEnum, frozenset[StrEnum]]] = {
 
 LIVE_TOKEN_STATES = frozenset({_tok.CREATED, _tok.READY, _tok.EXECUTING, _tok.WAITING, _tok.FAILED})
 FINAL_INSTANCE_STATES = frozenset(
-    {InstanceState.COMPLETED, InstanceState.TERMINATED, InstanceState.FAILED}
+    {
+        InstanceState.COMPLETED,
+        InstanceState.TERMINATED,
+        InstanceState.FAILED,
+        InstanceState.COMPENSATED,
+    }
 )
+RUNNING_INSTANCE_STATES = frozenset({InstanceState.ACTIVE, InstanceState.COMPENSATING})
+"""Instances whose steps are handed out (claimed, fetched, timed): a compensating instance
+runs its compensation handlers like any other step."""
 OPEN_TASK_STATES = frozenset({_task.READY, _task.LOCKED, _task.FAILED})
 
 

@@ -1,12 +1,17 @@
-"""BPMN errors: found by the nearest catcher around the thrower, across scopes and calls.
+"""BPMN errors and escalations: found by the nearest catcher around the thrower, across
+scopes and calls.
 
-An error (a code) thrown at a token is caught, nearest first, by: an error boundary event
-of the token's own activity; an error event sub-process of the scope around it; an error
-boundary event of that scope's activity (a sub-process, or a multi-instance body); and so
-on outwards to the process; then, in a called instance, at the call activity of its
-caller. A boundary event interrupts its activity (and everything inside it); an event
-sub-process interrupts the rest of its scope. An error nobody catches is left to the
-thrower (an error end event then ends its path like a none end event).
+An error or escalation (a code) thrown at a token is caught, nearest first, by: a boundary
+event of its kind on the token's own activity; an event sub-process of its kind in the
+scope around it; a boundary event of that scope's activity (a sub-process, or a
+multi-instance body); and so on outwards to the process; then, in a called instance, at
+the call activity of its caller. A catcher with the code wins over a catch-all (no code)
+of the same place. An interrupting boundary event ends its activity (and everything inside
+it); an interrupting event sub-process ends the rest of its scope. Errors always
+interrupt; an escalation catcher may not (``cancelActivity="false"``,
+``isInterrupting="false"``): its path then runs beside the activity. What nobody catches
+is left to the thrower: an error end event ends its path like a none end event, a failed
+step takes its retry policy's failure action, an escalation is only recorded.
 
 A failure without a code (a step out of attempts) is caught only by its own activity's
 error boundary events, as before scopes existed: it is a technical failure, not a BPMN
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from bpm.model import nodes as n
@@ -29,13 +35,20 @@ from bpm.runtime.states import ScopeKind
 if TYPE_CHECKING:
     from bpm.runtime.walker import Walker
 
-__all__ = ["Catcher", "catching_boundary", "find", "throw"]
+__all__ = ["Catcher", "EventKind", "catching_boundary", "find", "throw"]
+
+
+class EventKind(StrEnum):
+    """What is thrown: the catchers of one kind never catch the other."""
+
+    ERROR = "error"
+    ESCALATION = "escalation"
 
 
 @dataclass(frozen=True)
 class Catcher:
-    """Where an error is caught: a boundary event of ``token``'s activity, or the error
-    start event of an event sub-process in ``region`` (None: the process)."""
+    """Where an error or escalation is caught: a boundary event of ``token``'s activity,
+    or the start event of an event sub-process in ``region`` (None: the process)."""
 
     walker: Walker
     token: Token
@@ -43,36 +56,69 @@ class Catcher:
     start: n.StartEvent | None = None
     region: str | None = None
 
+    @property
+    def node(self) -> n.BoundaryEvent | n.StartEvent:
+        """The catching event."""
+        found = self.boundary or self.start
+        assert found is not None
+        return found
+
+    @property
+    def interrupting(self) -> bool:
+        if self.boundary is not None:
+            return self.boundary.cancel_activity
+        return self.start is None or self.start.interrupting
+
+
+def _boundary_code(b: n.BoundaryEvent, kind: EventKind) -> tuple[bool, str | None]:
+    """Whether ``b`` catches ``kind`` at all, and which code (None: every code)."""
+    if kind is EventKind.ERROR:
+        return b.is_error, b.error_code
+    return b.escalation, b.escalation_code
+
 
 def catching_boundary(
-    walker: Walker, node_id: str, error_code: str | None
+    walker: Walker, node_id: str, error_code: str | None, kind: EventKind = EventKind.ERROR
 ) -> n.BoundaryEvent | None:
-    """The error boundary event of ``node_id`` that catches ``error_code``, if any."""
+    """The boundary event of ``node_id`` that catches ``error_code`` (an error, or an
+    escalation), if any."""
     catch_all = None
     for b in walker.model.boundaries.get(node_id, ()):
-        if not b.is_error:
+        catches, code = _boundary_code(b, kind)
+        if not catches:
             continue
-        if b.error_code is None:
+        if code is None:
             catch_all = catch_all or b
-        elif error_code is not None and b.error_code == error_code:
+        elif error_code is not None and code == error_code:
             return b
     return catch_all
 
 
-def _error_start(walker: Walker, container: str | None, code: str) -> n.StartEvent | None:
+def _start_code(trigger: n.StartEvent, kind: EventKind) -> tuple[bool, str | None]:
+    if kind is EventKind.ERROR:
+        return trigger.error_start, trigger.error_code
+    return trigger.escalation_start, trigger.escalation_code
+
+
+def _event_start(
+    walker: Walker, container: str | None, code: str, kind: EventKind
+) -> n.StartEvent | None:
     catch_all = None
     for esp in walker.model.event_subprocesses(container):
         trigger = walker.model.trigger_of(esp.id)
-        if trigger is None or not trigger.error_start:
+        if trigger is None:
             continue
-        if trigger.error_code == code:
+        catches, wanted = _start_code(trigger, kind)
+        if not catches:
+            continue
+        if wanted == code:
             return trigger
-        if trigger.error_code is None:
+        if wanted is None:
             catch_all = catch_all or trigger
     return catch_all
 
 
-def _own_boundary(walker: Walker, tok: Token, code: str | None) -> Catcher | None:
+def _own_boundary(walker: Walker, tok: Token, code: str | None, kind: EventKind) -> Catcher | None:
     """A boundary event of the token's activity; an inner instance's are the body's."""
     work = walker.work
     if scopes.is_inner(work, tok):
@@ -82,13 +128,15 @@ def _own_boundary(walker: Walker, tok: Token, code: str | None) -> Catcher | Non
         if opener is None:
             return None
         tok = opener
-    found = catching_boundary(walker, tok.node_id, code)
+    found = catching_boundary(walker, tok.node_id, code, kind)
     return Catcher(walker, tok, boundary=found) if found else None
 
 
-def find(walker: Walker, tok: Token, code: str | None) -> Catcher | None:
+def find(
+    walker: Walker, tok: Token, code: str | None, kind: EventKind = EventKind.ERROR
+) -> Catcher | None:
     """The nearest catcher of ``code`` thrown at ``tok`` (see the module docstring)."""
-    found = _own_boundary(walker, tok, code)
+    found = _own_boundary(walker, tok, code, kind)
     if found is not None or code is None:
         return found
     work = walker.work
@@ -96,7 +144,7 @@ def find(walker: Walker, tok: Token, code: str | None) -> Catcher | None:
     while True:
         region = scopes.region_of(work, scope_id)
         if region is None or region.kind in (ScopeKind.SUBPROCESS, ScopeKind.EVENT_SUBPROCESS):
-            start = _error_start(walker, region.node_id if region else None, code)
+            start = _event_start(walker, region.node_id if region else None, code, kind)
             if start is not None:
                 return Catcher(walker, tok, start=start, region=region.id if region else None)
         if region is None:
@@ -105,7 +153,7 @@ def find(walker: Walker, tok: Token, code: str | None) -> Catcher | None:
             opener = work.tokens.get(region.token_id or "")
             if opener is None:
                 break
-            found = _own_boundary(walker, opener, code)
+            found = _own_boundary(walker, opener, code, kind)
             if found is not None:
                 return found
             scope_id = scopes.outer_scope_id(work, opener)
@@ -118,28 +166,79 @@ def find(walker: Walker, tok: Token, code: str | None) -> Catcher | None:
     call = waiting_caller(caller, inst.id, inst.parent_token_id) if caller else None
     if caller is None or call is None:
         return None
-    return find(caller, call, code)
+    return find(caller, call, code, kind)
 
 
-def throw(walker: Walker, tok: Token, code: str | None, message: str) -> bool:
-    """Throw ``code`` at ``tok``; False when nothing catches it (the caller decides)."""
-    catcher = find(walker, tok, code)
+def throw(
+    walker: Walker,
+    tok: Token,
+    code: str | None,
+    message: str,
+    kind: EventKind = EventKind.ERROR,
+) -> Catcher | None:
+    """Throw ``code`` at ``tok``; the catcher, or None when nothing catches it (the
+    caller decides what that means)."""
+    catcher = find(walker, tok, code, kind)
     if catcher is None:
-        return False
+        return None
     at = catcher.walker
-    error = {"error_message": message, "error_code": code, "error_node": tok.node_id}
+    values = caught_values(catcher.node, tok, code, message, kind)
     if catcher.boundary is not None:
-        take_error_boundary(at, catcher.token, catcher.boundary, message, code, error)
+        take_boundary(at, catcher.token, catcher.boundary, values, message)
     else:
         assert catcher.start is not None
-        v.write(at.work, at.model, catcher.region, error, source=catcher.start.id)
-        scopes.stop_inside(at, catcher.region, f"error {code} caught by {catcher.start.container}")
+        if values:
+            v.write(at.work, at.model, catcher.region, values, source=catcher.start.id)
+        if catcher.start.interrupting:
+            reason = f"{kind.value} {code} caught by {catcher.start.container}"
+            scopes.stop_inside(at, catcher.region, reason)
         from bpm.runtime.eventsub import start
 
         start(at, catcher.start, catcher.region, parent_token=catcher.token.id)
     if at is not walker:
         at.run()
-    return True
+    return catcher
+
+
+def caught_values(
+    catcher: n.BoundaryEvent | n.StartEvent,
+    tok: Token,
+    code: str | None,
+    message: str,
+    kind: EventKind,
+) -> dict[str, Any]:
+    """The variables a caught error or escalation sets: for an error ``error_message``,
+    ``error_code`` and ``error_node``; and the catcher's own code and message variables
+    (``camunda:errorCodeVariable``, ``errorMessageVariable``, ``escalationCodeVariable``)."""
+    values: dict[str, Any] = {}
+    if kind is EventKind.ERROR:
+        values = {"error_message": message, "error_code": code, "error_node": tok.node_id}
+    if catcher.code_variable:
+        values[catcher.code_variable] = code
+    if catcher.message_variable:
+        values[catcher.message_variable] = message
+    return values
+
+
+def take_boundary(
+    walker: Walker,
+    tok: Token,
+    boundary: n.BoundaryEvent,
+    values: Mapping[str, Any],
+    error: str,
+) -> None:
+    """Continue on the boundary's path with ``values`` written where the activity sits;
+    an interrupting boundary ends the activity first, a non-interrupting one leaves it
+    running."""
+    w = walker.work
+    outer = scopes.outer_scope_id(w, tok)
+    if values:
+        v.write(w, walker.model, outer, values, source=boundary.id, token_id=tok.id)
+    if boundary.cancel_activity:
+        walker.stop_token(w.token(tok.id), payload={"caught_by": boundary.id, "error": error})
+        w.to_dispatch[:] = [x for x in w.to_dispatch if x != tok.id]
+    new = w.create_token(boundary.id, scope_id=outer, parent_id=tok.id)
+    walker.continue_tokens([new])
 
 
 def take_error_boundary(
@@ -151,17 +250,6 @@ def take_error_boundary(
     values: Mapping[str, Any] | None = None,
 ) -> None:
     """Interrupt the activity and continue on the boundary's path with the error recorded
-    (``error_message``, ``error_code``, ``error_node``)."""
-    w = walker.work
-    outer = scopes.outer_scope_id(w, tok)
-    v.write(
-        w,
-        walker.model,
-        outer,
-        values or {"error_message": error, "error_code": error_code, "error_node": tok.node_id},
-        source=boundary.id,
-        token_id=tok.id,
-    )
-    walker.stop_token(w.token(tok.id), payload={"caught_by": boundary.id, "error": error})
-    new = w.create_token(boundary.id, scope_id=outer, parent_id=tok.id)
-    walker.continue_tokens([new])
+    (``error_message``, ``error_code``, ``error_node`` and the boundary's own variables)."""
+    found = caught_values(boundary, tok, error_code, error, EventKind.ERROR)
+    take_boundary(walker, tok, boundary, values or found, error)

@@ -40,7 +40,8 @@ DATE = "date"
 TIMEOUT = "timeout"
 RETRY_BACKOFF = "retry_backoff"
 EVENT_START = "event_start"
-KINDS = (DELAY, DATE, TIMEOUT, RETRY_BACKOFF, EVENT_START)
+EVENT_GATEWAY = "event_gateway"
+KINDS = (DELAY, DATE, TIMEOUT, RETRY_BACKOFF, EVENT_START, EVENT_GATEWAY)
 
 #: Incident type of a timer whose expression could not be used at run time
 #: (e.g. ``${deadline}`` is not set); ``retry_incident`` enters the node again.
@@ -182,6 +183,10 @@ def still_applies(walker: Walker, timer: Timer) -> bool:
         from bpm.runtime.eventsub import still_listening
 
         return still_listening(walker, timer)
+    if timer.kind == EVENT_GATEWAY:
+        from bpm.runtime.messages import gateway_waits
+
+        return gateway_waits(tok)
     return False
 
 
@@ -212,6 +217,10 @@ def apply(walker: Walker, timer: Timer) -> Timer | None:
         from bpm.runtime.eventsub import fire
 
         fire(walker, tok, timer)
+    elif timer.kind == EVENT_GATEWAY:
+        from bpm.runtime.messages import gateway_won
+
+        gateway_won(walker, tok, timer.node_id, {})
     else:  # pragma: no cover - rows are written only by this package
         raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
     return None

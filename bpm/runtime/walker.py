@@ -17,7 +17,7 @@ from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime import calls, eventsub, scopes, timers, variables
+from bpm.runtime import calls, compensation, eventsub, messages, scopes, timers, variables
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -134,7 +134,10 @@ class Walker:
             if not ok:
                 return []
         if tok.state is not TokenState.COMPLETED:
+            before = tok
             tok = self.work.transition(tok.id, TokenState.COMPLETED)
+            if before.node_id in self.model.compensable:
+                compensation.remember(self, before)
         self.cancel_boundaries(tok)
         if not follow:
             return []
@@ -150,12 +153,15 @@ class Walker:
         self._queue.extend(t.id for t in tokens)
 
     def cancel_boundaries(self, tok: Token) -> None:
-        """Cancel the pending boundary timers of an activity its token left."""
+        """Cancel the pending boundary timers and the open message and signal waits of
+        boundary events of an activity its token left."""
         if tok.node_id not in self.model.boundaries or self.is_inner(tok):
             return
         for timer in self.work.items_of(Timer, tok.id):
             if timer.kind == "timeout" and timer.state is TimerState.PENDING:
                 self.work.move(timer, TimerState.CANCELLED)
+        if messages.has_event_boundaries(self, tok.node_id):
+            messages.cancel_of_token(self, tok, boundaries_only=True)
 
     def stop_token(self, tok: Token, target: TokenState = TokenState.TERMINATED, **kw: Any) -> None:
         """End a live token and cancel whatever it waits on (task, timer, incident)."""
@@ -192,6 +198,13 @@ class Walker:
                     lock_expires_at=None,
                     updated_at=w.now,
                 )
+        elif tok.blocked_kind in (BlockKind.MESSAGE, BlockKind.SIGNAL) and tok.blocked_id:
+            messages.cancel(self, tok.blocked_id)
+        elif tok.blocked_kind is BlockKind.EVENT_GATEWAY:
+            messages.cancel_of_token(self, tok)
+            for pending in w.items_of(Timer, tok.id):
+                if pending.state is TimerState.PENDING:
+                    w.move(pending, TimerState.CANCELLED)
         elif tok.blocked_kind in (BlockKind.TIMER, BlockKind.RETRY_BACKOFF) and tok.blocked_id:
             timer = w.item(Timer, tok.blocked_id)
             if timer is not None and timer.state is TimerState.PENDING:
@@ -239,6 +252,8 @@ class Walker:
         if tok.node_id not in self.model.boundaries or self.is_inner(tok):
             return True
         timers.schedule_boundaries(self, tok)
+        if self.work.token(tok.id).state is TokenState.READY:
+            messages.subscribe_boundaries(self, tok)
         return self.work.token(tok.id).state is TokenState.READY
 
     def is_inner(self, tok: Token) -> bool:

@@ -20,11 +20,13 @@ from typing import Any, Protocol, TypeVar
 
 from bpm.errors import VariableError
 from bpm.runtime.records import (
+    Compensable,
     ExternalTask,
     HistoryEvent,
     Incident,
     Instance,
     Scope,
+    Subscription,
     Timer,
     Token,
     UserTask,
@@ -37,6 +39,7 @@ from bpm.runtime.states import (
     IncidentState,
     InstanceState,
     ScopeState,
+    SubscriptionState,
     TimerState,
     TokenState,
     check_transition,
@@ -50,10 +53,18 @@ DEFAULT_MAX_UPDATE_BYTES = 1024 * 1024
 # all the variables of one instance together (its JSON document)
 DEFAULT_MAX_INSTANCE_VARIABLE_BYTES = 4 * 1024 * 1024
 
-Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope)
+Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope, Subscription, Compensable)
 # The payload key naming the item in its events ("task" as Camunda calls both kinds).
 _PAYLOAD_KEY = {"external_task": "task", "user_task": "task"}
-ITEM_KINDS: tuple[type[WorkItem], ...] = (ExternalTask, Timer, UserTask, Incident, Scope)
+ITEM_KINDS: tuple[type[WorkItem], ...] = (
+    ExternalTask,
+    Timer,
+    UserTask,
+    Incident,
+    Scope,
+    Subscription,
+    Compensable,
+)
 
 
 def new_id() -> str:
@@ -121,6 +132,14 @@ class Loader(Protocol):
 
     def item(self, kind: type[Item], item_id: str) -> Item | None: ...
 
+    def compensables(self, instance_id: str) -> list[Compensable]:
+        """Every compensable record of the instance that is not compensated yet."""
+        ...
+
+    def last_compensable_seq(self, instance_id: str) -> int:
+        """The highest ``seq`` of the instance's compensable records (0: none)."""
+        ...
+
 
 @dataclass
 class Changes:
@@ -164,10 +183,16 @@ class InstanceWork(ScopeChanges):
     to_dispatch: list[str] = field(default_factory=list)
     # External-task topics that became fetchable: long pollers are woken after commit.
     notify: set[str] = field(default_factory=set)
+    # Signals thrown by signal throw events: broadcast after commit (bpm.engine.signals).
+    signals: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # Executing tokens whose claim this transaction recorded (see record_claim).
     _claims_recorded: set[str] = field(default_factory=set, repr=False)
     # (kind, token id) pairs whose records are all loaded already.
     _loaded_for: set[tuple[type, str]] = field(default_factory=set, repr=False)
+    # The instance's open compensable records are loaded (bpm.runtime.compensation).
+    compensables_loaded: bool = field(default=False, repr=False)
+    # The last completion order number given to a compensable record (None: not read yet).
+    compensable_seq: int | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.token_changes.records = self.tokens
@@ -441,6 +466,7 @@ class InstanceWork(ScopeChanges):
         if self.instance.state is state:
             return
         old = self.instance.state
+        check_transition(f"instance {self.instance.id}", old, state)
         ended = self.now if state in FINAL_INSTANCE_STATES else None
         self.instance = replace(self.instance, state=state, ended_at=ended)
         self.instance_dirty = True
@@ -491,6 +517,8 @@ class InstanceWork(ScopeChanges):
             new, dirty = changes.written()
             if kind is Timer:
                 new = [t for t in new if t.state is not TimerState.CANCELLED]
+            elif kind is Subscription:  # opened and closed in this transaction
+                new = [x for x in new if x.state is SubscriptionState.OPEN]
             elif kind is Scope:  # entered and left in this transaction: its events remain
                 new = [x for x in new if x.state is ScopeState.ACTIVE]
             if new or dirty:

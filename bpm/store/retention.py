@@ -14,7 +14,7 @@ _FINAL = [s.value for s in FINAL_INSTANCE_STATES]
 # Rows that belong to an instance, children first. The timer table has no index on
 # instance_id, so timers are found through their tokens (ix_timer_token) instead.
 _CHILDREN: tuple[Table, ...] = (
-    t.history, t.incident, t.user_task, t.external_task, t.scope,
+    t.history, t.incident, t.user_task, t.external_task, t.compensable, t.scope,
 )  # fmt: skip
 
 

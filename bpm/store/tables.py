@@ -169,6 +169,28 @@ scope = Table(
     Index("ix_scope_instance", "instance_id"),
 )
 
+# Completed activities with something to undo, in completion order per instance
+# (bpm.runtime.records.Compensable); written with the completion, read by compensation.
+compensable = Table(
+    "compensable",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id"), nullable=False),
+    Column("token_id", String(64), nullable=False),
+    Column("node_id", String(255), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("handler_node", String(255)),
+    Column("scope_id", String(64)),
+    Column("inner_scope_id", String(64)),
+    Column("run_id", String(64)),
+    Column("handler_token_id", String(64)),
+    Column("variables", JSONDoc, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("compensated_at", UTCDateTime),
+    UniqueConstraint("instance_id", "seq", name="uq_compensable_instance_seq"),
+)
+
 timer = Table(
     "timer",
     metadata,
@@ -336,6 +358,60 @@ incident = Table(
     Index("ix_incident_created", "created_at", "id"),
 )
 
+# A token's wait for a message or a signal (bpm.runtime.messages). Rows without an
+# instance are the message and signal start events of the latest version of a process
+# (written at deploy). An open wait is consumed at most once: under its instance's lock.
+event_subscription = Table(
+    "event_subscription",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("instance_id", String(64), ForeignKey("process_instance.id")),
+    Column("token_id", String(64)),
+    Column("node_id", String(255), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("correlation_key", String(1000)),
+    Column("definition_id", String(300)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("consumed_at", UTCDateTime),
+    Index(
+        "ix_event_subscription_open",
+        "kind",
+        "name",
+        "correlation_key",
+        postgresql_where=text("state = 'open'"),
+        sqlite_where=text("state = 'open'"),
+    ),
+    Index("ix_event_subscription_token", "token_id"),
+    Index("ix_event_subscription_instance", "instance_id"),
+)
+
+# A message published with a time to live that nothing waited for yet: the first
+# matching wait that opens before ``expires_at`` consumes it (a conditional UPDATE).
+message_buffer = Table(
+    "message_buffer",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("business_key", String(255)),
+    Column("correlation_key", String(1000)),
+    Column("instance_id", String(64)),
+    Column("match_variables", JSONDoc),
+    Column("variables", JSONDoc, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("consumed_at", UTCDateTime),
+    Column("consumed_by", String(64)),
+    Index(
+        "ix_message_buffer_live",
+        "name",
+        "expires_at",
+        postgresql_where=text("consumed_at IS NULL"),
+        sqlite_where=text("consumed_at IS NULL"),
+    ),
+)
+
 history = Table(  # one row per transaction and instance: its events, in order
     "history",
     metadata,
@@ -357,6 +433,7 @@ worker_binding = Table(  # which API key a worker id belongs to (docs/rest-api.m
 )
 
 TABLES_IN_DROP_ORDER = (
-    worker_binding, history, incident, user_task, external_task, timer, scope, token,
+    worker_binding, history, message_buffer, event_subscription, incident, user_task,
+    external_task, timer, compensable, scope, token,
     process_instance, schedule_fire, timer_schedule, process_definition, deployment,
 )  # fmt: skip

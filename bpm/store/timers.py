@@ -10,13 +10,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, union_all
+from sqlalchemy import Connection, literal, select, union_all
 
 from bpm.runtime.records import Timer
-from bpm.runtime.states import InstanceState, TimerState
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, TimerState
 from bpm.store import tables as t
 from bpm.store.rows import record_of
 
+# literals: the claim runs pipelined, where a list parameter cannot be expanded
+_RUNNING = [literal(s.value) for s in RUNNING_INSTANCE_STATES]
 PENDING = TimerState.PENDING.value
 
 
@@ -36,7 +38,7 @@ def _due(now: datetime) -> Any:
     return select(t.timer).where(
         t.timer.c.state == PENDING,
         t.timer.c.fire_at <= now,
-        instance_state == InstanceState.ACTIVE.value,
+        instance_state.in_(_RUNNING),
     )
 
 
@@ -93,7 +95,7 @@ def next_wakeup(conn: Connection) -> datetime | None:
         .join(t.process_instance, t.process_instance.c.id == t.timer.c.instance_id)
         .where(
             t.timer.c.state == PENDING,
-            t.process_instance.c.state == InstanceState.ACTIVE.value,
+            t.process_instance.c.state.in_(_RUNNING),
         )
         .order_by(t.timer.c.fire_at)
         .limit(1)

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, select, union_all, update
+from sqlalchemy import Connection, bindparam, exists, literal, select, union_all, update
 
 from bpm.runtime.records import Token
-from bpm.runtime.states import InstanceState, TokenState
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, TokenState
 from bpm.store import dialect
 from bpm.store import tables as t
 from bpm.store.rows import record_of
@@ -18,7 +18,9 @@ tk = t.token
 pi = t.process_instance
 _READY = TokenState.READY.value
 
-_ACTIVE = exists().where(pi.c.id == tk.c.instance_id, pi.c.state == InstanceState.ACTIVE.value)
+# literals: the claim runs pipelined, where a list parameter cannot be expanded
+_RUNNING = [literal(s.value) for s in RUNNING_INSTANCE_STATES]
+_ACTIVE = exists().where(pi.c.id == tk.c.instance_id, pi.c.state.in_(_RUNNING))
 _TAKE = {
     "state": TokenState.EXECUTING.value,
     "attempt": tk.c.attempt + 1,
@@ -148,7 +150,7 @@ def stale_ready(conn: Connection, older_than: datetime, limit: int) -> list[str]
         .where(
             tk.c.state == _READY,
             tk.c.updated_at < older_than,
-            pi.c.state == InstanceState.ACTIVE.value,
+            pi.c.state.in_(_RUNNING),
         )
         .order_by(tk.c.updated_at)
         .limit(limit)

@@ -19,7 +19,11 @@ from bpm.store import dialect
 from bpm.store import tables as t
 
 pi = t.process_instance
-RUNNING = (InstanceState.ACTIVE.value, InstanceState.SUSPENDED.value)
+RUNNING = (
+    InstanceState.ACTIVE.value,
+    InstanceState.SUSPENDED.value,
+    InstanceState.COMPENSATING.value,
+)
 #: Camunda sort keys of variable instances.
 VARIABLE_SORTS = ("variableName", "instanceId", "processInstanceId", "activityInstanceId")
 

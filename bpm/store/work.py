@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    func,
     insert,
     literal,
     or_,
@@ -28,8 +29,8 @@ from sqlalchemy import (
 )
 
 from bpm.runtime.external import NOTIFY_CHANNEL as EXTERNAL_TASK_CHANNEL
-from bpm.runtime.records import Instance, Scope, Timer, Token
-from bpm.runtime.states import LIVE_TOKEN_STATES, TimerState
+from bpm.runtime.records import Compensable, Instance, Scope, Timer, Token
+from bpm.runtime.states import LIVE_TOKEN_STATES, CompensableState, TimerState
 from bpm.runtime.work import InstanceWork, Item
 from bpm.store import dialect, history
 from bpm.store import tables as t
@@ -188,6 +189,20 @@ class StoreLoader:
         table = table_of(kind)
         r = self.conn.execute(select(table).where(table.c.id == item_id)).first()
         return record_of(kind, r._mapping) if r else None
+
+    def compensables(self, instance_id: str) -> list[Compensable]:
+        c = t.compensable
+        q = (
+            select(c)
+            .where(c.c.instance_id == instance_id, c.c.state != CompensableState.COMPENSATED)
+            .order_by(c.c.seq)
+        )
+        return [record_of(Compensable, r._mapping) for r in self.conn.execute(q)]
+
+    def last_compensable_seq(self, instance_id: str) -> int:
+        c = t.compensable
+        q = select(func.max(c.c.seq)).where(c.c.instance_id == instance_id)
+        return int(self.conn.execute(q).scalar() or 0)
 
 
 def load(

@@ -7,17 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bpm.errors import BpmnError  # one class for inline and external handlers
 
-class BpmnError(Exception):
-    """Raise in a handler to throw a BPMN error (caught by a matching error boundary)."""
-
-    def __init__(
-        self, code: str, message: str | None = None, variables: Mapping[str, Any] | None = None
-    ) -> None:
-        super().__init__(message or code)
-        self.code = code
-        self.message = message
-        self.variables = dict(variables or {})
+__all__ = ["BpmnError", "Task", "plain_value", "typed_variables"]
 
 
 def plain_value(entry: Any) -> Any:

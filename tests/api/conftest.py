@@ -71,7 +71,7 @@ class ApiServer:
             except httpx.HTTPError:
                 return False
 
-        eventually(up, timeout=20, what="the API server to answer")
+        eventually(up, timeout=60, what="the API server to answer")
         return self
 
     def kill(self, sig: int = signal.SIGKILL) -> None:

@@ -35,7 +35,7 @@ def _completed(api: Api, iid: str) -> bool:
 ERRORS = '<bpmn:error id="err_declined" errorCode="CARD_DECLINED"/>'
 DECLINED_PATH = """
     <bpmn:boundaryEvent id="declined" attachedToRef="work">
-      <bpmn:errorEventDefinition errorRef="err_declined"/>
+      <bpmn:errorEventDefinition errorRef="err_declined" camunda:errorMessageVariable="why"/>
     </bpmn:boundaryEvent>
     <bpmn:sequenceFlow id="f9" sourceRef="declined" targetRef="declinedEnd"/>
     <bpmn:endEvent id="declinedEnd"/>
@@ -82,6 +82,7 @@ def test_real_python_camunda_client_completes_tasks(api: Api, tmp_path: Path) ->
     trail = [(e.type, e.node_id) for e in api.engine.history(declined)]
     assert ("token_created", "declined") in trail
     assert api.engine.get_instance(declined).variables["declined"] is True
+    assert api.engine.get_instance(declined).variables["why"] == "too much"
 
 
 JS_CLIENT = """
@@ -374,7 +375,9 @@ def test_a_topic_limited_key_repeating_its_own_report_gets_204(
             r = worker.post(error, json={"workerId": "w", "errorCode": "E1"})
             assert r.status_code == 204, r.text
         assert engine.get_instance(done).state.value == "completed"
-        assert engine.get_instance(errored).state.value == "completed"
+        # nothing catches E1: an incident, not a completed instance (issue 11)
+        assert engine.get_instance(errored).state.value == "active"
+        assert [i.node_id for i in engine.incidents(errored)] == ["t"]
         # another worker id repeating it is still refused (404: the task is finished)
         assert worker.post(complete, json={"workerId": "w2"}).status_code == 404
     finally:

@@ -367,9 +367,12 @@ def test_lock_unlock_and_uncaught_bpmn_error(api: Api) -> None:
         {"workerId": "w2", "errorCode": "NOPE", "errorMessage": "no handler for this"},
     )
     assert r.status_code == 204
-    # no boundary catches it: the activity just ends, its outgoing flow is not taken
-    assert instance_state(api.engine, iid) == "completed"
+    # no boundary catches it: an incident (the default failure action), not a silent end
+    assert instance_state(api.engine, iid) == "active"
     assert "end" not in {e.node_id for e in api.engine.history(iid)}
+    [incident] = api.http.get("/incident", params={"processInstanceId": iid}).json()
+    assert incident["incidentType"] == "failedExternalTask"
+    assert incident["incidentMessage"] == "no handler for this"
     assert (
         api.post(task["id"], "bpmnError", {"workerId": "w2", "errorCode": "NOPE"}).status_code
         == 204

@@ -18,6 +18,7 @@ from bpm.contrib.django import get_engine
 from bpm.contrib.django.models import Incident, ProcessInstance
 from bpm.contrib.django.settings import read_settings
 from bpm.errors import BpmError, NotFound
+from bpm.runtime.states import InstanceState
 
 PAGE_SIZE = 100
 
@@ -72,7 +73,7 @@ class ProcessInstanceAdmin(_ReadOnlyAdmin):
                 "Process instances",
                 instances=rows,
                 state=state or "",
-                states=["active", "suspended", "completed", "terminated", "failed"],
+                states=[s.value for s in InstanceState],
                 error=error,
                 page_size=PAGE_SIZE,
             ),

@@ -5,7 +5,7 @@ import { get } from '../api.js';
 import { Diagram } from '../diagram.js';
 import { clear, h, section, table, time } from '../dom.js';
 
-const STATES = ['active', 'suspended', 'completed', 'terminated', 'failed'];
+const STATES = ['active', 'suspended', 'completed', 'terminated', 'failed', 'compensating', 'compensated'];
 
 function countCells(d) {
   return STATES.map((s) => h('td', { class: `num ${d.counts[s] ? `count-${s}` : 'muted'}` },

@@ -21,7 +21,7 @@ export async function instancesPage(params) {
   const field = (name, label, input) => h('label', {}, label, input);
   const form = h('form', { class: 'filters', 'data-testid': 'filters' },
     field('definition_key', 'process', h('select', { name: 'definition_key' }, h('option', { value: '' }, 'any'), keys.map((k) => h('option', { value: k, selected: k === filter.definition_key }, k)))),
-    field('state', 'state', h('select', { name: 'state' }, h('option', { value: '' }, 'any'), ['active', 'suspended', 'completed', 'terminated', 'failed'].map((s) => h('option', { value: s, selected: s === filter.state }, s)))),
+    field('state', 'state', h('select', { name: 'state' }, h('option', { value: '' }, 'any'), ['active', 'suspended', 'completed', 'terminated', 'failed', 'compensating', 'compensated'].map((s) => h('option', { value: s, selected: s === filter.state }, s)))),
     field('business_key', 'business key', h('input', { name: 'business_key', value: filter.business_key })),
     field('started_after', 'started after', h('input', { type: 'datetime-local', name: 'started_after' })),
     field('started_before', 'started before', h('input', { type: 'datetime-local', name: 'started_before' })),

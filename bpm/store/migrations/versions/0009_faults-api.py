@@ -1,7 +1,7 @@
 """worker bindings: a worker id belongs to the API key that first used it
 
-Revision ID: 0007_faults_api
-Revises: 0006
+Revision ID: 0009_faults_api
+Revises: 0008
 Create Date: 2026-11-30
 
 An external worker's ``workerId`` is bound to one API key, so that another key cannot
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_faults_api"
-down_revision = "0006"
+revision = "0009_faults_api"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,177 @@
+"""``POST /message`` and ``POST /signal``: Camunda 7's message correlation and signal
+broadcast (bodies and answers in Camunda's shape).
+
+Beyond Camunda: ``correlationKey`` (the value a wait's ``zeebe:subscription
+correlationKey`` had when it opened) and ``timeToLive`` (milliseconds, or an ISO 8601
+duration such as ``PT1M``): a message that nothing waits for is then kept until the first
+matching wait opens within that time, instead of answering 400.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from bpm.api.auth import Principal, principal
+from bpm.api.bodies import MAX_DURATION_MS, MAX_ID, Body, Variables
+from bpm.api.errors import ApiError, bad_request
+from bpm.api.openapi import errors
+from bpm.api.routes_process import instance_json
+from bpm.api.schemas import VariableValueDto
+from bpm.api.schemas_process import ProcessInstanceDto
+from bpm.api.variables import from_camunda, to_camunda
+from bpm.engine import Correlation, Engine
+from bpm.errors import MessageCorrelationError
+from bpm.timeexpr import TimerError, parse_duration
+
+router = APIRouter()
+Who = Annotated[Principal, Depends(principal)]
+
+
+class MessageBody(Body):
+    messageName: str = Field(min_length=1, max_length=MAX_ID)
+    businessKey: str | None = Field(None, max_length=MAX_ID)
+    processInstanceId: str | None = Field(None, max_length=64)
+    correlationKeys: Variables = None
+    localCorrelationKeys: Variables = None
+    processVariables: Variables = None
+    processVariablesLocal: Variables = None
+    all: bool | None = False
+    resultEnabled: bool | None = False
+    variablesInResultEnabled: bool | None = False
+    correlationKey: str | int | None = None
+    timeToLive: int | str | None = None
+
+
+class SignalBody(Body):
+    name: str = Field(min_length=1, max_length=MAX_ID)
+    variables: Variables = None
+    executionId: str | None = None
+
+
+class ExecutionDto(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    processInstanceId: str
+    ended: bool
+    tenantId: str | None
+
+
+class MessageCorrelationResultDto(BaseModel):
+    """Camunda's result (``Execution`` or ``ProcessDefinition``), or ``Buffered`` with the
+    ``messageId`` of a message kept for its time to live."""
+
+    model_config = ConfigDict(extra="forbid")
+    resultType: str
+    execution: ExecutionDto | None = None
+    processInstance: ProcessInstanceDto | None = None
+    variables: dict[str, VariableValueDto] | None = None
+    messageId: str | None = None
+
+
+def _engine(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def _ttl(value: int | str | None) -> timedelta | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        if not 0 < value <= MAX_DURATION_MS:
+            raise bad_request(f"timeToLive must be 1..{MAX_DURATION_MS} ms, got {value}")
+        return timedelta(milliseconds=value)
+    try:
+        delta = parse_duration(value)
+    except TimerError as exc:
+        raise bad_request(f"timeToLive: {exc}") from None
+    if delta <= timedelta(0):
+        raise bad_request(f"timeToLive must be positive, got {value}")
+    return delta
+
+
+@router.post(
+    "/message",
+    response_model=list[MessageCorrelationResultDto],
+    responses={204: {"description": "Correlated (resultEnabled is false)"}, **errors(400)},
+)
+async def correlate(body: MessageBody, request: Request, who: Who) -> Response:
+    """Correlate a message: 204, or 200 with the results when ``resultEnabled``."""
+    who.check_unrestricted("correlate messages")
+    if body.localCorrelationKeys:
+        raise bad_request(
+            "localCorrelationKeys are not supported: use correlationKeys (process variables)"
+        )
+    variables = {
+        **(from_camunda(body.processVariables, "processVariables") or {}),
+        **(from_camunda(body.processVariablesLocal, "processVariablesLocal") or {}),
+    }
+    keys = from_camunda(body.correlationKeys, "correlationKeys")
+    ttl = _ttl(body.timeToLive)
+    engine = _engine(request)
+    try:
+        done = await run_in_threadpool(
+            lambda: engine.correlate(
+                body.messageName,
+                variables,
+                business_key=body.businessKey,
+                correlation_key=body.correlationKey,
+                correlation_keys=keys,
+                instance_id=body.processInstanceId,
+                all=bool(body.all),
+                ttl=ttl,
+            )
+        )
+    except MessageCorrelationError as exc:
+        raise ApiError(
+            400,
+            "RestException",
+            f"org.camunda.bpm.engine.MismatchingMessageCorrelationException: Cannot correlate "
+            f"message '{body.messageName}': {exc}",
+        ) from None
+    if not body.resultEnabled:
+        return Response(status_code=204)
+    out = [
+        await run_in_threadpool(_result, request, engine, c, bool(body.variablesInResultEnabled))
+        for c in done
+    ]
+    return JSONResponse(out)
+
+
+def _result(
+    request: Request, engine: Engine, c: Correlation, with_variables: bool
+) -> dict[str, Any]:
+    if c.kind == "buffered":
+        return {"resultType": "Buffered", "messageId": c.message_id}
+    inst = engine.get_instance(c.instance_id or "")
+    out: dict[str, Any] = {"resultType": "Execution", "execution": None, "processInstance": None}
+    if c.kind == "start":
+        out["resultType"] = "ProcessDefinition"
+        out["processInstance"] = instance_json(request, inst)
+    else:
+        out["execution"] = {
+            "id": inst.id,
+            "processInstanceId": inst.id,
+            "ended": inst.ended,
+            "tenantId": None,
+        }
+    if with_variables:
+        out["variables"] = to_camunda(inst.variables, types=inst.variable_types)
+    return out
+
+
+@router.post("/signal", status_code=204, responses=errors(400))
+async def signal(body: SignalBody, request: Request, who: Who) -> Response:
+    """Broadcast a signal: 204 (no receiver is not an error)."""
+    who.check_unrestricted("throw signals")
+    if body.executionId is not None:
+        raise bad_request("executionId is not supported: a signal goes to every receiver")
+    variables = from_camunda(body.variables) or {}
+    engine = _engine(request)
+    await run_in_threadpool(lambda: engine.signal(body.name, variables))
+    return Response(status_code=204)

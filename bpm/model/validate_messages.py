@@ -1,0 +1,68 @@
+"""Deploy checks of message and signal events and of event-based gateways."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bpm.errors import ExpressionError, Problem
+from bpm.expressions import compile_expression
+from bpm.model import nodes as n
+from bpm.model.process import ProcessModel
+
+# What may follow an event-based gateway: the events it races.
+_RACERS = (n.CatchEvent, n.ReceiveTask, n.TimerCatchEvent)
+
+
+def _at(node: n.Node, message: str) -> Problem:
+    return Problem(message, node.id, node.line)
+
+
+def check_messages(model: ProcessModel) -> Iterator[Problem]:
+    """Names present, correlation keys that compile, gateways followed by events only."""
+    for node in model.nodes.values():
+        ref = getattr(node, "event", None)
+        if isinstance(ref, n.EventRef):
+            if not ref.name.strip():
+                yield _at(
+                    node,
+                    f"{ref.kind.value} event '{node.id}' has no {ref.kind.value} name: "
+                    f'reference a <bpmn:{ref.kind.value} name="..."> with a name',
+                )
+            if ref.correlation_key is not None:
+                try:
+                    compile_expression(ref.correlation_key)
+                except ExpressionError as exc:
+                    yield _at(node, f"correlation key of '{node.id}': {exc}")
+        if isinstance(node, n.SignalThrow) and not node.signal.strip():
+            yield _at(node, f"signal throw event '{node.id}' has no signal name")
+        if isinstance(node, n.EventBasedGateway):
+            yield from _gateway(model, node)
+
+
+def _gateway(model: ProcessModel, node: n.EventBasedGateway) -> Iterator[Problem]:
+    outgoing = model.outgoing.get(node.id, ())
+    if len(outgoing) < 2:
+        yield _at(
+            node,
+            f"event-based gateway '{node.id}' needs at least two outgoing flows, each to a "
+            "message, signal or timer catch event or a receive task",
+        )
+    for flow in outgoing:
+        target = model.nodes.get(flow.target)
+        if target is None:
+            continue  # reported with the flow
+        if not isinstance(target, _RACERS) or (
+            isinstance(target, n.ReceiveTask) and bool(model.boundaries.get(target.id))
+        ):
+            yield _at(
+                node,
+                f"event-based gateway '{node.id}' leads to '{target.id}', which is not a "
+                "message, signal or timer catch event or a receive task: put one of those "
+                "right after the gateway",
+            )
+        elif len(model.incoming.get(target.id, ())) > 1:
+            yield _at(
+                target,
+                f"'{target.id}' follows event-based gateway '{node.id}' and has other "
+                "incoming flows: give it only the flow from the gateway",
+            )

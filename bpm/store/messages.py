@@ -1,0 +1,194 @@
+"""Every query of messages and signals: open waits found by name and key, the start
+events of the latest versions, and the buffer of messages published with a time to live.
+
+Waits are found without locks (set-based, one statement); the engine then locks their
+instances and re-checks each wait under the lock (:mod:`bpm.engine.messages`). A buffered
+message is consumed by one conditional UPDATE (``WHERE consumed_at IS NULL``), which
+PostgreSQL re-checks after a concurrent consumer commits: at most once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+
+from bpm.runtime.states import InstanceState, SubscriptionState
+from bpm.store import tables as t
+
+es = t.event_subscription
+pi = t.process_instance
+mb = t.message_buffer
+OPEN = SubscriptionState.OPEN.value
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An open wait of an active instance, and that instance's variables."""
+
+    subscription_id: str
+    instance_id: str
+    node_id: str
+    variables: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class StartEvent:
+    """A message or signal start event of the latest version of a process."""
+
+    definition_id: str
+    node_id: str
+
+
+@dataclass(frozen=True)
+class Buffered:
+    """A message published with a time to live, not consumed yet."""
+
+    id: str
+    name: str
+    business_key: str | None
+    correlation_key: str | None
+    instance_id: str | None
+    match_variables: Mapping[str, Any] | None
+    variables: dict[str, Any]
+
+
+def waiting(
+    conn: Connection,
+    kind: str,
+    name: str,
+    *,
+    business_key: str | None = None,
+    instance_id: str | None = None,
+    correlation_key: str | None = None,
+    limit: int | None = None,
+) -> list[Waiting]:
+    """Open waits for ``name`` of active instances, oldest first. A wait with a
+    correlation key matches only that key; without one, any (or no) key."""
+    q = (
+        select(es.c.id, es.c.instance_id, es.c.node_id, pi.c.variables)
+        .join(pi, pi.c.id == es.c.instance_id)
+        .where(
+            es.c.kind == kind,
+            es.c.name == name,
+            es.c.state == OPEN,
+            pi.c.state == InstanceState.ACTIVE.value,
+        )
+        .order_by(es.c.created_at, es.c.id)
+    )
+    if business_key is not None:
+        q = q.where(pi.c.business_key == business_key)
+    if instance_id is not None:
+        q = q.where(es.c.instance_id == instance_id)
+    if correlation_key is not None:
+        q = q.where(or_(es.c.correlation_key == correlation_key, es.c.correlation_key.is_(None)))
+    else:
+        q = q.where(es.c.correlation_key.is_(None))
+    if limit is not None:
+        q = q.limit(limit)
+    return [Waiting(r.id, r.instance_id, r.node_id, r.variables or {}) for r in conn.execute(q)]
+
+
+def start_events(conn: Connection, kind: str, name: str) -> list[StartEvent]:
+    """The message (or signal) start events called ``name`` of the latest versions."""
+    q = (
+        select(es.c.definition_id, es.c.node_id)
+        .where(es.c.instance_id.is_(None), es.c.kind == kind, es.c.name == name)
+        .where(es.c.state == OPEN)
+        .order_by(es.c.definition_id, es.c.node_id)
+    )
+    return [StartEvent(r.definition_id, r.node_id) for r in conn.execute(q)]
+
+
+def replace_starts(
+    conn: Connection,
+    key: str,
+    definition_id: str,
+    events: Iterable[tuple[str, str, str]],
+    now: datetime,
+) -> None:
+    """A new version of ``key`` takes over its message and signal start events
+    (``events``: (node id, kind, name))."""
+    older = select(t.process_definition.c.id).where(t.process_definition.c.key == key)
+    conn.execute(delete(es).where(es.c.instance_id.is_(None), es.c.definition_id.in_(older)))
+    rows = [
+        {
+            "id": f"{definition_id}#{node_id}",
+            "instance_id": None,
+            "token_id": None,
+            "node_id": node_id,
+            "kind": kind,
+            "name": name,
+            "state": OPEN,
+            "correlation_key": None,
+            "definition_id": definition_id,
+            "created_at": now,
+            "consumed_at": None,
+        }
+        for node_id, kind, name in events
+    ]
+    if rows:
+        conn.execute(insert(es), rows)
+
+
+def buffer(conn: Connection, message: Buffered, now: datetime, expires_at: datetime) -> None:
+    conn.execute(
+        insert(mb).values(
+            id=message.id,
+            name=message.name,
+            business_key=message.business_key,
+            correlation_key=message.correlation_key,
+            instance_id=message.instance_id,
+            match_variables=dict(message.match_variables) if message.match_variables else None,
+            variables=message.variables,
+            created_at=now,
+            expires_at=expires_at,
+        )
+    )
+
+
+def live_buffered(conn: Connection, names: Iterable[str], now: datetime) -> list[Buffered]:
+    """Messages called one of ``names`` that are not consumed and not expired, oldest
+    first (not locked: :func:`consume` decides)."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return []
+    q = (
+        select(mb)
+        .where(mb.c.name.in_(wanted), mb.c.consumed_at.is_(None), mb.c.expires_at > now)
+        .order_by(mb.c.created_at, mb.c.id)
+    )
+    return [
+        Buffered(
+            r.id,
+            r.name,
+            r.business_key,
+            r.correlation_key,
+            r.instance_id,
+            r.match_variables,
+            r.variables or {},
+        )
+        for r in conn.execute(q)
+    ]
+
+
+def consume(conn: Connection, message_id: str, instance_id: str, now: datetime) -> bool:
+    """Take a buffered message for ``instance_id``; False when someone else took it (or
+    it expired) first."""
+    done = conn.execute(
+        update(mb)
+        .where(and_(mb.c.id == message_id, mb.c.consumed_at.is_(None), mb.c.expires_at > now))
+        .values(consumed_at=now, consumed_by=instance_id)
+    )
+    return bool(done.rowcount)
+
+
+def buffered(conn: Connection, *, name: str | None = None) -> list[dict[str, Any]]:
+    """Every buffered message (for tests and operators), oldest first."""
+    q = select(mb).order_by(mb.c.created_at, mb.c.id)
+    if name is not None:
+        q = q.where(mb.c.name == name)
+    return [dict(r._mapping) for r in conn.execute(q)]
