@@ -5,8 +5,10 @@
 
 Configuration comes from arguments or the environment: ``BPM_DATABASE_URL``,
 ``BPM_API_KEYS`` (see :mod:`bpm.api.auth`), ``BPM_API_INSECURE_NO_AUTH=1`` to serve without
-keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000) and ``BPM_API_MAX_BODY_BYTES``
-(default 16 MiB).
+keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000), ``BPM_API_MAX_POLLS_PER_KEY`` (default:
+an equal share of those per key that may poll), ``BPM_API_MAX_BODY_BYTES`` (default 16 MiB)
+and ``BPM_API_MAX_FETCH_BYTES`` (default 8 MiB: a fetch-and-lock answer stops before the task
+that would go over it, and gives that task and the rest back).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bpm import structured_logs
 from bpm.api import errors, openapi
 from bpm.api import metrics as api_metrics
-from bpm.api.auth import ApiKey, Authenticator, keys_from_env
+from bpm.api.auth import VIEWER, ApiKey, Authenticator, keys_from_env
+from bpm.api.auth_gate import AuthGate
 from bpm.api.batching import CompletionBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
@@ -43,6 +46,7 @@ from bpm.api.routes_process import router as process_router
 from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.api.routes_variables import router as variables_router
+from bpm.api.worker_ids import WorkerIds
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
 from bpm.runtime.external import NOTIFY_CHANNEL
@@ -50,6 +54,7 @@ from bpm.store.db import libpq_dsn
 
 PREFIX = "/engine-rest"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+DEFAULT_MAX_FETCH_BYTES = 8 * 1024 * 1024
 
 
 def _env_int(name: str, default: int) -> int:
@@ -63,7 +68,12 @@ def _env_int(name: str, default: int) -> int:
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes with 413 before the app reads them."""
+    """Refuse request bodies over ``limit`` bytes with 413, reading no more than that.
+
+    A body announced with ``Content-Length`` is judged by it (the server never hands over
+    more). A body without one (chunked) is read here, chunk by chunk, up to the limit: at
+    one byte more the answer is 413 and the rest is never read; under it the app gets the
+    body as one message (it would have read it all anyway)."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -82,31 +92,48 @@ class BodyLimit:
                 if size > self.limit:
                     await self._too_large(scope, receive, send)
                     return
+                await self.app(scope, receive, send)
+                return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return msg
+            if msg["type"] != "http.request":  # the client went away
+                return
+            chunk = msg.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not msg.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._too_large(scope, receive, send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()  # then only http.disconnect (long polls wait for it)
+
+        await self.app(scope, replay, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         resp = error_response(
-            413, "InvalidRequestException", f"request body over the limit of {self.limit} bytes"
+            413,
+            "InvalidRequestException",
+            f"request body over the limit of {self.limit} bytes",
+            headers={"Connection": "close"},  # the rest of the body is never read
         )
         await resp(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+def fair_share(max_pending: int, keys: list[ApiKey]) -> int:
+    """Each key that may poll (not read-only) gets an equal share of the poll slots, so
+    no key can take them all and leave the others with 429."""
+    pollers = sum(1 for k in keys if k.role != VIEWER)
+    return max(1, max_pending // max(1, pollers))
 
 
 class CockpitStatic(StaticFiles):
@@ -126,7 +153,9 @@ def create_app(
     api_keys: list[ApiKey] | None = None,
     open_access: bool | None = None,
     max_pending_polls: int | None = None,
+    max_polls_per_key: int | None = None,
     max_body_bytes: int | None = None,
+    max_fetch_bytes: int | None = None,
     cockpit_open_actions: bool = False,
 ) -> FastAPI:
     """Build the app. Without arguments everything comes from the environment.
@@ -143,10 +172,14 @@ def create_app(
             raise ConfigurationError("no database: set BPM_DATABASE_URL or pass database_url")
         engine = Engine(url)
     eng = engine
+    max_pending = max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000)
     hub = LongPollHub(
         libpq_dsn(eng.db),
         channel=NOTIFY_CHANNEL,
-        max_pending=max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000),
+        max_pending=max_pending,
+        max_per_owner=max_polls_per_key
+        or _env_int("BPM_API_MAX_POLLS_PER_KEY", 0)
+        or fair_share(max_pending, keys),
     )
 
     @asynccontextmanager
@@ -168,6 +201,10 @@ def create_app(
     app.state.auth = auth
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
+    app.state.worker_ids = WorkerIds(eng, keys)
+    app.state.max_fetch_bytes = max_fetch_bytes or _env_int(
+        "BPM_API_MAX_FETCH_BYTES", DEFAULT_MAX_FETCH_BYTES
+    )
     app.state.sessions = Sessions()
     broker = os.environ.get("BPM_BROKER_URL")
     app.state.celery_workers = CeleryWorkers(broker) if broker else None
@@ -199,6 +236,8 @@ def create_app(
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
     app.add_middleware(BodyLimit, limit=limit)
+    # outside BodyLimit: 401 first
+    app.add_middleware(AuthGate, auth=auth, prefix=PREFIX, templates=lambda: app.openapi()["paths"])
     api_metrics.install(app)  # /metrics, and the outermost layer: times every answer
     return app
 

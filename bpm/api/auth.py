@@ -1,4 +1,4 @@
-"""API keys: ``BPM_API_KEYS="id:secret[:topicA|topicB|role=viewer],..."``.
+"""API keys: ``BPM_API_KEYS="id:secret[:topicA|topicB][:role=viewer][:workers=w1|w2],..."``.
 
 A request authenticates with HTTP Basic (``id`` / ``secret``) or ``Authorization: Bearer
 secret``. Missing or wrong credentials answer 401 (``WWW-Authenticate: Basic``); a key limited
@@ -8,6 +8,10 @@ which only unrestricted keys may use.
 Roles: a key without topics is an ``operator`` (it may read and act: deploy, start,
 terminate, retry...). ``id:secret:role=viewer`` is a read-only key: it may only read
 (GET), everything else answers 403. A key with topics is a worker key.
+
+Worker ids: ``workers=w1|w2`` binds those worker ids to the key (it may use no other);
+without it, a worker id belongs to the first key that fetches, locks or reports under it.
+Another key acting under an owned worker id gets 403 (:mod:`bpm.api.worker_ids`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import binascii
 import hmac
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastapi import Request
 
@@ -43,6 +47,9 @@ class ApiKey:
     secret: str
     topics: frozenset[str] | None = None
     role: str = OPERATOR
+    workers: frozenset[str] | None = None
+    """The worker ids this key owns (``workers=a|b``) and the only ones it may use; None:
+    a worker id belongs to the first key that uses it (:mod:`bpm.api.worker_ids`)."""
 
 
 @dataclass(frozen=True)
@@ -89,35 +96,63 @@ def forbidden(message: str) -> ApiError:
 
 
 def parse_api_keys(text: str | None) -> list[ApiKey]:
-    """Parse ``id:secret[:topicA|topicB],...``; raises ConfigurationError saying what is wrong."""
+    """Parse ``id:secret[:option...],...``; raises ConfigurationError saying what is wrong.
+
+    An option is ``role=viewer`` / ``role=operator``, ``workers=w1|w2`` (the worker ids
+    this key owns, and the only ones it may use) or a topic list ``topicA|topicB``."""
     keys: list[ApiKey] = []
     for raw in (text or "").split(","):
         item = raw.strip()
         if not item:
             continue
         parts = item.split(":")
-        if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
+        if len(parts) < 2 or not parts[0] or not parts[1]:
             raise ConfigurationError(
-                f"{ENV_VAR}: entry {parts[0]!r}... is not id:secret, id:secret:topicA|topicB "
-                "or id:secret:role=viewer"
+                f"{ENV_VAR}: entry {parts[0]!r}... is not id:secret, id:secret:topicA|topicB, "
+                "id:secret:role=viewer or id:secret:workers=w1|w2"
             )
-        topics = None
-        role = OPERATOR
-        if len(parts) == 3 and parts[2].strip().startswith("role="):
-            role = parts[2].strip()[len("role=") :]
-            if role not in ROLES:
+        key = ApiKey(parts[0], parts[1])
+        for option in (p.strip() for p in parts[2:]):
+            key = _with_option(key, option)
+        if any(k.id == key.id for k in keys):
+            raise ConfigurationError(f"{ENV_VAR}: key id {key.id!r} appears twice")
+        for other in keys:
+            shared = (other.workers or frozenset()) & (key.workers or frozenset())
+            if shared:
                 raise ConfigurationError(
-                    f"{ENV_VAR}: key {parts[0]!r} has role {role!r}; use role=viewer or "
-                    "role=operator"
+                    f"{ENV_VAR}: worker id {sorted(shared)[0]!r} is bound to both "
+                    f"{other.id!r} and {key.id!r}; a worker id belongs to one key"
                 )
-        elif len(parts) == 3:
-            topics = frozenset(x.strip() for x in parts[2].split("|") if x.strip())
-            if not topics:
-                raise ConfigurationError(f"{ENV_VAR}: key {parts[0]!r} lists no topics")
-        if any(k.id == parts[0] for k in keys):
-            raise ConfigurationError(f"{ENV_VAR}: key id {parts[0]!r} appears twice")
-        keys.append(ApiKey(parts[0], parts[1], topics, role))
+        keys.append(key)
     return keys
+
+
+def _with_option(key: ApiKey, option: str) -> ApiKey:
+    name, eq, value = option.partition("=")
+    if eq and name == "role":
+        if value not in ROLES:
+            raise ConfigurationError(
+                f"{ENV_VAR}: key {key.id!r} has role {value!r}; use role=viewer or role=operator"
+            )
+        return replace(key, role=value)
+    if eq and name == "workers":
+        workers = frozenset(x.strip() for x in value.split("|") if x.strip())
+        if not workers or key.workers is not None:
+            raise ConfigurationError(
+                f"{ENV_VAR}: key {key.id!r} needs one workers=w1|w2 option listing worker ids"
+            )
+        return replace(key, workers=workers)
+    if eq:
+        raise ConfigurationError(
+            f"{ENV_VAR}: key {key.id!r} has an unknown option {name!r}; use role=, workers= "
+            "or a topic list topicA|topicB"
+        )
+    topics = frozenset(x.strip() for x in option.split("|") if x.strip())
+    if not topics:
+        raise ConfigurationError(f"{ENV_VAR}: key {key.id!r} lists no topics")
+    if key.topics is not None:
+        raise ConfigurationError(f"{ENV_VAR}: key {key.id!r} has two topic lists; join them")
+    return replace(key, topics=topics)
 
 
 def keys_from_env() -> list[ApiKey]:
@@ -184,9 +219,13 @@ def _unauthorized(message: str, *, challenge: bool = True) -> ApiError:
 
 
 async def principal(request: Request) -> Principal:
-    """FastAPI dependency: the authenticated caller of this request.
+    """FastAPI dependency: the authenticated caller of this request (decided by
+    :class:`bpm.api.auth_gate.AuthGate` before the body was read, when it guards the path).
 
     A read-only (viewer) key may only read: any other method answers 403."""
+    who = getattr(request.state, "principal", None)
+    if isinstance(who, Principal):
+        return who
     auth: Authenticator = request.app.state.auth
     who = auth.authenticate(request.headers.get("authorization"))
     if who.read_only and request.method not in SAFE_METHODS:

@@ -13,6 +13,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 MAX_ID = 255
 MAX_DURATION_MS = 365 * 24 * 3600 * 1000
 MAX_POLL_MS = 1_800_000
+# tasks one fetch-and-lock may lock (its answer is also bounded in bytes)
+MAX_TASKS = 1000
 
 
 def _worker_id(value: Any) -> Any:
@@ -53,7 +55,7 @@ class TopicBody(Body):
 
 class FetchBody(Body):
     workerId: WorkerId
-    maxTasks: int = Field(1, ge=0, le=10_000)
+    maxTasks: int = Field(1, ge=0, le=MAX_TASKS)
     usePriority: bool | None = False
     asyncResponseTimeout: int | None = Field(None, ge=0, le=MAX_POLL_MS)
     topics: list[TopicBody] | None = None

@@ -16,21 +16,32 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 
+from bpm.api.camunda_params import MAX_RESULTS
 from bpm.api.schemas import ErrorDto
 
-PAGING = (("firstResult", "integer"), ("maxResults", "integer"))
-SORTING = (("sortBy", "string"), ("sortOrder", "string"))
+PAGING = (("firstResult", "offset"), ("maxResults", "limit"))
+SORTING = (("sortBy", "string"), ("sortOrder", "order"))
+#: Text without NUL characters (PostgreSQL text cannot hold them: 400).
+NO_NUL = "^[^\\x00]*$"
 
 
 def query(*groups: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """``openapi_extra`` declaring query parameters ``(name, type)``: ``string``,
-    ``integer``, ``boolean``, ``date`` (a Camunda date string) or ``list`` (comma-separated)."""
+    ``integer``, ``boolean``, ``date`` (a Camunda date string), ``list`` (comma-separated),
+    ``offset`` / ``limit`` (paging: what :func:`bpm.api.camunda_params.page` accepts) or
+    ``order`` (asc / desc)."""
     params = []
     for group in groups:
         for name, kind in group:
-            schema: dict[str, Any] = {"type": "string"}
+            schema: dict[str, Any] = {"type": "string", "pattern": NO_NUL}
             if kind in ("integer", "boolean"):
                 schema = {"type": kind}
+            elif kind == "offset":
+                schema = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
+            elif kind == "limit":
+                schema = {"type": "integer", "minimum": 0, "maximum": MAX_RESULTS}
+            elif kind == "order":
+                schema = {"type": "string", "enum": ["asc", "desc"]}
             elif kind == "date":
                 schema = {"type": "string", "format": "date-time"}
             params.append({"name": name, "in": "query", "required": False, "schema": schema})
@@ -42,8 +53,9 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorDto, "description": "Camunda error"} for status in statuses}
 
 
-#: The /engine-rest routes that answer without a key; every other one authenticates.
-OPEN_PATHS = frozenset({"/engine-rest/version", "/engine-rest/engine"})
+#: The /engine-rest routes that answer without a key: none (``/version`` and ``/engine``
+#: authenticate too, as in Camunda with authentication on).
+OPEN_PATHS: frozenset[str] = frozenset()
 
 
 def _authenticated(path: str) -> bool:

@@ -4,6 +4,7 @@ locks, retries and queries, as served by Camunda 7."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -13,9 +14,11 @@ from starlette.concurrency import run_in_threadpool
 from bpm.api import bodies as b
 from bpm.api.auth import Principal, principal
 from bpm.api.batching import CompletionBatcher
+from bpm.api.camunda_params import MAX_RESULTS
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.longpoll import LongPollHub, TooManyPolls
 from bpm.api.variables import format_date, from_camunda, to_camunda
+from bpm.api.worker_ids import WorkerIds
 from bpm.engine import Completion, Engine
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.records import ExternalTask
@@ -28,6 +31,12 @@ NO_CONTENT = 204
 def _engine(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine
+
+
+async def act_as(request: Request, who: Principal, worker_id: str) -> None:
+    """403 unless the caller's key owns ``worker_id`` (see :mod:`bpm.api.worker_ids`)."""
+    ids: WorkerIds = request.app.state.worker_ids
+    await ids.check(who, worker_id)
 
 
 def task_json(task: ExternalTask) -> dict[str, Any]:
@@ -62,6 +71,27 @@ def locked_task_json(task: ExternalTask, topic: b.TopicBody | None) -> dict[str,
     include = bool(topic and topic.includeExtensionProperties)
     out["extensionProperties"] = dict(task.properties) if include else {}
     return out
+
+
+def bounded_json(
+    tasks: list[ExternalTask], by_topic: dict[str, b.TopicBody], limit: int
+) -> tuple[bytes, int]:
+    """The JSON array of locked tasks, cut before the one that would take it over ``limit``
+    bytes (the first task always goes); returns the body and how many tasks it holds."""
+    parts: list[bytes] = []
+    size = 2
+    for task in tasks:
+        item = json.dumps(
+            locked_task_json(task, by_topic.get(task.topic)),
+            ensure_ascii=False,
+            allow_nan=False,
+            separators=(",", ":"),
+        ).encode()
+        if parts and size + len(item) + 1 > limit:
+            break
+        parts.append(item)
+        size += len(item) + 1
+    return b"[" + b",".join(parts) + b"]", len(parts)
 
 
 def _fetch_request(body: b.FetchBody) -> FetchRequest:
@@ -99,22 +129,28 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     """Lock free tasks; with ``asyncResponseTimeout`` hold the request until some are free."""
     req = _fetch_request(body)
     who.check_topics(tp.topic for tp in req.topics)
+    await act_as(request, who, req.worker_id)
     engine = _engine(request)
     by_topic = {tp.topicName: tp for tp in reversed(body.topics or [])}
 
-    def render(tasks: list[ExternalTask]) -> Response:
-        return JSONResponse([locked_task_json(t, by_topic.get(t.topic)) for t in tasks])
+    limit: int = request.app.state.max_fetch_bytes
+
+    async def render(tasks: list[ExternalTask]) -> Response:
+        body, kept = bounded_json(tasks, by_topic, limit)
+        for extra in tasks[kept:]:  # over the byte budget: give them back at once
+            await run_in_threadpool(engine.unlock_external_task, extra.id)
+        return Response(body, media_type="application/json")
 
     timeout_ms = body.asyncResponseTimeout or 0
     if timeout_ms <= 0 or not req.topics or req.max_tasks == 0:
-        return render(await run_in_threadpool(engine.fetch_and_lock, req))
+        return await render(await run_in_threadpool(engine.fetch_and_lock, req))
     hub: LongPollHub = request.app.state.longpoll
     loop = asyncio.get_running_loop()
     timeout = timeout_ms / 1000
     # answer [] before the timeout (a client gives up soon after it): at least 100 ms early
     deadline = loop.time() + timeout - min(1.0, max(0.1, timeout * 0.05))
     try:
-        waiter = hub.register(frozenset(tp.topic for tp in req.topics))
+        waiter = hub.register(frozenset(tp.topic for tp in req.topics), who.name)
     except TooManyPolls as exc:
         raise ApiError(
             429, "RestException", f"{exc}; poll again later", headers={"Retry-After": "1"}
@@ -122,31 +158,41 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
     # the client going away ends the poll at once (the body is read: receive() now only
     # returns when the connection closes)
     gone = asyncio.ensure_future(request.receive())
+    waited = False
     try:
         while True:
             waiter.event.clear()  # a NOTIFY during the fetch makes the next wait return
             tasks = await run_in_threadpool(engine.fetch_and_lock, req)
             if tasks:
+                if waited and len(tasks) >= req.max_tasks:
+                    hub.pass_on(waiter.topics)  # a full batch: more may be free
                 if gone.done():  # nobody to hand them to: give them back
                     for t in tasks:
                         await run_in_threadpool(engine.unlock_external_task, t.id)
                     return Response(status_code=NO_CONTENT)
-                return render(tasks)
+                return await render(tasks)
             remaining = deadline - loop.time()
             if remaining <= 0 or gone.done():
-                return render([])
+                return await render([])
             wait = min(remaining, hub.max_wait())
             nxt = await run_in_threadpool(
                 engine.next_external_task_free_at, [tp.topic for tp in req.topics]
             )
-            if nxt is not None:
+            if nxt is not None:  # a task comes free by time: the hub wakes one poll then
                 # the database's clock decided when it is free: ask the same clock
-                due = (nxt - engine.core.now()).total_seconds() + 0.002
-                wait = max(0.0, min(wait, due))
+                due = max(0.005, (nxt - engine.core.now()).total_seconds() + 0.002)
+                hub.wake_at(waiter.topics, loop.time() + due)
             if wait > 0:
                 woken = asyncio.ensure_future(waiter.event.wait())
-                await asyncio.wait({woken, gone}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                woken.cancel()
+                waiter.idle = True
+                try:
+                    await asyncio.wait(
+                        {woken, gone}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    waiter.idle = False
+                    woken.cancel()
+                waited = True
     finally:
         hub.unregister(waiter)
         gone.cancel()
@@ -154,6 +200,7 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
 
 @router.post("/external-task/{task_id}/complete", status_code=NO_CONTENT)
 async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     variables = from_camunda(body.variables)
     local = from_camunda(body.localVariables, "localVariables")
     batcher: CompletionBatcher = request.app.state.completions
@@ -163,6 +210,8 @@ async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Wh
 
 @router.post("/external-task/{task_id}/failure", status_code=NO_CONTENT)
 async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
+
     def call() -> None:
         _engine(request).fail_external_task(
             task_id,
@@ -180,6 +229,7 @@ async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who)
 
 @router.post("/external-task/{task_id}/bpmnError", status_code=NO_CONTENT)
 async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     variables = from_camunda(body.variables)
     await run_in_threadpool(
         lambda: _engine(request).external_task_bpmn_error(
@@ -196,6 +246,7 @@ async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who:
 
 @router.post("/external-task/{task_id}/extendLock", status_code=NO_CONTENT)
 async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     await run_in_threadpool(
         lambda: _engine(request).extend_external_task_lock(
             task_id, body.workerId, body.newDuration, topics=who.topics
@@ -206,6 +257,7 @@ async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, wh
 
 @router.post("/external-task/{task_id}/lock", status_code=NO_CONTENT)
 async def lock(task_id: str, body: b.LockBody, request: Request, who: Who) -> Response:
+    await act_as(request, who, body.workerId)
     await run_in_threadpool(
         lambda: _engine(request).lock_external_task(
             task_id, body.workerId, body.lockDuration, topics=who.topics
@@ -270,9 +322,10 @@ async def list_tasks(
     withRetriesLeft: bool | None = None,
     noRetriesLeft: bool | None = None,
     firstResult: Annotated[int, Query(ge=0, le=2**31)] = 0,
-    maxResults: Annotated[int | None, Query(ge=0, le=2**31)] = None,
+    maxResults: Annotated[int | None, Query(ge=0, le=MAX_RESULTS)] = None,
 ) -> Response:
-    """Open external tasks (ready, locked, or out of retries)."""
+    """Open external tasks (ready, locked, or out of retries); at most ``MAX_RESULTS`` a
+    page (also without ``maxResults``: page with ``firstResult``)."""
     f = _filters(
         who,
         topicName,
@@ -284,7 +337,9 @@ async def list_tasks(
         noRetriesLeft,
     )
     tasks = await run_in_threadpool(
-        lambda: _engine(request).external_tasks(**f, offset=firstResult, limit=maxResults)
+        lambda: _engine(request).external_tasks(
+            **f, offset=firstResult, limit=MAX_RESULTS if maxResults is None else maxResults
+        )
     )
     return JSONResponse([task_json(t) for t in tasks])
 

@@ -24,6 +24,7 @@ from bpm.engine import signals as _signals
 from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
 from bpm.engine import user_tasks as _user_tasks
+from bpm.engine import worker_bindings as _bindings
 from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
@@ -629,6 +630,10 @@ class Engine:
             locked=locked,
             retries_left=retries_left,
         )
+
+    def bind_worker(self, worker_id: str, key_id: str, *, now: datetime | None = None) -> str:
+        """Bind a worker id to an API key unless another key owns it; returns the owner."""
+        return _bindings.bind_worker(self.core, worker_id, key_id, now=now)
 
     def next_external_task_free_at(self, topics: list[str]) -> datetime | None:
         """When a task of ``topics`` next becomes fetchable by time alone (lock, retry)."""

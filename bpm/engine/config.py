@@ -8,7 +8,11 @@ from datetime import timedelta
 
 from bpm.errors import ConfigurationError
 from bpm.runtime.walker import DEFAULT_MAX_STEPS
-from bpm.runtime.work import DEFAULT_MAX_VARIABLE_BYTES
+from bpm.runtime.work import (
+    DEFAULT_MAX_INSTANCE_VARIABLE_BYTES,
+    DEFAULT_MAX_UPDATE_BYTES,
+    DEFAULT_MAX_VARIABLE_BYTES,
+)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -26,6 +30,12 @@ class EngineConfig:
     """Tunable limits and timings. Every field has a safe default."""
 
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
+    # every variable of one update (a request, a handler's result) together, and every
+    # variable of one instance together: what one instance may cost in memory is bounded
+    max_update_bytes: int = DEFAULT_MAX_UPDATE_BYTES
+    max_instance_variable_bytes: int = DEFAULT_MAX_INSTANCE_VARIABLE_BYTES
+    # timer cycles repeating more often than this are refused at deploy
+    min_timer_cycle: timedelta = timedelta(seconds=1)
     # Short, so that the step of a worker that died runs again soon; a running handler keeps
     # its lease by the heartbeat (bpm/engine/heartbeat.py), however long it runs.
     default_lease: timedelta = timedelta(seconds=30)
@@ -58,13 +68,19 @@ class EngineConfig:
     @classmethod
     def from_env(cls) -> EngineConfig:
         """Read ``BPM_DEFAULT_LEASE_SECONDS``, ``BPM_REDISPATCH_AFTER_SECONDS``,
-        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``,
-        ``BPM_MAX_CALL_DEPTH``, ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_BROKER_URL`` and
-        ``BPM_QUEUE``."""
+        ``BPM_MAX_VARIABLE_BYTES``, ``BPM_MAX_UPDATE_BYTES``,
+        ``BPM_MAX_INSTANCE_VARIABLE_BYTES``, ``BPM_MIN_TIMER_CYCLE_SECONDS``,
+        ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``, ``BPM_MAX_CALL_DEPTH``,
+        ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
             ),
+            max_update_bytes=int(_env_float("BPM_MAX_UPDATE_BYTES", DEFAULT_MAX_UPDATE_BYTES)),
+            max_instance_variable_bytes=int(
+                _env_float("BPM_MAX_INSTANCE_VARIABLE_BYTES", DEFAULT_MAX_INSTANCE_VARIABLE_BYTES)
+            ),
+            min_timer_cycle=timedelta(seconds=_env_float("BPM_MIN_TIMER_CYCLE_SECONDS", 1)),
             default_lease=timedelta(seconds=_env_float("BPM_DEFAULT_LEASE_SECONDS", 30)),
             redispatch_after=timedelta(seconds=_env_float("BPM_REDISPATCH_AFTER_SECONDS", 5)),
             pool_size=int(_env_float("BPM_POOL_SIZE", 5)),

@@ -22,6 +22,7 @@ from bpm.engine.core import EngineCore
 from bpm.engine.schedules import schedule_rows
 from bpm.errors import DeploymentError, NotFound
 from bpm.model.process import ProcessModel
+from bpm.model.timer_floor import too_frequent
 
 # The node kinds of models from other modelers register their behaviours on import.
 from bpm.runtime.records import ProcessDefinition
@@ -125,6 +126,10 @@ def create_deployment(
             warnings += item.model.warnings
     if not parsed:
         raise DeploymentError("nothing to deploy: pass at least one source")
+    for item in parsed:
+        problems = list(too_frequent(item.model, core.config.min_timer_cycle))
+        if problems:
+            raise DeploymentError(problems, item.resource)
     seen: dict[str, str | None] = {}
     for item in parsed:
         if item.model.key in seen:

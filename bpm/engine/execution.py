@@ -241,8 +241,8 @@ def _apply(
     if error is None:
         try:
             # Both checked before either is written: a bad value changes nothing.
-            check_variables(outcome.variables, work.max_variable_bytes)
-            check_variables(outcome.locals, work.max_variable_bytes)
+            check_variables(outcome.variables, work.max_variable_bytes, work.max_update_bytes)
+            check_variables(outcome.locals, work.max_variable_bytes, work.max_update_bytes)
             walker.write_variables(current, outcome.variables)
             walker.write_variables(current, outcome.locals, local=True)
         except BpmError as exc:

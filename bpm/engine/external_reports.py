@@ -118,9 +118,10 @@ def complete_many(
 
 def _updates(core: EngineCore, done: Completion) -> tuple[dict[str, Any], dict[str, Any]]:
     """(variables, local variables), checked before anything is locked."""
+    cfg = core.config
     return (
-        check_variables(done.variables, core.config.max_variable_bytes),
-        check_variables(done.local_variables, core.config.max_variable_bytes),
+        check_variables(done.variables, cfg.max_variable_bytes, cfg.max_update_bytes),
+        check_variables(done.local_variables, cfg.max_variable_bytes, cfg.max_update_bytes),
     )
 
 
@@ -227,7 +228,8 @@ def handle_bpmn_error(
     """
     if not error_code:
         raise InvalidOperation("errorCode is required")
-    updates = check_variables(variables, core.config.max_variable_bytes)
+    cfg = core.config
+    updates = check_variables(variables, cfg.max_variable_bytes, cfg.max_update_bytes)
     with unit_of_work(core, now) as unit:
         work, task = open_task(unit, task_id, topics)
         if repeated(task, worker_id, FinishKind.BPMN_ERROR):

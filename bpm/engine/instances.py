@@ -35,7 +35,12 @@ def start(
     """Start the latest version of ``key``; a repeated ``idempotency_key`` returns the first.
 
     ``start_event`` names the start event (default: the none start event)."""
-    clean = check_variables(variables, core.config.max_variable_bytes)
+    cfg = core.config
+    clean = check_variables(
+        variables,
+        cfg.max_variable_bytes,
+        min(cfg.max_update_bytes, cfg.max_instance_variable_bytes),
+    )
     try:
         with unit_of_work(core, now) as unit:
             if idempotency_key is not None:
@@ -151,7 +156,7 @@ def complete_user_task(
 ) -> Instance:
     """Complete an open user task: merge ``variables`` and move its token on; returns the
     instance as this transaction left it."""
-    check_variables(variables, core.config.max_variable_bytes)
+    check_variables(variables, core.config.max_variable_bytes, core.config.max_update_bytes)
     with unit_of_work(core, now) as unit:
         work = unit.work_of(UserTask, task_id)
         task = work.item(UserTask, task_id) if work else None  # read under the lock

@@ -47,7 +47,9 @@ ACTIVITY_CHUNK = 500
 
 @dataclass(frozen=True)
 class HistoricInstance:
-    """An instance as ``/history/process-instance`` shows it; ``state`` is Camunda's."""
+    """An instance as ``/history/process-instance`` shows it; ``state`` is Camunda's.
+
+    ``instance.variables`` is empty: lists do not read variables (``get_instance`` does)."""
 
     instance: Instance
     definition_name: str | None

@@ -110,7 +110,7 @@ def modify_variables(
             f"{len(changes) + len(deletions)} variables in one edit; change at most "
             f"{MAX_VARIABLES_PER_EDIT}"
         )
-    clean = check_variables(changes, core.config.max_variable_bytes)
+    clean = check_variables(changes, core.config.max_variable_bytes, core.config.max_update_bytes)
     gone = tuple(dict.fromkeys(deletions))
     clean = {k: v for k, v in clean.items() if k not in gone}
     with unit_of_work(core, now) as unit:

@@ -67,9 +67,16 @@ class Unit:
     def max_depth(self) -> int:
         return self.core.config.max_call_depth
 
+    def _limits(self, work: InstanceWork) -> InstanceWork:
+        """The configured bounds on what a write may add to an instance's variables."""
+        work.max_update_bytes = self.core.config.max_update_bytes
+        work.max_instance_variable_bytes = self.core.config.max_instance_variable_bytes
+        return work
+
     def _adopt(self, found: dict[str, InstanceWork]) -> None:
         """Keep what was locked (a member whose root is not held would be left unused)."""
         for work in found.values():
+            self._limits(work)
             if work.instance.root_id is None:
                 self._roots.add(work.instance.id)
         for iid, work in found.items():
@@ -133,6 +140,7 @@ class Unit:
             instance_new=True,
             max_variable_bytes=self.core.config.max_variable_bytes,
         )
+        self._limits(work)
         self.works[instance.id] = work
         if instance.root_id is None:
             self._roots.add(instance.id)
@@ -171,6 +179,7 @@ class Unit:
             work = found.get(instance_id)
             if work is None:
                 return None
+            self._limits(work)
             if work.instance.tree_root not in self._roots:
                 raise RuntimeError(
                     f"instance {instance_id} is not in a call tree this transaction holds"

@@ -170,7 +170,7 @@ def inner_done(walker: Walker, inner: Scope) -> None:
 def _checked(work: Any, values: dict[str, Any]) -> dict[str, Any]:
     from bpm.runtime.work import check_variables
 
-    return check_variables(values, work.max_variable_bytes)
+    return check_variables(values, work.max_variable_bytes, work.max_update_bytes)
 
 
 def _finish(walker: Walker, body: Scope, node: n.Activity) -> None:

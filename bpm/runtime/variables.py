@@ -113,7 +113,7 @@ def write(
     """Write ``updates`` as seen from ``scope_id`` (``local``: all into the innermost
     scope that holds variables). Checked first (JSON, size): a :class:`VariableError`
     changes nothing."""
-    clean = check_variables(updates, work.max_variable_bytes)
+    clean = check_variables(updates, work.max_variable_bytes, work.max_update_bytes)
     if not clean:
         return
     scopes = [s for s in chain(work, scope_id) if not s.is_fork]

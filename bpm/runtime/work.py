@@ -48,6 +48,10 @@ from bpm.runtime.variable_types import Typed, split, types_after
 from bpm.runtime.work_scopes import ScopeChanges
 
 DEFAULT_MAX_VARIABLE_BYTES = 256 * 1024
+# all the variables of one update (a request, a handler's result) together
+DEFAULT_MAX_UPDATE_BYTES = 1024 * 1024
+# all the variables of one instance together (its JSON document)
+DEFAULT_MAX_INSTANCE_VARIABLE_BYTES = 4 * 1024 * 1024
 
 Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope, Subscription, Compensable)
 # The payload key naming the item in its events ("task" as Camunda calls both kinds).
@@ -67,9 +71,14 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES) -> dict[str, Any]:
+def check_variables(
+    variables: Any,
+    max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES,
+    max_total_bytes: int = DEFAULT_MAX_UPDATE_BYTES,
+) -> dict[str, Any]:
     """Return ``variables`` as plain JSON or raise :class:`VariableError` saying what is wrong.
 
+    Each value is at most ``max_bytes`` of JSON, all of them together ``max_total_bytes``.
     A :class:`~bpm.runtime.variables.Typed` value stays wrapped (its value checked)."""
     if variables is None:
         return {}
@@ -78,6 +87,7 @@ def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES)
             f"variables must be a JSON object (a dict), not {type(variables).__name__}"
         )
     out: dict[str, Any] = {}
+    total = 0
     for name, given in variables.items():
         if not isinstance(name, str) or not name:
             raise VariableError(f"variable names must be non-empty strings, got {name!r}")
@@ -94,10 +104,21 @@ def check_variables(variables: Any, max_bytes: int = DEFAULT_MAX_VARIABLE_BYTES)
                 f"variable '{name}' is {len(text.encode())} bytes, over the limit of "
                 f"{max_bytes}; store large data elsewhere and pass a reference"
             )
+        total += len(text.encode()) + len(name.encode())
+        if total > max_total_bytes:
+            raise VariableError(
+                f"the {len(variables)} variables given are over {max_total_bytes} bytes "
+                "together (the limit of one update); store large data elsewhere and pass "
+                "references"
+            )
         out[name] = json.loads(text)
         if isinstance(given, Typed):  # the type travels on to the instance's type map
             out[name] = Typed(out[name], given.type)
     return out
+
+
+def _json_size(values: dict[str, Any]) -> int:
+    return len(json.dumps(values, separators=(",", ":")).encode())
 
 
 class Loader(Protocol):
@@ -148,6 +169,8 @@ class InstanceWork(ScopeChanges):
     now: datetime
     loader: Loader | None = field(default=None, repr=False)
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
+    max_update_bytes: int = DEFAULT_MAX_UPDATE_BYTES
+    max_instance_variable_bytes: int = DEFAULT_MAX_INSTANCE_VARIABLE_BYTES
     events: list[HistoryEvent] = field(default_factory=list)
     token_changes: Changes = field(default_factory=Changes)
     item_changes: dict[type, Changes] = field(
@@ -405,7 +428,7 @@ class InstanceWork(ScopeChanges):
         """Validate and merge ``updates`` into the instance variables (last write wins).
 
         ``source`` and ``token_id`` say which node and token wrote them, for the trail."""
-        clean = check_variables(updates, self.max_variable_bytes)
+        clean = check_variables(updates, self.max_variable_bytes, self.max_update_bytes)
         if not clean:
             return
         self.write_variables(clean)
@@ -423,9 +446,21 @@ class InstanceWork(ScopeChanges):
         current = self.instance.variables
         values = {k: v for k, v in current.items() if k not in deleted}
         values.update(plain)
+        self._check_instance_size(current, values)
         kinds = types_after(self.instance.variable_types, plain, types, deleted)
         self.instance = replace(self.instance, variables=values, variable_types=kinds)
         self.instance_dirty = True
+
+    def _check_instance_size(self, before: dict[str, Any], after: dict[str, Any]) -> None:
+        """:class:`VariableError` when a write takes the instance's variables over its
+        limit (a write that shrinks an instance already over a lowered limit passes)."""
+        size = _json_size(after)
+        if size > self.max_instance_variable_bytes and size > _json_size(before):
+            raise VariableError(
+                f"instance {self.instance.id} would hold {size} bytes of variables, over the "
+                f"limit of {self.max_instance_variable_bytes}; delete variables it no longer "
+                "needs or store large data elsewhere and pass references"
+            )
 
     def set_state(self, state: InstanceState, **payload: Any) -> None:
         if self.instance.state is state:

@@ -111,14 +111,20 @@ def _instance_conditions(q: InstanceQuery) -> list[ColumnElement[bool]]:
 def list_instances(
     conn: Connection, q: InstanceQuery, *, offset: int, limit: int
 ) -> list[InstanceRow]:
-    """A page of instances in ``q.sorting`` order (default: by start time), ties by id."""
+    """A page of instances in ``q.sorting`` order (default: by start time), ties by id.
+
+    Their ``variables`` are not read (empty): lists never return them."""
     order: list[Any] = []
     for key, ascending in q.sorting or (("startTime", True),):
         column = INSTANCE_SORTS[key]
         order.append(column.asc() if ascending else column.desc())
     order.append(pi.c.id)
+    # never the variables: a page of 1,000 instances must not read 1,000 JSON documents
+    columns = [c for c in pi.c if c.name != "variables"]
     stmt = (
-        select(pi, pd.c.name.label("definition_name"), pd.c.version.label("definition_version"))
+        select(
+            *columns, pd.c.name.label("definition_name"), pd.c.version.label("definition_version")
+        )
         .join(pd, pd.c.id == pi.c.definition_id)
         .where(*_instance_conditions(q))
         .order_by(*order)
@@ -126,7 +132,9 @@ def list_instances(
         .limit(limit)
     )
     return [
-        InstanceRow(record_of(Instance, r._mapping), r.definition_name, r.definition_version)
+        InstanceRow(
+            record_of(Instance, r._mapping, variables={}), r.definition_name, r.definition_version
+        )
         for r in conn.execute(stmt)
     ]
 

@@ -424,8 +424,16 @@ history = Table(  # one row per transaction and instance: its events, in order
     Index("ix_history_by_instance", "instance_id", "seq"),
 )
 
+worker_binding = Table(  # which API key a worker id belongs to (docs/rest-api.md)
+    "worker_binding",
+    metadata,
+    Column("worker_id", String(255), primary_key=True),
+    Column("key_id", String(255), nullable=False),
+    Column("bound_at", UTCDateTime, nullable=False),
+)
+
 TABLES_IN_DROP_ORDER = (
-    history, message_buffer, event_subscription, incident, user_task, external_task, timer,
-    compensable, scope, token,
+    worker_binding, history, message_buffer, event_subscription, incident, user_task,
+    external_task, timer, compensable, scope, token,
     process_instance, schedule_fire, timer_schedule, process_definition, deployment,
 )  # fmt: skip

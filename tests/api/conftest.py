@@ -66,7 +66,8 @@ class ApiServer:
             if self.proc.poll() is not None:
                 raise AssertionError(f"bpm api exited with {self.proc.returncode}")
             try:
-                return httpx.get(f"{self.base}/version", timeout=1).status_code == 200
+                root = self.base.removesuffix("/engine-rest")
+                return httpx.get(f"{root}/health/live", timeout=1).status_code == 200
             except httpx.HTTPError:
                 return False
 

@@ -316,7 +316,8 @@ def test_auth_basic_bearer_and_topic_limits(pg_database_url: str, tmp_path: Path
         denied = worker.post("/external-task/fetchAndLock", json=other)
         assert denied.status_code == 403
         assert denied.json()["type"] == "AuthorizationException"
-        [task] = admin.post("/external-task/fetchAndLock", json=other).json()
+        as_admin = {**other, "workerId": "admin-w"}  # "w" belongs to key w1 now
+        [task] = admin.post("/external-task/fetchAndLock", json=as_admin).json()
         # a topic-limited key may not touch a task of another topic, nor start instances
         assert (
             worker.post(f"/external-task/{task['id']}/complete", json={"workerId": "w"}).status_code
@@ -325,7 +326,9 @@ def test_auth_basic_bearer_and_topic_limits(pg_database_url: str, tmp_path: Path
         assert worker.post("/process-definition/key/authp/start", json={}).status_code == 403
         assert engine.get_instance(iid).state.value == "active"
         assert (
-            admin.post(f"/external-task/{task['id']}/complete", json={"workerId": "w"}).status_code
+            admin.post(
+                f"/external-task/{task['id']}/complete", json={"workerId": "admin-w"}
+            ).status_code
             == 204
         )
         assert engine.get_instance(iid).state.value == "completed"

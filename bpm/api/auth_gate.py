@@ -1,0 +1,87 @@
+"""Authentication before anything else: every ``/engine-rest`` request without valid
+credentials answers 401 (a read-only key's write 403) before its body is read or parsed.
+
+FastAPI reads and validates a request's body before it resolves a route's dependencies, so
+an authentication dependency alone lets an anonymous caller learn about the body schema
+(400) and makes the server read bodies for nobody. This ASGI layer decides first; the
+route's :func:`bpm.api.auth.principal` dependency then reuses its answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from starlette.datastructures import Headers
+from starlette.routing import compile_path
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from bpm.api.auth import SAFE_METHODS, Authenticator, Principal, forbidden
+from bpm.api.errors import ApiError, error_response
+
+STATE_KEY = "principal"
+
+
+@dataclass(frozen=True)
+class RouteName:
+    """Stands for the route a refused request was for: what the router would have put in
+    ``scope["route"]`` (the request metrics label requests by ``route.path``)."""
+
+    path: str
+
+
+class AuthGate:
+    """Authenticate requests under ``prefix`` before the app sees them."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        auth: Authenticator,
+        prefix: str,
+        templates: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
+        self.app = app
+        self.auth = auth
+        self.prefix = prefix
+        # the route path templates (read once, on the first refusal): only to name the
+        # route a refused request was for
+        self.templates = templates
+        self._compiled: list[tuple[re.Pattern[str], str]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.auth.open or not self._guarded(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        try:
+            who = self.auth.authenticate(Headers(scope=scope).get("authorization"))
+            check_method(who, scope["method"])
+        except ApiError as exc:
+            self._name_route(scope)
+            resp = error_response(exc.status, exc.type, exc.message, headers=exc.headers)
+            await resp(scope, receive, send)
+            return
+        scope.setdefault("state", {})[STATE_KEY] = who
+        await self.app(scope, receive, send)
+
+    def _name_route(self, scope: Scope) -> None:
+        """Record the route the request was for, as the router would (the request metrics
+        label it by its template, not ``unmatched``)."""
+        if self._compiled is None:
+            self._compiled = [(compile_path(t)[0], t) for t in self.templates()]
+        path = scope["path"]
+        for regex, template in self._compiled:
+            if regex.match(path):
+                scope["route"] = RouteName(template)
+                return
+
+    def _guarded(self, path: str) -> bool:
+        return path == self.prefix or path.startswith(self.prefix + "/")
+
+
+def check_method(who: Principal, method: str) -> None:
+    """A read-only (viewer) key may only read: any other method answers 403."""
+    if who.read_only and method not in SAFE_METHODS:
+        raise forbidden(
+            f"API key '{who.name}' is read-only (role viewer) and may not change anything"
+        )
