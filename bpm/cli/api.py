@@ -39,13 +39,21 @@ def api(
     /metrics (with --workers N, summed over the N processes).
     """
     import uvicorn
+    from sqlalchemy.exc import OperationalError
 
     from bpm.api.auth import keys_from_env
 
     with user_errors():
         url = database_url(db)
-        # no schema: say so now (the server starts, and is not ready until it is upgraded)
-        open_engine(url, schema_required=False).close()
+        # no schema: say so now (the server starts, and is not ready until it is upgraded);
+        # no database: the same (it answers 503 with Retry-After until the database does)
+        try:
+            open_engine(url, schema_required=False).close()
+        except OperationalError as exc:
+            err_console.print(
+                f"warning: the database does not answer ({type(exc.orig).__name__}); "
+                "serving 503 with Retry-After until it does"
+            )
         keys = keys_from_env()
         if not keys and not insecure_no_auth:
             fail(

@@ -71,3 +71,31 @@ def test_503_with_retry_after_while_the_database_is_away(
         _reachable(dbname, True)
         conn.close()
         server.kill()
+
+
+def test_a_server_started_while_the_database_is_away_serves_once_it_is_back(
+    pg_database_url: str, tmp_path: Path
+) -> None:
+    """``bpm api`` does not refuse to start when its database does not answer yet (a
+    database restarting beside it): it answers 503 + Retry-After, then serves."""
+    dbname = str(make_url(pg_database_url).database)
+    _reachable(dbname, False)
+    log = tmp_path / "api.log"
+    server = ApiServer(pg_database_url, log=log).start()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        status, headers, body = _get(conn, "/process-instance/count")
+        assert status == 503, (status, body)
+        assert headers["retry-after"] == "5"
+        assert "the database does not answer" in log.read_text()
+        _reachable(dbname, True)
+
+        def served() -> bool:
+            status, _, body = _get(conn, "/process-instance/count")
+            return status == 200 and body == {"count": 0}
+
+        eventually(served, timeout=30, what="the API to serve once the database is back")
+    finally:
+        conn.close()
+        _reachable(dbname, True)
+        server.kill()
