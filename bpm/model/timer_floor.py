@@ -12,8 +12,8 @@ from datetime import timedelta
 
 from bpm.errors import Problem
 from bpm.model import nodes as n
+from bpm.model.element_types import element_type
 from bpm.model.process import ProcessModel
-from bpm.model.validate import element_type
 from bpm.recurrence import recurrence
 from bpm.timeexpr import TimerError, parse_cycle, variable_name
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
+from bpm.model.element_types import element_type
 from bpm.model.process import ProcessModel
 from bpm.model.validate_compensation import check_compensation
 from bpm.model.validate_events import check_events
@@ -75,24 +76,6 @@ def check_model(
 
 def _at(node: n.Node | n.Flow, message: str) -> Problem:
     return Problem(message, node.id, node.line, element_type=element_type(node))
-
-
-def element_type(node: n.Node | n.Flow) -> str:
-    """The BPMN element a node stands for (``bpmn:serviceTask``), for messages."""
-    if isinstance(node, n.PassThrough):
-        return f"bpmn:{node.element}"
-    kind = {
-        n.Flow: "sequenceFlow",
-        n.TimerCatchEvent: "intermediateCatchEvent",
-        n.CompensationThrowEvent: "intermediateThrowEvent",
-        n.LinkCatchEvent: "intermediateCatchEvent",
-        n.EscalationThrowEvent: "intermediateThrowEvent",
-        n.LinkThrowEvent: "intermediateThrowEvent",
-        n.CatchEvent: "intermediateCatchEvent",
-        n.SignalThrow: "intermediateThrowEvent",
-        n.EventSubProcess: "subProcess",
-    }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
-    return f"bpmn:{kind}"
 
 
 MAX_ID = 255

@@ -11,14 +11,13 @@ from collections.abc import Iterator
 
 from bpm.errors import Problem
 from bpm.model import nodes as n
+from bpm.model.element_types import element_type
 from bpm.model.process import ProcessModel
 
 __all__ = ["check_events"]
 
 
 def _at(node: n.Node, message: str) -> Problem:
-    from bpm.model.validate import element_type
-
     return Problem(message, node.id, node.line, element_type=element_type(node))
 
 

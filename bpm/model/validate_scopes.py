@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from bpm.errors import ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
+from bpm.model.element_types import element_type
 from bpm.model.process import ProcessModel
 from bpm.model.reach import join_cycles
 
@@ -21,8 +22,6 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _at(node: n.Node | n.Flow, message: str) -> Problem:
-    from bpm.model.validate import element_type
-
     return Problem(message, node.id, node.line, element_type=element_type(node))
 
 
