@@ -139,13 +139,15 @@ class LongPollHub:
                     woken += 1
         return woken
 
-    def wake_at(self, topics: frozenset[str], when: float) -> None:
+    def wake_at(self, topics: frozenset[str], when: float, free_at: float | None = None) -> None:
         """At loop time ``when`` (a lock or retry of these topics expires), wake one poll
         of each topic: the task that comes free then goes to one poll, not to every poll
-        that computed the same time. One timer per topic and time."""
+        that computed the same time. One timer per topic and time: ``free_at`` (the
+        database's time the task comes free, as a timestamp) names that time when given,
+        since polls that read the clock at different moments compute different ``when``."""
         loop = asyncio.get_running_loop()
         for topic in topics:
-            key = (topic, round(when, 3))
+            key = (topic, round(when if free_at is None else free_at, 3))
             if key not in self._timers:
                 self._timers[key] = loop.call_at(when, self._due, key)
 

@@ -179,9 +179,11 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
                 engine.next_external_task_free_at, [tp.topic for tp in req.topics]
             )
             if nxt is not None:  # a task comes free by time: the hub wakes one poll then
-                # the database's clock decided when it is free: ask the same clock
-                due = max(0.005, (nxt - engine.core.now()).total_seconds() + 0.002)
-                hub.wake_at(waiter.topics, loop.time() + due)
+                # the database's clock decided when it is free: ask the same clock, and
+                # wake a little after (this process's reading of that clock may be some
+                # milliseconds off; a poll woken early finds nothing and wakes another)
+                due = max(0.005, (nxt - engine.core.now()).total_seconds() + 0.05)
+                hub.wake_at(waiter.topics, loop.time() + due, nxt.timestamp())
             if wait > 0:
                 woken = asyncio.ensure_future(waiter.event.wait())
                 waiter.idle = True

@@ -45,6 +45,10 @@ MAX_LOCK_MS = 365 * 24 * 3600 * 1000
 _CLOSED = (TaskState.COMPLETED, TaskState.CANCELLED)
 
 
+EXPIRED_PER_FETCH = 32
+"""At least this many lost locks of its topics are counted before a fetch takes tasks."""
+
+
 def not_found(task_id: str) -> NotFound:
     return NotFound(f"External task with id {task_id} does not exist")
 
@@ -87,8 +91,11 @@ def fetch_and_lock(
     if req.max_tasks > 0 and req.topics:
         # Locks of these topics that ran out are failed attempts: count them first (each
         # is then ready, or an incident), so a fetch never takes a lost lock uncounted.
+        # More than maxTasks of them: the fetch then chooses among all by priority and
+        # age, not among the few that happened to be counted.
+        limit = max(req.max_tasks, EXPIRED_PER_FETCH)
         with core.db.connect() as conn:
-            expired = store.expired_locks(conn, at, req.max_tasks, [tp.topic for tp in req.topics])
+            expired = store.expired_locks(conn, at, limit, [tp.topic for tp in req.topics])
         for task_id in expired:
             expire_lock(core, task_id, at)
     with core.tx() as conn:

@@ -48,5 +48,7 @@ def _handler(name: str) -> Any:
     return run
 
 
+# Registered as ``saga-<name>``: the order process's handlers are called reserve, charge
+# and ship too, and every test module's handlers share one registry.
 for _name in NAMES:
-    service_task(_name)(_handler(_name))
+    service_task(f"saga-{_name}")(_handler(_name))

@@ -32,9 +32,9 @@ def saga_model() -> ProcessModel:
     return (
         Process("saga")
         .start("s")
-        .service_task("reserve", handler="reserve", compensate_with="release")
-        .service_task("charge", handler="charge", compensate_with="refund")
-        .service_task("ship", handler="ship", retry=RetryPolicy.none().compensate_on_failure())
+        .service_task("reserve", handler="saga-reserve", compensate_with="saga-release")
+        .service_task("charge", handler="saga-charge", compensate_with="saga-refund")
+        .service_task("ship", handler="saga-ship", retry=RetryPolicy.none().compensate_on_failure())
         .end("e")
         .sequence("s", "reserve", "charge", "ship", "e")
         .build()
