@@ -10,6 +10,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from bpm.api.documented import Variables
+
+__all__ = ["Variables"]  # routes import the documented variables type from here too
+
 MAX_ID = 255
 MAX_DURATION_MS = 365 * 24 * 3600 * 1000
 MAX_POLL_MS = 1_800_000
@@ -28,7 +32,6 @@ def _worker_id(value: Any) -> Any:
 WorkerId = Annotated[str, BeforeValidator(_worker_id), Field(min_length=1, max_length=MAX_ID)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 Duration = Annotated[int, Field(gt=0, le=MAX_DURATION_MS)]
-Variables = dict[str, Any] | None
 
 
 class Body(BaseModel):

@@ -22,6 +22,8 @@ INSTANCE_FILTERS = (
     ("startedBefore", "date"), ("startedAfter", "date"), ("finishedBefore", "date"),
     ("finishedAfter", "date"),
 )  # fmt: skip
+#: Camunda sort keys of /history/activity-instance this engine orders by.
+ACTIVITY_SORTS = ("startTime", "occurrence")
 ACTIVITY_FILTERS = (
     ("processInstanceId", "string"), ("activityId", "string"), ("activityType", "string"),
     ("activityInstanceId", "string"), ("executionId", "string"), ("finished", "boolean"),
@@ -123,7 +125,7 @@ def activity_query(p: Params) -> ActivityQuery:
     if activity is not None:  # activityId:executionId
         node, _, _token = activity.partition(":")
         nodes = tuple(x for x in (nodes or (node,)) if x == node)
-    sorting = p.sorting(("startTime", "occurrence"))
+    sorting = p.sorting(ACTIVITY_SORTS)
     kind = p.text("activityType")
     return ActivityQuery(
         instance_ids=_ids(p, "processInstanceId", "processInstanceIdIn"),

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bpm.api.auth import Principal, principal
 from bpm.api.bodies import MAX_DURATION_MS, MAX_ID, Body, Variables
+from bpm.api.documented import TimeToLive, Unsupported
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.openapi import errors
 from bpm.api.routes_process import instance_json
@@ -45,13 +46,13 @@ class MessageBody(Body):
     resultEnabled: bool | None = False
     variablesInResultEnabled: bool | None = False
     correlationKey: str | int | None = None
-    timeToLive: int | str | None = None
+    timeToLive: TimeToLive = None
 
 
 class SignalBody(Body):
     name: str = Field(min_length=1, max_length=MAX_ID)
     variables: Variables = None
-    executionId: str | None = None
+    executionId: Unsupported = None
 
 
 class ExecutionDto(BaseModel):

@@ -11,23 +11,9 @@ from dataclasses import replace
 
 from bpm.api.camunda_params import Params
 from bpm.api.errors import bad_request
+from bpm.api.sort_keys import HISTORIC_SORT_KEYS, TASK_SORT_KEYS
 from bpm.engine.queries import TaskQuery
 from bpm.runtime.states import UserTaskState
-from bpm.store.task_queries import TASK_SORTS
-
-#: Camunda sort keys of /task.
-TASK_SORT_KEYS = (
-    "created", "id", "name", "nameCaseInsensitive", "description", "priority", "assignee",
-    "dueDate", "followUpDate", "instanceId", "processInstanceId", "executionId",
-    "taskDefinitionKey",
-)  # fmt: skip
-#: Camunda sort keys of /history/task.
-HISTORIC_SORT_KEYS = (
-    "taskId", "startTime", "endTime", "taskName", "taskDescription", "priority", "assignee",
-    "owner", "dueDate", "followUpDate", "processInstanceId", "executionId",
-    "taskDefinitionKey",
-)  # fmt: skip
-assert set(TASK_SORT_KEYS + HISTORIC_SORT_KEYS) <= set(TASK_SORTS)
 
 _UNSUPPORTED = (
     "taskVariables", "processVariables", "caseInstanceVariables", "orQueries",
