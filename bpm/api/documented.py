@@ -54,10 +54,13 @@ VARIABLE_VALUE: dict[str, Any] = {
 VARIABLES: dict[str, Any] = _nullable(
     {
         "type": "object",
-        "propertyNames": {"pattern": NO_NUL},
+        "propertyNames": {"minLength": 1, "pattern": NO_NUL},
         "additionalProperties": VARIABLE_VALUE,
     }
 )
+
+#: A name the engine reads as given: not only whitespace (and no NUL).
+NAMED = "^[^\\x00]*[!-~][^\\x00]*$"
 
 #: A map of name -> Camunda typed value (or null).
 Variables = Annotated[dict[str, Any] | None, WithJsonSchema(VARIABLES)]
@@ -99,6 +102,14 @@ TimeToLive = Annotated[
                 ]
             }
         )
+    ),
+]
+
+#: A variables map this engine refuses when it holds a variable: null or ``{}``.
+NoVariables = Annotated[
+    dict[str, Any] | None,
+    WithJsonSchema(
+        _nullable({"type": "object", "maxProperties": 0, "description": "not supported"})
     ),
 ]
 

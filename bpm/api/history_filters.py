@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from bpm.api.camunda_params import Params
-from bpm.api.errors import bad_request
 from bpm.engine.queries import ActivityQuery, IncidentQuery, InstanceQuery
 from bpm.runtime.states import IncidentState, InstanceState
 from bpm.store.history_queries import INCIDENT_SORTS, INSTANCE_SORTS
@@ -115,9 +114,9 @@ def activity_query(p: Params) -> ActivityQuery:
     finished = None
     if p.true("finished"):
         finished = True
+    # finished and unfinished both true: nothing matches (Camunda ANDs them), not a 400
+    contradictory = bool(finished) and p.true("unfinished")
     if p.true("unfinished"):
-        if finished:
-            raise bad_request("finished and unfinished cannot both be true")
         finished = False
     canceled = True if p.true("canceled") else None
     nodes = _ids(p, "activityId", "activityIdIn")
@@ -129,7 +128,7 @@ def activity_query(p: Params) -> ActivityQuery:
     kind = p.text("activityType")
     return ActivityQuery(
         instance_ids=_ids(p, "processInstanceId", "processInstanceIdIn"),
-        node_ids=nodes,
+        node_ids=() if contradictory else nodes,
         activity_types=(kind,) if kind is not None else None,
         finished=finished,
         canceled=canceled,

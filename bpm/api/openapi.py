@@ -64,7 +64,9 @@ def query(*groups: Iterable[tuple[str, Kind]]) -> dict[str, Any]:
                 schema = kind
             elif kind == "conditions":
                 schema = {"type": "string", "pattern": CONDITIONS}
-            elif kind in ("integer", "boolean"):
+            elif kind == "integer":  # priorities: the database's 32-bit integer column
+                schema = {"type": kind, "minimum": -(2**31), "maximum": 2**31 - 1}
+            elif kind == "boolean":
                 schema = {"type": kind}
             elif kind == "offset":
                 schema = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}

@@ -33,6 +33,9 @@ class ErrorDto(Dto):
     type: str = Field(description="Camunda's exception class, e.g. InvalidRequestException")
     message: str
     code: int | None = None
+    details: dict[str, Any] | None = Field(
+        None, description="Not in Camunda's error: per resource, why a deployment failed"
+    )
 
 
 class CountDto(Dto):

@@ -43,6 +43,33 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
+#: Schema-valid requests the server refuses with a documented 400 that no schema can rule
+#: out: (method, path, Camunda error type, a part of the message). Nothing else is excused.
+EXCUSED = (
+    # A file that is not a BPMN 2.0 document: its content is not a schema matter.
+    ("POST", "/engine-rest/deployment/create", "ParseException", "cannot deploy"),
+    # No receiver for the message: Camunda's "not found" answer to a correlation is a 400
+    # MismatchingMessageCorrelationException, and Camunda clients rely on it.
+    ("POST", "/engine-rest/message", "RestException", "MismatchingMessageCorrelationException"),
+)
+ACCEPTANCE_EXCUSED = [check for check in CHECKS if check is not positive_data_acceptance]
+
+
+def _excused(case: Any, resp: Any) -> bool:
+    """Whether a 400 is one of the listed refusals (EXCUSED)."""
+    if resp.status_code != 400:
+        return False
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    return any(
+        case.method.upper() == method
+        and case.operation.path == path
+        and body.get("type") == kind
+        and part in str(body.get("message"))
+        for method, path, kind, part in EXCUSED
+    )
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +166,8 @@ def test_with_a_key_no_5xx_and_every_answer_is_documented(
         try:
             resp = case.call(base_url=_root(fuzz_api), headers=OPS, timeout=20)
             _camunda_shape(resp, where, failures)
-            case.validate_response(resp, checks=checks)
+            excused = _excused(case, resp)
+            case.validate_response(resp, checks=ACCEPTANCE_EXCUSED if excused else checks)
         except (Exception, BaseExceptionGroup) as exc:  # collected: no slow shrinking
             failures.append(f"{where}: {_summary(exc)}")
 
