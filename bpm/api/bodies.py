@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from bpm.api.documented import Variables
+from bpm.api.documented import VariableFilter, Variables
 
 __all__ = ["Variables"]  # routes import the documented variables type from here too
 
@@ -39,15 +39,18 @@ class Body(BaseModel):
 
 
 class SortingBody(Body):
-    sortBy: Name
-    sortOrder: str | None = "asc"
+    sortBy: Annotated[Name, WithJsonSchema({"type": "string", "enum": ["createTime"]})]
+    sortOrder: Annotated[
+        str | None,
+        WithJsonSchema({"anyOf": [{"enum": ["asc", "desc"]}, {"type": "null"}]}),
+    ] = "asc"
 
 
 class TopicBody(Body):
     topicName: Name
     lockDuration: Duration
     variables: list[str] | None = None
-    processVariables: dict[str, Any] | None = None
+    processVariables: VariableFilter = None
     businessKey: str | None = Field(None, max_length=MAX_ID)
     processDefinitionId: str | None = Field(None, max_length=300)
     processDefinitionKey: str | None = Field(None, max_length=MAX_ID)

@@ -30,6 +30,8 @@ def _typed(type_name: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 _TEXT = {"type": "string", "pattern": NO_NUL}
+#: A JSON scalar (text without NUL).
+SCALAR: dict[str, Any] = {"anyOf": [_TEXT, {"type": ["number", "boolean", "null"]}]}
 #: One Camunda typed value that :func:`bpm.api.variables.from_camunda` reads: the value
 #: matches its ``type`` (types this schema leaves out, such as ``Date``, ``Json`` and
 #: ``Object``, are accepted too, in the formats of CAMUNDA_REST.md); without a ``type``
@@ -44,10 +46,8 @@ VARIABLE_VALUE: dict[str, Any] = {
         _typed("Null", {"type": "null"}),
         {
             "type": "object",
-            "properties": {
-                "value": {"anyOf": [_TEXT, {"type": ["number", "boolean", "null"]}]},
-            },
-            "not": {"required": ["type"]},
+            "properties": {"value": SCALAR},
+            "additionalProperties": False,
         },
     ]
 }
@@ -76,7 +76,7 @@ CONDITION: dict[str, Any] = {
     "properties": {
         "name": _TEXT,
         "operator": {"enum": ["eq", "neq", "gt", "gteq", "lt", "lteq"]},
-        "value": {"anyOf": [_TEXT, {"type": ["number", "boolean", "null"]}]},
+        "value": SCALAR,
     },
     "required": ["name"],
 }
@@ -132,3 +132,18 @@ def sorting(keys: tuple[str, ...]) -> WithJsonSchema:
     }
     schema = _nullable({"anyOf": [{"type": "array", "items": item}, item]})
     return WithJsonSchema(schema)
+
+
+#: ``processVariables`` of a fetch-and-lock topic: name -> the value to equal.
+VariableFilter = Annotated[
+    dict[str, Any] | None,
+    WithJsonSchema(
+        _nullable(
+            {
+                "type": "object",
+                "propertyNames": {"minLength": 1, "pattern": NO_NUL},
+                "additionalProperties": SCALAR,
+            }
+        )
+    ),
+]

@@ -40,12 +40,17 @@ def sorting(keys: Iterable[str]) -> tuple[tuple[str, Kind], ...]:
             "sorting",
             {
                 "type": "object",
-                "properties": {
-                    "sortBy": {"type": "string", "enum": list(keys)},
-                    "sortOrder": {"type": "string", "enum": ["asc", "desc"]},
-                },
-                "additionalProperties": False,
-                "anyOf": [{"required": ["sortBy"]}, {"not": {"required": ["sortOrder"]}}],
+                "anyOf": [
+                    {
+                        "properties": {
+                            "sortBy": {"type": "string", "enum": list(keys)},
+                            "sortOrder": {"type": "string", "enum": ["asc", "desc"]},
+                        },
+                        "required": ["sortBy"],
+                        "additionalProperties": False,
+                    },
+                    {"properties": {}, "additionalProperties": False},  # no sorting
+                ],
             },
         ),
     )
