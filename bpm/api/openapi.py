@@ -165,6 +165,7 @@ def install(app: FastAPI) -> None:
                 if not isinstance(operation, dict) or "responses" not in operation:
                     continue
                 responses = operation["responses"]
+                _no_nul(operation.get("parameters", []))
                 if responses.pop("422", None) is not None and "400" not in responses:
                     responses["400"] = {
                         "description": "Bad request",

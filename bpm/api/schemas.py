@@ -261,11 +261,31 @@ class TaskUpdateDto(RequestDto):
     owner: str | None = None
     due: DateText = None
     followUp: DateText = None
-    priority: int | None = None
+    priority: Annotated[
+        int | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1},
+                    {"type": "null"},
+                ]
+            }
+        ),
+    ] = None
 
 
 class UserIdDto(RequestDto):
-    userId: str | None = None
+    userId: Annotated[
+        str | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NO_NUL},
+                    {"type": "null"},
+                ]
+            }
+        ),
+    ] = None
 
 
 class ClaimDto(RequestDto):
