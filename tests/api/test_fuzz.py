@@ -1,8 +1,9 @@
 """REST fuzzing (issue 13 item 10): schemathesis generates requests for every operation in
 ``/openapi.json`` of a real ``bpm api`` with API keys, positive and negative, with and
 without credentials. With a key: no 5xx, every answer documented (status, content type,
-body schema), schema-valid requests not refused, errors in Camunda's shape. Without one:
-401 for every ``/engine-rest`` operation, before the body is read.
+body schema), schema-valid requests accepted (but the refusals listed in ``EXCUSED``),
+errors in Camunda's shape. Without one: 401 for every ``/engine-rest`` operation, before
+the body is read.
 
 A bounded number of examples per operation keeps the whole file at about a minute on two
 cores (``EXAMPLES``); failures are collected, not raised, so hypothesis never shrinks."""
