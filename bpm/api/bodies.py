@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from bpm.api.documented import VariableFilter, Variables
+
+__all__ = ["Variables"]  # routes import the documented variables type from here too
 
 MAX_ID = 255
 MAX_DURATION_MS = 365 * 24 * 3600 * 1000
@@ -28,7 +32,6 @@ def _worker_id(value: Any) -> Any:
 WorkerId = Annotated[str, BeforeValidator(_worker_id), Field(min_length=1, max_length=MAX_ID)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 Duration = Annotated[int, Field(gt=0, le=MAX_DURATION_MS)]
-Variables = dict[str, Any] | None
 
 
 class Body(BaseModel):
@@ -36,15 +39,18 @@ class Body(BaseModel):
 
 
 class SortingBody(Body):
-    sortBy: Name
-    sortOrder: str | None = "asc"
+    sortBy: Annotated[Name, WithJsonSchema({"type": "string", "enum": ["createTime"]})]
+    sortOrder: Annotated[
+        str | None,
+        WithJsonSchema({"anyOf": [{"enum": ["asc", "desc"]}, {"type": "null"}]}),
+    ] = "asc"
 
 
 class TopicBody(Body):
     topicName: Name
     lockDuration: Duration
     variables: list[str] | None = None
-    processVariables: dict[str, Any] | None = None
+    processVariables: VariableFilter = None
     businessKey: str | None = Field(None, max_length=MAX_ID)
     processDefinitionId: str | None = Field(None, max_length=300)
     processDefinitionKey: str | None = Field(None, max_length=MAX_ID)

@@ -186,7 +186,8 @@ class Params:
     def conditions(self, name: str) -> tuple[tuple[str, str, Any], ...]:
         """Variable conditions: ``a_eq_1,b_like_x%`` in a query; in a body a list of
         ``{"name", "operator", "value"}``. A query value is JSON when it parses as a number
-        or boolean, else text (Camunda compares the text of a query value)."""
+        or boolean (except for ``like``), else text (Camunda compares the text of a query
+        value)."""
         value = self.raw(name)
         if value is None:
             return ()
@@ -199,7 +200,10 @@ class Params:
                         f"{name}: '{part[:80]}' is not name_operator_value with an operator "
                         f"of {', '.join(OPERATORS)}"
                     )
-                out.append((pieces[0], pieces[1], _query_value("_".join(pieces[2:]))))
+                text = "_".join(pieces[2:])
+                # like compares with a pattern: its value stays text (a_like_1 means "1")
+                value = text if pieces[1] == "like" else _query_value(text)
+                out.append((pieces[0], pieces[1], value))
         elif isinstance(value, list):
             for item in value:
                 if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from bpm.api.camunda_params import Params
-from bpm.api.errors import bad_request
 from bpm.engine.queries import ActivityQuery, IncidentQuery, InstanceQuery
 from bpm.runtime.states import IncidentState, InstanceState
 from bpm.store.history_queries import INCIDENT_SORTS, INSTANCE_SORTS
@@ -22,6 +21,8 @@ INSTANCE_FILTERS = (
     ("startedBefore", "date"), ("startedAfter", "date"), ("finishedBefore", "date"),
     ("finishedAfter", "date"),
 )  # fmt: skip
+#: Camunda sort keys of /history/activity-instance this engine orders by.
+ACTIVITY_SORTS = ("startTime", "occurrence")
 ACTIVITY_FILTERS = (
     ("processInstanceId", "string"), ("activityId", "string"), ("activityType", "string"),
     ("activityInstanceId", "string"), ("executionId", "string"), ("finished", "boolean"),
@@ -113,9 +114,9 @@ def activity_query(p: Params) -> ActivityQuery:
     finished = None
     if p.true("finished"):
         finished = True
+    # finished and unfinished both true: nothing matches (Camunda ANDs them), not a 400
+    contradictory = bool(finished) and p.true("unfinished")
     if p.true("unfinished"):
-        if finished:
-            raise bad_request("finished and unfinished cannot both be true")
         finished = False
     canceled = True if p.true("canceled") else None
     nodes = _ids(p, "activityId", "activityIdIn")
@@ -123,11 +124,11 @@ def activity_query(p: Params) -> ActivityQuery:
     if activity is not None:  # activityId:executionId
         node, _, _token = activity.partition(":")
         nodes = tuple(x for x in (nodes or (node,)) if x == node)
-    sorting = p.sorting(("startTime", "occurrence"))
+    sorting = p.sorting(ACTIVITY_SORTS)
     kind = p.text("activityType")
     return ActivityQuery(
         instance_ids=_ids(p, "processInstanceId", "processInstanceIdIn"),
-        node_ids=nodes,
+        node_ids=() if contradictory else nodes,
         activity_types=(kind,) if kind is not None else None,
         finished=finished,
         canceled=canceled,

@@ -16,25 +16,62 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 
-from bpm.api.camunda_params import MAX_RESULTS
+from bpm.api.camunda_params import MAX_RESULTS, OPERATORS
+from bpm.api.documented import NO_NUL
 from bpm.api.schemas import ErrorDto
 
 PAGING = (("firstResult", "offset"), ("maxResults", "limit"))
-SORTING = (("sortBy", "string"), ("sortOrder", "order"))
-#: Text without NUL characters (PostgreSQL text cannot hold them: 400).
-NO_NUL = "^[^\\x00]*$"
 
 
-def query(*groups: Iterable[tuple[str, str]]) -> dict[str, Any]:
+#: A ``variableValues`` query value: ``name_operator_value`` conditions, comma-separated
+#: (see :meth:`bpm.api.camunda_params.Params.conditions`).
+_CONDITION = f"[^_,\\x00]+_(?:{'|'.join(OPERATORS)})_[^,\\x00]*"
+CONDITIONS = f"^{_CONDITION}(?:,{_CONDITION})*$"
+
+Kind = str | dict[str, Any]
+
+
+def sorting(keys: Iterable[str]) -> tuple[tuple[str, Kind], ...]:
+    """The ``sortBy`` (one of ``keys``) and ``sortOrder`` query parameters of a list, as one
+    exploded object parameter: a ``sortOrder`` needs a ``sortBy`` (400 otherwise, as in
+    Camunda), which separate parameters cannot say."""
+    return (
+        (
+            "sorting",
+            {
+                "type": "object",
+                "anyOf": [
+                    {
+                        "properties": {
+                            "sortBy": {"type": "string", "enum": list(keys)},
+                            "sortOrder": {"type": "string", "enum": ["asc", "desc"]},
+                        },
+                        "required": ["sortBy"],
+                        "additionalProperties": False,
+                    },
+                    {"properties": {}, "additionalProperties": False},  # no sorting
+                ],
+            },
+        ),
+    )
+
+
+def query(*groups: Iterable[tuple[str, Kind]]) -> dict[str, Any]:
     """``openapi_extra`` declaring query parameters ``(name, type)``: ``string``,
     ``integer``, ``boolean``, ``date`` (a Camunda date string), ``list`` (comma-separated),
-    ``offset`` / ``limit`` (paging: what :func:`bpm.api.camunda_params.page` accepts) or
-    ``order`` (asc / desc)."""
+    ``offset`` / ``limit`` (paging: what :func:`bpm.api.camunda_params.page` accepts),
+    ``order`` (asc / desc), ``conditions`` (``variableValues``) or a JSON schema."""
     params = []
     for group in groups:
         for name, kind in group:
             schema: dict[str, Any] = {"type": "string", "pattern": NO_NUL}
-            if kind in ("integer", "boolean"):
+            if isinstance(kind, dict):
+                schema = kind
+            elif kind == "conditions":
+                schema = {"type": "string", "pattern": CONDITIONS}
+            elif kind == "integer":  # priorities: the database's 32-bit integer column
+                schema = {"type": kind, "minimum": -(2**31), "maximum": 2**31 - 1}
+            elif kind == "boolean":
                 schema = {"type": kind}
             elif kind == "offset":
                 schema = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
@@ -44,7 +81,10 @@ def query(*groups: Iterable[tuple[str, str]]) -> dict[str, Any]:
                 schema = {"type": "string", "enum": ["asc", "desc"]}
             elif kind == "date":
                 schema = {"type": "string", "format": "date-time"}
-            params.append({"name": name, "in": "query", "required": False, "schema": schema})
+            param = {"name": name, "in": "query", "required": False, "schema": schema}
+            if schema.get("type") == "object":  # its properties are the parameters
+                param.update(style="form", explode=True)
+            params.append(param)
     return {"parameters": params}
 
 
@@ -81,6 +121,21 @@ def _describe_success(doc: dict[str, Any], schemas: dict[str, Any]) -> None:
         response["content"] = {"application/json": {"schema": schema}}
 
 
+def _no_nul(schema: Any) -> None:
+    """Every plain string of a schema says it holds no NUL (the server refuses NUL in any
+    text it stores: PostgreSQL cannot hold it)."""
+    if isinstance(schema, list):
+        for item in schema:
+            _no_nul(item)
+        return
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(schema):
+        schema["pattern"] = NO_NUL
+    for value in schema.values():
+        _no_nul(value)
+
+
 def install(app: FastAPI) -> None:
     """Replace ``app.openapi`` with the corrected document (built once)."""
 
@@ -104,11 +159,13 @@ def install(app: FastAPI) -> None:
         }
         error_ref = {"$ref": "#/components/schemas/ErrorDto"}
         _describe_success(doc, schemas)
+        _no_nul(schemas)
         for path, item in doc.get("paths", {}).items():
             for operation in item.values():
                 if not isinstance(operation, dict) or "responses" not in operation:
                     continue
                 responses = operation["responses"]
+                _no_nul(operation.get("parameters", []))
                 if responses.pop("422", None) is not None and "400" not in responses:
                     responses["400"] = {
                         "description": "Bad request",

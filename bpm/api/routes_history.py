@@ -19,6 +19,7 @@ from bpm.api.camunda_params import Params, page
 from bpm.api.errors import ApiError
 from bpm.api.history_filters import (
     ACTIVITY_FILTERS,
+    ACTIVITY_SORTS,
     INCIDENT_FILTERS,
     INSTANCE_FILTERS,
     activity_query,
@@ -32,12 +33,15 @@ from bpm.api.routes_variables import (
     variable_query,
 )
 from bpm.api.routes_variables import raw as _raw
+from bpm.api.sort_keys import HISTORIC_SORT_KEYS
 from bpm.api.task_filters import historic_task_query
 from bpm.api.variables import format_date
 from bpm.engine import Engine
 from bpm.engine.queries import ActivityView, HistoricInstance, IncidentRow, TaskRow
 from bpm.errors import NotFound
 from bpm.runtime.states import IncidentState, UserTaskState
+from bpm.store.history_queries import INCIDENT_SORTS, INSTANCE_SORTS
+from bpm.store.variable_queries import VARIABLE_SORTS
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -105,7 +109,7 @@ InstanceFilter = Annotated[s.HistoricProcessInstanceQueryDto | None, Body()]
 @router.get(
     "/history/process-instance",
     **_list_of(s.HistoricProcessInstanceDto),
-    openapi_extra=oa.query(INSTANCE_FILTERS, oa.PAGING, oa.SORTING),
+    openapi_extra=oa.query(INSTANCE_FILTERS, oa.PAGING, oa.sorting(INSTANCE_SORTS)),
 )
 async def instances(request: Request, who: Who) -> Response:
     """Instances of every state, by start time unless sorted."""
@@ -180,7 +184,7 @@ def activity_dto(v: ActivityView) -> s.HistoricActivityInstanceDto:
 @router.get(
     "/history/activity-instance",
     **_list_of(s.HistoricActivityInstanceDto),
-    openapi_extra=oa.query(ACTIVITY_FILTERS, oa.PAGING, oa.SORTING),
+    openapi_extra=oa.query(ACTIVITY_FILTERS, oa.PAGING, oa.sorting(ACTIVITY_SORTS)),
 )
 async def activity_instances(request: Request, who: Who) -> Response:
     """One entry per visit of a token to a node, in history order (``sortOrder=desc``:
@@ -232,7 +236,7 @@ def incident_dto(r: IncidentRow) -> s.HistoricIncidentDto:
 @router.get(
     "/history/incident",
     **_list_of(s.HistoricIncidentDto),
-    openapi_extra=oa.query(INCIDENT_FILTERS, oa.PAGING, oa.SORTING),
+    openapi_extra=oa.query(INCIDENT_FILTERS, oa.PAGING, oa.sorting(INCIDENT_SORTS)),
 )
 async def incidents(request: Request, who: Who) -> Response:
     """Incidents of every state (open, resolved, deleted), oldest first unless sorted."""
@@ -284,7 +288,7 @@ async def _count_variables(request: Request, who: Principal, p: Params) -> Respo
 @router.get(
     "/history/variable-instance",
     **_list_of(s.HistoricVariableInstanceDto),
-    openapi_extra=oa.query(HISTORIC_VARIABLE_FILTERS, oa.PAGING, oa.SORTING),
+    openapi_extra=oa.query(HISTORIC_VARIABLE_FILTERS, oa.PAGING, oa.sorting(VARIABLE_SORTS)),
 )
 async def variables(request: Request, who: Who) -> Response:
     """The variables of every instance, running or ended (their last values)."""
@@ -381,7 +385,7 @@ async def _count_tasks(request: Request, who: Principal, p: Params) -> Response:
 @router.get(
     "/history/task",
     **_list_of(s.HistoricTaskDto),
-    openapi_extra=oa.query(HISTORIC_TASK_FILTERS, oa.PAGING, oa.SORTING),
+    openapi_extra=oa.query(HISTORIC_TASK_FILTERS, oa.PAGING, oa.sorting(HISTORIC_SORT_KEYS)),
 )
 async def tasks(request: Request, who: Who) -> Response:
     """User tasks of every state, oldest first unless sorted."""

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bpm.api.auth import Principal, principal
 from bpm.api.bodies import MAX_DURATION_MS, MAX_ID, Body, Variables
+from bpm.api.documented import NAMED, NoVariables, TimeToLive, Unsupported
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.openapi import errors
 from bpm.api.routes_process import instance_json
@@ -34,24 +35,24 @@ Who = Annotated[Principal, Depends(principal)]
 
 
 class MessageBody(Body):
-    messageName: str = Field(min_length=1, max_length=MAX_ID)
+    messageName: str = Field(min_length=1, max_length=MAX_ID, json_schema_extra={"pattern": NAMED})
     businessKey: str | None = Field(None, max_length=MAX_ID)
     processInstanceId: str | None = Field(None, max_length=64)
     correlationKeys: Variables = None
-    localCorrelationKeys: Variables = None
+    localCorrelationKeys: NoVariables = None
     processVariables: Variables = None
     processVariablesLocal: Variables = None
     all: bool | None = False
     resultEnabled: bool | None = False
     variablesInResultEnabled: bool | None = False
     correlationKey: str | int | None = None
-    timeToLive: int | str | None = None
+    timeToLive: TimeToLive = None
 
 
 class SignalBody(Body):
-    name: str = Field(min_length=1, max_length=MAX_ID)
+    name: str = Field(min_length=1, max_length=MAX_ID, json_schema_extra={"pattern": NAMED})
     variables: Variables = None
-    executionId: str | None = None
+    executionId: Unsupported = None
 
 
 class ExecutionDto(BaseModel):

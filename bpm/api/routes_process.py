@@ -72,7 +72,32 @@ def instance_json(request: Request, inst: Instance) -> dict[str, Any]:
     }
 
 
-@router.post("/deployment/create")
+#: The body of ``deployment/create`` as Camunda's: a form with one or more BPMN files.
+DEPLOYMENT_FORM = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "deployment-name": {"type": "string"},
+                        "deployment-source": {"type": "string"},
+                        "data": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "a BPMN 2.0 XML file (any part name; 400 if not BPMN)",
+                        },
+                    },
+                    "required": ["data"],
+                }
+            }
+        },
+    }
+}
+
+
+@router.post("/deployment/create", openapi_extra=DEPLOYMENT_FORM)
 async def deployment_create(request: Request, who: Who) -> Response:
     """Multipart: ``deployment-name`` and one or more ``*.bpmn`` file parts."""
     _admin(who, "deploy")
@@ -185,6 +210,10 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
     return JSONResponse(out)
 
 
+#: Camunda sort keys of /process-instance this engine orders by.
+RUNNING_SORTS = ("instanceId",)
+
+
 def _running_query(request: Request) -> InstanceQuery:
     """Running (active or suspended) instances, as Camunda's runtime query."""
     p = Params.of_query(request.query_params)
@@ -207,7 +236,7 @@ def _running_query(request: Request) -> InstanceQuery:
         business_key_like=p.text("businessKeyLike"),
         states=states,
         with_incidents=p.flag("withIncident"),
-        sorting=p.sorting(("instanceId",)),
+        sorting=p.sorting(RUNNING_SORTS),
     )
 
 
@@ -219,7 +248,10 @@ RUNNING_FILTERS = (
 )  # fmt: skip
 
 
-@router.get("/process-instance", openapi_extra=oa.query(RUNNING_FILTERS, oa.PAGING, oa.SORTING))
+@router.get(
+    "/process-instance",
+    openapi_extra=oa.query(RUNNING_FILTERS, oa.PAGING, oa.sorting(RUNNING_SORTS)),
+)
 async def instances(request: Request, who: Who) -> Response:
     """Running (active or suspended) instances, oldest first; paged in SQL."""
     _admin(who, "read instances")
@@ -300,6 +332,10 @@ def incident_json(i: Incident, definition_id: str | None) -> dict[str, Any]:
     }
 
 
+#: Camunda sort keys of /incident this engine orders by.
+RUNTIME_INCIDENT_SORTS = ("incidentId", "processInstanceId")
+
+
 def _incident_query(request: Request) -> IncidentQuery:
     """Open incidents, as Camunda's runtime incident query."""
     p = Params.of_query(request.query_params)
@@ -313,7 +349,7 @@ def _incident_query(request: Request) -> IncidentQuery:
         states=(IncidentState.OPEN,),
         definition_id=p.text("processDefinitionId"),
         message_like=p.text("incidentMessageLike"),
-        sorting=p.sorting(("incidentId", "processInstanceId")),
+        sorting=p.sorting(RUNTIME_INCIDENT_SORTS),
     )
 
 
@@ -324,7 +360,10 @@ INCIDENT_FILTERS = (
 )  # fmt: skip
 
 
-@router.get("/incident", openapi_extra=oa.query(INCIDENT_FILTERS, oa.PAGING, oa.SORTING))
+@router.get(
+    "/incident",
+    openapi_extra=oa.query(INCIDENT_FILTERS, oa.PAGING, oa.sorting(RUNTIME_INCIDENT_SORTS)),
+)
 async def incidents(request: Request, who: Who) -> Response:
     """Open incidents, oldest first; paged in SQL."""
     _admin(who, "read incidents")

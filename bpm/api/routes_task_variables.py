@@ -26,6 +26,8 @@ from bpm.errors import NotFound
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
+#: The ``type`` filter values of ``/task/{id}/identity-links``.
+LINK_TYPES = ("assignee", "owner", "candidate")
 VARIABLES: dict[str, Any] = {
     "response_model": dict[str, s.VariableValueDto],
     "responses": oa.errors(400, 404),
@@ -54,12 +56,12 @@ def _deserialize(request: Request, name: str = "deserializeValues") -> bool:
     "/task/{task_id}/identity-links",
     response_model=list[s.IdentityLinkDto],
     responses=oa.errors(400, 404),
-    openapi_extra=oa.query([("type", "string")]),
+    openapi_extra=oa.query([("type", {"type": "string", "enum": list(LINK_TYPES)})]),
 )
 async def identity_links(task_id: str, request: Request, who: Who) -> Response:
     """The assignee, the owner and every candidate user and group (``type`` filters)."""
     wanted = Params.of_query(request.query_params).text("type")
-    if wanted is not None and wanted not in ("assignee", "owner", "candidate"):
+    if wanted is not None and wanted not in LINK_TYPES:
         raise bad_request("type must be assignee, owner or candidate")
     found = await _visible(request, who, task_id)
     task = found.task

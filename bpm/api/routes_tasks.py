@@ -14,6 +14,7 @@ from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params, page, parse_date
 from bpm.api.errors import ApiError, bad_request
+from bpm.api.sort_keys import TASK_SORT_KEYS
 from bpm.api.task_filters import task_query
 from bpm.api.variables import format_date, from_camunda, to_camunda
 from bpm.engine import Engine, TaskChanges
@@ -100,7 +101,9 @@ LIST: dict[str, Any] = {"response_model": list[s.TaskDto], "responses": oa.error
 COUNT: dict[str, Any] = {"response_model": s.CountDto, "responses": oa.errors(400)}
 
 
-@router.get("/task", **LIST, openapi_extra=oa.query(TASK_FILTERS, oa.PAGING, oa.SORTING))
+@router.get(
+    "/task", **LIST, openapi_extra=oa.query(TASK_FILTERS, oa.PAGING, oa.sorting(TASK_SORT_KEYS))
+)
 async def tasks(request: Request, who: Who) -> Response:
     """Open user tasks matching every filter; oldest first unless sorted."""
     return await _list(request, who, Params.of_query(request.query_params))
@@ -169,7 +172,7 @@ async def update(task_id: str, body: s.TaskUpdateDto, request: Request, who: Who
 
 
 @router.post("/task/{task_id}/claim", status_code=204, responses=oa.errors(400, 404))
-async def claim(task_id: str, body: s.UserIdDto, request: Request, who: Who) -> Response:
+async def claim(task_id: str, body: s.ClaimDto, request: Request, who: Who) -> Response:
     who.check_unrestricted("claim user tasks")
     if not body.userId or len(body.userId) > 255:
         raise bad_request("userId (1 to 255 characters) is required to claim a task")

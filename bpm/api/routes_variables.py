@@ -33,7 +33,7 @@ VARIABLE_FILTERS = (
     ("variableName", "string"), ("variableNameIn", "list"), ("variableNameLike", "string"),
     ("processInstanceIdIn", "list"), ("executionIdIn", "list"),
     ("activityInstanceIdIn", "list"), ("variableScopeIdIn", "list"), ("taskIdIn", "list"),
-    ("processDefinitionId", "string"), ("variableValues", "string"),
+    ("processDefinitionId", "string"), ("variableValues", "conditions"),
     ("deserializeValues", "boolean"),
 )  # fmt: skip
 _UNSUPPORTED = (
@@ -148,7 +148,9 @@ Filter = Annotated[s.VariableQueryDto | None, Body()]
 
 
 @router.get(
-    "/variable-instance", **LIST, openapi_extra=oa.query(VARIABLE_FILTERS, oa.PAGING, oa.SORTING)
+    "/variable-instance",
+    **LIST,
+    openapi_extra=oa.query(VARIABLE_FILTERS, oa.PAGING, oa.sorting(VARIABLE_SORTS)),
 )
 async def variable_instances(request: Request, who: Who) -> Response:
     """Variables of running instances, by instance start time and name."""

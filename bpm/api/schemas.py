@@ -7,9 +7,15 @@ update endpoints are here too: unknown fields are kept (and ignored), nulls acce
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from bpm.api import documented
+from bpm.api.documented import NO_NUL, VARIABLE_VALUE, Conditions, DateText, Variables
+from bpm.api.sort_keys import HISTORIC_SORT_KEYS, TASK_SORT_KEYS
+from bpm.store.history_queries import INSTANCE_SORTS
+from bpm.store.variable_queries import VARIABLE_SORTS
 
 
 class Dto(BaseModel):
@@ -27,6 +33,9 @@ class ErrorDto(Dto):
     type: str = Field(description="Camunda's exception class, e.g. InvalidRequestException")
     message: str
     code: int | None = None
+    details: dict[str, Any] | None = Field(
+        None, description="Not in Camunda's error: per resource, why a deployment failed"
+    )
 
 
 class CountDto(Dto):
@@ -238,11 +247,11 @@ class TaskQueryDto(RequestDto):
     includeAssignedTasks: bool | None = None
     name: str | None = None
     nameLike: str | None = None
-    dueBefore: str | None = None
-    dueAfter: str | None = None
-    createdBefore: str | None = None
-    createdAfter: str | None = None
-    sorting: Sorting = None
+    dueBefore: DateText = None
+    dueAfter: DateText = None
+    createdBefore: DateText = None
+    createdAfter: DateText = None
+    sorting: Annotated[Sorting, documented.sorting(TASK_SORT_KEYS)] = None
 
 
 class TaskUpdateDto(RequestDto):
@@ -250,26 +259,66 @@ class TaskUpdateDto(RequestDto):
     description: str | None = None
     assignee: str | None = None
     owner: str | None = None
-    due: str | None = None
-    followUp: str | None = None
-    priority: int | None = None
+    due: DateText = None
+    followUp: DateText = None
+    priority: Annotated[
+        int | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1},
+                    {"type": "null"},
+                ]
+            }
+        ),
+    ] = None
 
 
 class UserIdDto(RequestDto):
-    userId: str | None = None
+    userId: Annotated[
+        str | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NO_NUL},
+                    {"type": "null"},
+                ]
+            }
+        ),
+    ] = None
+
+
+class ClaimDto(RequestDto):
+    """A claim names its user (checked by the route: 400 without one)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"required": ["userId"]})
+
+    userId: Annotated[
+        str | None,
+        WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 255, "pattern": NO_NUL}),
+    ] = None
 
 
 class CompleteTaskDto(RequestDto):
-    variables: dict[str, Any] | None = None
+    variables: Variables = None
     withVariablesInReturn: bool | None = None
 
 
 class PatchVariablesDto(RequestDto):
-    modifications: dict[str, Any] | None = None
+    modifications: Variables = None
     deletions: list[str] | None = None
 
 
+def _variable_value(schema: dict[str, Any]) -> None:
+    schema.clear()
+    schema.update(VARIABLE_VALUE)
+
+
 class VariableValueInDto(RequestDto):
+    """One Camunda typed value (documented as :data:`bpm.api.documented.VARIABLE_VALUE`)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_variable_value)
+
     value: Any = None
     type: str | None = None
     valueInfo: dict[str, Any] | None = None
@@ -283,8 +332,8 @@ class VariableQueryDto(RequestDto):
     variableNameLike: str | None = None
     processInstanceId: str | None = None
     processInstanceIdIn: list[str] | None = None
-    variableValues: list[dict[str, Any]] | None = None
-    sorting: Sorting = None
+    variableValues: Conditions = None
+    sorting: Annotated[Sorting, documented.sorting(VARIABLE_SORTS)] = None
 
 
 class HistoricProcessInstanceQueryDto(RequestDto):
@@ -298,9 +347,9 @@ class HistoricProcessInstanceQueryDto(RequestDto):
     processInstanceBusinessKey: str | None = None
     finished: bool | None = None
     unfinished: bool | None = None
-    startedBefore: str | None = None
-    startedAfter: str | None = None
-    sorting: list[SortingDto] | SortingDto | None = None
+    startedBefore: DateText = None
+    startedAfter: DateText = None
+    sorting: Annotated[Sorting, documented.sorting(INSTANCE_SORTS)] = None
 
 
 class HistoricTaskQueryDto(RequestDto):
@@ -312,4 +361,4 @@ class HistoricTaskQueryDto(RequestDto):
     taskAssignee: str | None = None
     finished: bool | None = None
     unfinished: bool | None = None
-    sorting: Sorting = None
+    sorting: Annotated[Sorting, documented.sorting(HISTORIC_SORT_KEYS)] = None

@@ -10,24 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bpm.api.camunda_params import Params
-from bpm.api.errors import bad_request
+from bpm.api.sort_keys import HISTORIC_SORT_KEYS, TASK_SORT_KEYS
 from bpm.engine.queries import TaskQuery
 from bpm.runtime.states import UserTaskState
-from bpm.store.task_queries import TASK_SORTS
-
-#: Camunda sort keys of /task.
-TASK_SORT_KEYS = (
-    "created", "id", "name", "nameCaseInsensitive", "description", "priority", "assignee",
-    "dueDate", "followUpDate", "instanceId", "processInstanceId", "executionId",
-    "taskDefinitionKey",
-)  # fmt: skip
-#: Camunda sort keys of /history/task.
-HISTORIC_SORT_KEYS = (
-    "taskId", "startTime", "endTime", "taskName", "taskDescription", "priority", "assignee",
-    "owner", "dueDate", "followUpDate", "processInstanceId", "executionId",
-    "taskDefinitionKey",
-)  # fmt: skip
-assert set(TASK_SORT_KEYS + HISTORIC_SORT_KEYS) <= set(TASK_SORTS)
 
 _UNSUPPORTED = (
     "taskVariables", "processVariables", "caseInstanceVariables", "orQueries",
@@ -58,7 +43,7 @@ _UNSUPPORTED_HISTORIC = (
 def _without_candidates(q: TaskQuery, *, groups: bool, users: bool) -> TaskQuery:
     """``withoutCandidateGroups`` / ``withoutCandidateUsers``."""
     if (groups and q.with_candidate_groups) or (users and q.with_candidate_users):
-        raise bad_request("with and without candidates cannot both be true")
+        return replace(q, task_ids=())  # both: nothing matches (Camunda ANDs them too)
     if groups:
         q = replace(q, with_candidate_groups=False)
     if users:
@@ -80,9 +65,9 @@ def task_query(p: Params) -> TaskQuery:
     """The filter of ``/task`` (open tasks)."""
     p.refuse(_UNSUPPORTED)
     assigned = p.flag("assigned")
+    # assigned and unassigned both true: nothing matches (Camunda ANDs them), not a 400
+    contradictory = bool(assigned) and p.true("unassigned")
     if p.true("unassigned"):
-        if assigned:
-            raise bad_request("assigned and unassigned cannot both be true")
         assigned = False
     groups = p.texts("candidateGroups")
     group = p.text("candidateGroup")
@@ -95,7 +80,7 @@ def task_query(p: Params) -> TaskQuery:
         suspended = True
     q = TaskQuery(
         states=(UserTaskState.OPEN,),
-        task_ids=_one_or_many(p, "taskId", "taskIdIn"),
+        task_ids=() if contradictory else _one_or_many(p, "taskId", "taskIdIn"),
         instance_ids=_one_or_many(p, "processInstanceId", "processInstanceIdIn"),
         business_keys=_one_or_many(p, "processInstanceBusinessKey", "processInstanceBusinessKeyIn"),
         business_key_like=p.text("processInstanceBusinessKeyLike"),
@@ -143,9 +128,9 @@ def historic_task_query(p: Params) -> TaskQuery:
     states: tuple[UserTaskState, ...] = ()
     if p.true("finished"):
         states = (UserTaskState.COMPLETED, UserTaskState.CANCELLED)
+    # finished and unfinished both true: nothing matches (Camunda ANDs them), not a 400
+    contradictory = bool(states) and p.true("unfinished")
     if p.true("unfinished"):
-        if states:
-            raise bad_request("finished and unfinished cannot both be true")
         states = (UserTaskState.OPEN,)
     assigned = True if p.true("assigned") else None
     if p.true("unassigned"):
@@ -157,7 +142,7 @@ def historic_task_query(p: Params) -> TaskQuery:
         instance_finished = False
     q = TaskQuery(
         states=states,
-        task_ids=_one_or_many(p, "taskId", "taskIdIn"),
+        task_ids=() if contradictory else _one_or_many(p, "taskId", "taskIdIn"),
         instance_ids=_one_or_many(p, "processInstanceId", "processInstanceIdIn"),
         business_keys=_one_or_many(p, "processInstanceBusinessKey", "processInstanceBusinessKeyIn"),
         business_key_like=p.text("processInstanceBusinessKeyLike"),

@@ -24,6 +24,7 @@ from bpm.errors import InvalidOperation, MessageCorrelationError
 from bpm.runtime import messages as rt
 from bpm.runtime.records import Subscription
 from bpm.runtime.states import InstanceState
+from bpm.runtime.variable_types import split
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import definitions as defs_store
 from bpm.store import messages as store
@@ -107,10 +108,14 @@ def correlate(
             if delta is None:
                 raise MessageCorrelationError(_no_match(name, business_key, key, instance_id))
             message_id = str(uuid.uuid4())
+            # The buffer holds plain JSON: typed values (Long, Date, Json...) keep their
+            # value, not their Camunda type.
+            plain = split(clean)[0]
+            plain_match = split(match)[0] if match else None
             store.buffer(
                 unit.conn,
                 store.Buffered(
-                    message_id, name, business_key, key, instance_id, match or None, clean
+                    message_id, name, business_key, key, instance_id, plain_match, plain
                 ),
                 unit.now,
                 unit.now + delta,

@@ -73,6 +73,11 @@ def test_variable_instances_filters_paging_and_counts(api: Api) -> None:
     assert [(v["processInstanceId"], v["value"]) for v in amounts] == [(a, 100), (b, 200), (c, 300)]
     big = http.get("/variable-instance", params={"variableValues": "amount_gt_150"}).json()
     assert [v["processInstanceId"] for v in big] == [b, c]
+    # like compares with text: a query value of digits stays the pattern "100" (it was 400)
+    like = http.get("/variable-instance", params={"variableValues": "amount_like_100"})
+    cond = [{"name": "amount", "operator": "like", "value": "100"}]
+    same = http.post("/variable-instance", json={"variableValues": cond})
+    assert like.status_code == 200 and like.json() == same.json(), like.text
     body = {
         "processInstanceIdIn": [a, c],
         "variableValues": [{"name": "amount", "operator": "lteq", "value": 300}],

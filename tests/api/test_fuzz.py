@@ -1,8 +1,9 @@
 """REST fuzzing (issue 13 item 10): schemathesis generates requests for every operation in
 ``/openapi.json`` of a real ``bpm api`` with API keys, positive and negative, with and
 without credentials. With a key: no 5xx, every answer documented (status, content type,
-body schema), schema-valid requests not refused, errors in Camunda's shape. Without one:
-401 for every ``/engine-rest`` operation, before the body is read.
+body schema), schema-valid requests accepted (but the refusals listed in ``EXCUSED``),
+errors in Camunda's shape. Without one: 401 for every ``/engine-rest`` operation, before
+the body is read.
 
 A bounded number of examples per operation keeps the whole file at about a minute on two
 cores (``EXAMPLES``); failures are collected, not raised, so hypothesis never shrinks."""
@@ -24,6 +25,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
+    positive_data_acceptance,
     response_schema_conformance,
     status_code_conformance,
 )
@@ -37,10 +39,38 @@ KEYS = "ops:opsecret,view:viewsecret:role=viewer,w:wsecret:fuzz"
 OPS = {"Authorization": "Basic " + base64.b64encode(b"ops:opsecret").decode()}
 CHECKS = [
     not_a_server_error,
+    positive_data_acceptance,
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
 ]
+#: Schema-valid requests the server refuses with a documented 400 that no schema can rule
+#: out: (method, path, Camunda error type, a part of the message). Nothing else is excused.
+EXCUSED = (
+    # A file that is not a BPMN 2.0 document: its content is not a schema matter.
+    ("POST", "/engine-rest/deployment/create", "ParseException", "cannot deploy"),
+    # No receiver for the message: Camunda's "not found" answer to a correlation is a 400
+    # MismatchingMessageCorrelationException, and Camunda clients rely on it.
+    ("POST", "/engine-rest/message", "RestException", "MismatchingMessageCorrelationException"),
+)
+ACCEPTANCE_EXCUSED = [check for check in CHECKS if check is not positive_data_acceptance]
+
+
+def _excused(case: Any, resp: Any) -> bool:
+    """Whether a 400 is one of the listed refusals (EXCUSED)."""
+    if resp.status_code != 400:
+        return False
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    return any(
+        case.method.upper() == method
+        and case.operation.path == path
+        and body.get("type") == kind
+        and part in str(body.get("message"))
+        for method, path, kind, part in EXCUSED
+    )
 
 
 @pytest.fixture(scope="module")
@@ -137,12 +167,13 @@ def test_with_a_key_no_5xx_and_every_answer_is_documented(
         try:
             resp = case.call(base_url=_root(fuzz_api), headers=OPS, timeout=20)
             _camunda_shape(resp, where, failures)
-            case.validate_response(resp, checks=checks)
+            excused = _excused(case, resp)
+            case.validate_response(resp, checks=ACCEPTANCE_EXCUSED if excused else checks)
         except (Exception, BaseExceptionGroup) as exc:  # collected: no slow shrinking
             failures.append(f"{where}: {_summary(exc)}")
 
     _fuzz(fuzz_api, mode, judge)
-    assert not failures, "\n".join(sorted(set(failures))[:25])
+    assert not failures, "\n".join(sorted(set(failures)))
     # the seeded tasks are still there and still fetchable: the fuzz broke nothing
     count = fuzz_api.http.get("/external-task/count", params={"topicName": "fuzz"}).json()
     assert count["count"] == 3

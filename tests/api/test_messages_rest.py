@@ -134,3 +134,28 @@ def test_bad_messages_answer_400_and_change_nothing(api: Api) -> None:
     r = api.http.post("/message", json={"messageName": "payment-received", "timeToLive": "soon"})
     assert_error(r, 400, "InvalidRequestException", "timeToLive")
     assert table_dump(api.engine) == before
+
+
+def test_a_buffered_message_keeps_typed_values(api: Api) -> None:
+    """Typed values (Long, Date, Json) in a buffered message were a 500: the buffer holds
+    plain JSON, so they keep their value (not their Camunda type) until delivered."""
+    api.deploy(WAIT, "pay.bpmn")
+    r = api.http.post(
+        "/message",
+        json={
+            "messageName": "payment-received",
+            "businessKey": "typed",
+            "timeToLive": 60_000,
+            "processVariables": {
+                "amount": {"value": 12345678901, "type": "Long"},
+                "paidAt": {"value": "2026-11-30T10:15:00.000+0000", "type": "Date"},
+            },
+            "correlationKeys": {"order": {"value": 7, "type": "Long"}},
+        },
+    )
+    assert r.status_code == 204, r.text
+    inst = api.start("pay", business_key="typed", variables={"order": 7})
+    assert [t.node_id for t in api.engine.get_instance(inst).tokens] == ["stop"]
+    values = api.http.get(f"/process-instance/{inst}/variables").json()
+    assert values["amount"]["value"] == 12345678901
+    assert values["paidAt"]["value"] == "2026-11-30T10:15:00.000+0000"

@@ -71,7 +71,16 @@ def test_document_declares_security_and_no_422(seeded: Api) -> None:
             if path.startswith("/engine-rest/"):  # every one, /version and /engine too
                 assert op.get("security"), (method, path)
     task_list = doc["paths"]["/engine-rest/task"]["get"]
-    assert {p["name"] for p in task_list["parameters"]} >= {"candidateGroup", "dueBefore", "sortBy"}
+    params = {p["name"]: p for p in task_list["parameters"]}
+    assert set(params) >= {"candidateGroup", "dueBefore", "sorting"}
+    # sortBy and sortOrder are one exploded object: a sortOrder needs a sortBy, and a
+    # sortBy is one of the keys /task sorts by
+    sorting = params["sorting"]
+    assert sorting["style"] == "form" and sorting["explode"] is True
+    by = sorting["schema"]["anyOf"][0]
+    assert by["required"] == ["sortBy"] and "created" in by["properties"]["sortBy"]["enum"]
+    assert seeded.http.get("/task", params={"sortOrder": "desc"}).status_code == 400
+    assert seeded.http.get("/task", params={"sortBy": "created"}).status_code == 200
     schema = task_list["responses"]["200"]["content"]["application/json"]["schema"]
     assert schema["items"]["$ref"].endswith("/TaskDto")
 
