@@ -396,6 +396,7 @@ def run_token(
     ran = 0
     deadline = time.monotonic() + core.config.drain_for.total_seconds()
     keeper = core.leases
+    abandoned = core.stats.finishes_abandoned
     with core.hold_connection():  # one pool checkout for all the transactions below
         batch = claim(
             core, worker, core.now(now), first=token_id, more=core.pace.batch(core.config) - 1
@@ -418,12 +419,16 @@ def run_token(
                 )
             finally:
                 keeper.release(step.token.id for step, _ in results)
-            if not budget_left:
-                break
+            if not budget_left or core.stats.finishes_abandoned > abandoned:
+                break  # out of budget, or the database stayed away: hand back, take no more
             if not batch and core.config.batch_size > 1 and core.pace.batch(core.config) > 1:
-                batch = claim(
-                    core, worker, core.now(now), first=None, more=core.pace.batch(core.config)
-                )
+                try:
+                    batch = claim(
+                        core, worker, core.now(now), first=None, more=core.pace.batch(core.config)
+                    )
+                except DBAPIError as exc:  # only an offer to take more: the steps ran
+                    log.warning("no more steps taken: the database did not answer (%s)", exc)
+                    break
     return ran
 
 

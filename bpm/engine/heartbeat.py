@@ -111,7 +111,7 @@ class LeaseKeeper:
         # Its own connection and transaction, never the worker's (which may be lent to a
         # framework, or in the middle of a finish).
         with self.core.db.begin() as conn:
-            kept = token_store.extend_leases(conn, leases, now)
+            kept = token_store.extend_leases(conn, leases, now, only_longer=True)
         self.beats += 1
         with self._lock:
             for tid, h in held.items():

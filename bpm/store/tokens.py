@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, literal, select, union_all, update
+from sqlalchemy import Connection, bindparam, case, exists, literal, select, union_all, update
 
 from bpm.runtime.records import Token
 from bpm.runtime.states import RUNNING_INSTANCE_STATES, TokenState
@@ -121,12 +121,24 @@ def claim(
 
 
 def extend_leases(
-    conn: Connection, leases: Sequence[tuple[str, str, int, datetime]], now: datetime
+    conn: Connection,
+    leases: Sequence[tuple[str, str, int, datetime]],
+    now: datetime,
+    *,
+    only_longer: bool = False,
 ) -> int:
     """Move the expiry of live leases: ``(token id, owner, attempt, until)`` each; returns
-    how many were still held."""
+    how many were still held. ``only_longer``: never move an expiry earlier (the
+    heartbeat: a handler's own longer ``ctx.extend_lease`` may have been written between
+    the heartbeat's reading of the lease and this statement)."""
     if not leases:
         return 0
+    until = bindparam("until", type_=tk.c.lease_expires_at.type)
+    expiry: Any = (
+        case((tk.c.lease_expires_at > until, tk.c.lease_expires_at), else_=until)
+        if only_longer
+        else until
+    )
     stmt = (
         update(tk)
         .where(
@@ -136,7 +148,7 @@ def extend_leases(
             tk.c.attempt == bindparam("att"),
             tk.c.lease_expires_at > bindparam("now", type_=tk.c.lease_expires_at.type),
         )
-        .values(lease_expires_at=bindparam("until", type_=tk.c.lease_expires_at.type))
+        .values(lease_expires_at=expiry)
     )
     rows = [{"tid": i, "owner": o, "att": a, "until": u, "now": now} for i, o, a, u in leases]
     return int(conn.execute(stmt, rows).rowcount)
