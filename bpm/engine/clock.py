@@ -21,7 +21,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
+
+from bpm.store import dialect
 
 
 def utcnow() -> datetime:
@@ -58,11 +60,10 @@ class DatabaseClock:
         with self._lock:
             before = self._monotonic()
             with self.db.connect() as conn:
-                found = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+                at = dialect.server_now(conn)
             after = self._monotonic()
-            at = found if found.tzinfo is not None else found.replace(tzinfo=UTC)
             # The server read its clock somewhere within the round trip: take the middle.
-            self._base = (at.astimezone(UTC), (before + after) / 2)
+            self._base = (at, (before + after) / 2)
             self.readings += 1
             return self._base
 

@@ -26,6 +26,7 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    select,
     text,
     type_coerce,
 )
@@ -279,3 +280,11 @@ def notify(conn: Connection, channel: str, payloads: Iterable[str]) -> None:
 def listen_sql(channel: str) -> str:
     """The LISTEN statement a long-poll hub runs on its own PostgreSQL connection."""
     return f'LISTEN "{channel}"'
+
+
+def server_now(conn: Connection) -> datetime:
+    """The database server's own clock (``clock_timestamp()``: not the transaction's start),
+    in UTC. PostgreSQL only: the embedded mode keeps the host's clock."""
+    found: datetime = conn.execute(select(func.clock_timestamp())).scalar_one()
+    at = found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+    return at.astimezone(UTC)
