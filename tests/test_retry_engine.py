@@ -13,6 +13,7 @@ from bpm.builder import Process
 from bpm.handlers import HandlerRegistry, TaskContext
 from bpm.runtime.states import BlockKind
 from tests.engine_helpers import QueueDispatcher, drain, make_engine
+from tests.test_retry_vectors import reference_delay_ms
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 S = timedelta(seconds=1)
@@ -149,12 +150,14 @@ def test_exponential_policy_from_bpmn_uses_the_deterministic_jitter(engine: Engi
 </bpmn:definitions>"""
     engine.deploy(xml)
     inst = engine.start("expo", now=T0)
-    policy = RetryPolicy.exponential(8, timedelta(seconds=1), timedelta(seconds=30))
     now = T0
     for attempt in range(1, 8):
         run_one(engine, q, now)
         (timer,) = engine.timers(inst.id)
-        assert timer.fire_at == now + policy.delay(attempt, inst.id, "work"), attempt
+        # The jitter of the instance (run) and the node (step), not of the token; the
+        # reference is DESIGN's rule written out again, not the engine's code.
+        expected = reference_delay_ms(1000, 30_000, inst.id, "work", attempt)
+        assert timer.fire_at == now + timedelta(milliseconds=expected), attempt
         now = timer.fire_at
         assert engine.fire_due_timers(now=now) == 1
     run_one(engine, q, now)
