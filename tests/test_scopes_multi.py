@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from bpm import Engine, TaskContext
 from bpm.bpmn import parse_bpmn
@@ -13,6 +14,7 @@ from bpm.builder import Process
 from bpm.handlers import HandlerRegistry
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.states import InstanceState, ScopeKind, ScopeState
+from bpm.store.tables import scope as scope_table
 from tests.engine_helpers import QueueDispatcher, drain, table_dump
 from tests.scopes_helpers import EMPTY, engine_on, live_nodes, nothing_live, open_tasks, types
 from tests.test_scopes_model import chain, xml
@@ -376,3 +378,91 @@ def test_a_rejected_user_task_completion_changes_nothing(
     with pytest.raises(Exception, match="not JSON"):
         engine.complete_user_task(task.id, {"bad": object()})
     assert table_dump(engine) == before
+
+
+def _forking_body(b: Process) -> object:
+    """Each inner instance forks into user tasks ``a`` and ``b`` and joins them."""
+    return (
+        b.start("ps")
+        .parallel("fork")
+        .user_task("a")
+        .user_task("b")
+        .parallel("join")
+        .end("pe")
+        .sequence("ps", "fork")
+        .sequence("fork", "a", "join")
+        .sequence("fork", "b", "join")
+        .sequence("join", "pe")
+    )
+
+
+def test_a_join_inside_a_multi_instance_body_waits_for_its_own_inner_instance(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    """Two inner instances each fork and join. Branch ``a`` of the first and branch ``b``
+    of the second reach the join: two tokens at one join, one per incoming flow, yet they
+    belong to different inner instances and must not fire it."""
+    engine, _ = both
+    engine.deploy(
+        Process("mi_join")
+        .start("s")
+        .sub_process("each", _forking_body, for_each="items", as_="item")
+        .end("e")
+        .sequence("s", "each", "e")
+    )
+    inst = engine.start("mi_join", {"items": ["x", "y"]})
+    scope_of = {
+        s.id: s.loop_counter
+        for s in engine.get_instance(inst.id).scopes
+        if s.kind is ScopeKind.INNER_INSTANCE
+    }
+    assert sorted(scope_of.values()) == [0, 1]
+
+    def inner_of_scope(scope_id: str | None) -> int | None:
+        """The loop counter of the inner instance around a scope (fork scopes are not
+        listed by ``get_instance``: read their parents from the table)."""
+        with engine.db.connect() as conn:
+            parents = dict(conn.execute(select(scope_table.c.id, scope_table.c.parent_id)).all())
+        while scope_id is not None and scope_id not in scope_of:
+            scope_id = parents.get(scope_id)
+        return scope_of[scope_id] if scope_id is not None else None
+
+    def inner_of(token_id: str) -> int | None:
+        tokens = {t.id: t for t in engine.get_instance(inst.id).tokens}
+        return inner_of_scope(tokens[token_id].scope_id)
+
+    def task(node: str, inner: int) -> str:
+        found = [
+            t.id
+            for t in engine.user_tasks(inst.id)
+            if t.node_id == node and inner_of(t.token_id) == inner
+        ]
+        assert len(found) == 1, (node, inner, engine.user_tasks(inst.id))
+        return found[0]
+
+    engine.complete_user_task(task("a", 0))
+    engine.complete_user_task(task("b", 1))
+
+    assert [e for e in engine.history(inst.id) if e.type == "join_fired"] == []
+    assert open_tasks(engine, inst.id) == ["a", "b"]  # b of the first, a of the second
+    assert inner_of(engine.user_tasks(inst.id)[0].token_id) != inner_of(
+        engine.user_tasks(inst.id)[1].token_id
+    )
+    waiting = [
+        t
+        for t in engine.get_instance(inst.id).tokens
+        if t.node_id == "join" and t.state.value == "waiting"
+    ]
+    assert len(waiting) == 2 and {inner_of(t.id) for t in waiting} == {0, 1}
+
+    engine.complete_user_task(task("b", 0))
+    fired = [e for e in engine.history(inst.id) if e.type == "join_fired"]
+    assert len(fired) == 1
+    assert inner_of_scope(fired[0].payload["scope"]) == 0
+    assert engine.get_instance(inst.id).state is InstanceState.ACTIVE
+
+    engine.complete_user_task(task("a", 1))
+    fired = [e for e in engine.history(inst.id) if e.type == "join_fired"]
+    assert [inner_of_scope(e.payload["scope"]) for e in fired] == [0, 1]
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert nothing_live(engine, inst.id) == EMPTY
