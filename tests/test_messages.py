@@ -410,3 +410,71 @@ def test_a_message_end_event_is_an_inline_step(database_url: str) -> None:
         assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
     finally:
         engine.close()
+
+
+def two_waits_for_one_message() -> Any:
+    """Two parallel branches, each waiting for message ``go`` (a catch event, a receive
+    task), then a join."""
+    return (
+        Process("twice")
+        .start("start")
+        .parallel("fork")
+        .receive_message("left", "go")
+        .receive_task("right", "go")
+        .parallel("join")
+        .end("end")
+        .sequence("start", "fork")
+        .sequence("fork", "left", "join")
+        .sequence("fork", "right", "join")
+        .sequence("join", "end")
+        .build()
+    )
+
+
+def open_waits(engine: Engine, instance_id: str) -> list[str]:
+    from sqlalchemy import select
+
+    from bpm.store.tables import event_subscription as es
+
+    with engine.db.connect() as conn:
+        rows = conn.execute(
+            select(es.c.node_id).where(es.c.instance_id == instance_id, es.c.state == "open")
+        )
+        return sorted(r.node_id for r in rows)
+
+
+def test_one_message_moves_one_wait_of_an_instance(engine: Engine) -> None:
+    """Camunda's correlate reaches one execution: of two waits of one instance for the
+    same message, one message moves one; the next moves the other."""
+    engine.deploy(two_waits_for_one_message())
+    inst = engine.start("twice", business_key="b-1", now=T0)
+    assert live_nodes(engine, inst.id) == ["left", "right"]
+    assert open_waits(engine, inst.id) == ["left", "right"]
+
+    moved = engine.correlate("go", {"n": 1}, business_key="b-1", now=T0 + S)
+
+    assert len(moved) == 1, moved
+    first = moved[0]
+    assert first.kind == "execution" and first.node_id in ("left", "right")
+    other = "right" if first.node_id == "left" else "left"
+    assert live_nodes(engine, inst.id) == sorted(["join", other])
+    assert open_waits(engine, inst.id) == [other]
+    consumed = [e for e in engine.history(inst.id) if e.type == "subscription_consumed"]
+    assert len(consumed) == 1
+
+    (second,) = engine.correlate("go", {"n": 2}, business_key="b-1", now=T0 + 2 * S)
+
+    assert second.node_id == other
+    done = engine.get_instance(inst.id)
+    assert done.state is InstanceState.COMPLETED and done.variables == {"n": 2}
+    assert open_waits(engine, inst.id) == []
+    assert sum(1 for e in engine.history(inst.id) if e.type == "join_fired") == 1
+
+
+def test_a_message_correlated_with_all_moves_every_wait_of_the_instance(engine: Engine) -> None:
+    engine.deploy(two_waits_for_one_message())
+    inst = engine.start("twice", now=T0)
+    done = engine.correlate("go", instance_id=inst.id, all=True, now=T0 + S)
+    assert sorted(c.node_id or "" for c in done) == ["left", "right"]
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert open_waits(engine, inst.id) == []
