@@ -154,6 +154,10 @@ class Engine:
         self.core.db.dispose(close=False)
 
     def close(self) -> None:
+        """Stop this engine's lease-keeper thread (waiting for a beat in flight), then
+        close its pooled connections. Steps still running keep no lease alive after it.
+        A dispatcher passed in is the caller's to close."""
+        self.core.leases.stop()
         self.core.db.dispose()
 
     # -- definitions ----------------------------------------------------------------------

@@ -11,6 +11,10 @@ step is two dictionary operations, so a quick step pays nothing for it. The keep
 knows until when each held lease is surely ours (the monotonic time of the last
 successful claim or extension, plus the lease): a finish that cannot reach the database
 retries until then and no longer (:func:`bpm.engine.execution.finish_retrying`).
+
+The thread holds the keeper, and through it the engine (its pool, model cache, registry):
+:meth:`LeaseKeeper.stop` (``Engine.close``) ends and joins it, so a closed engine can be
+collected. A stopped keeper starts no thread again: steps held after it cannot be beaten.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class LeaseKeeper:
         self._pid = 0
         self._pace = float("inf")  # the interval the thread currently beats at
         self._last_beat = 0.0
+        self._stopped = threading.Event()
 
     # -- what is held ---------------------------------------------------------------------
     def hold(self, steps: Iterable[tuple[str, str, int, timedelta]], since: float) -> None:
@@ -152,12 +157,26 @@ class LeaseKeeper:
         return max(MIN_INTERVAL, shortest / 3)
 
     # -- the thread -----------------------------------------------------------------------
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the thread and wait for it (a beat in flight finishes first); idempotent."""
+        self._stopped.set()
+        self._wake.set()
+        with self._lock:
+            thread, mine = self._thread, self._pid == os.getpid()
+            self._thread = None
+        if thread is not None and mine and thread is not threading.current_thread():
+            thread.join(timeout)
+
     def _ensure_running(self) -> None:
+        if self._stopped.is_set():
+            return
         pid = os.getpid()
         thread = self._thread
         if thread is not None and thread.is_alive() and self._pid == pid:
             return
         with self._lock:
+            if self._stopped.is_set():
+                return
             # A forked child inherits the keeper but not its thread: start one of its own.
             if self._thread is not None and self._thread.is_alive() and self._pid == pid:
                 return
@@ -166,7 +185,7 @@ class LeaseKeeper:
             self._thread.start()
 
     def _run(self) -> None:
-        while True:
+        while not self._stopped.is_set():
             pace = self.interval()
             with self._lock:
                 self._pace = pace
@@ -177,6 +196,8 @@ class LeaseKeeper:
                 # when the next beat is due (at once, if it is overdue for that lease).
                 self._wake.wait(left)
                 self._wake.clear()
+                if self._stopped.is_set():
+                    return
                 if time.monotonic() < self._last_beat + self.interval():
                     continue
             self._last_beat = time.monotonic()
