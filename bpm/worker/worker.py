@@ -1,7 +1,8 @@
 """The worker loop: long-poll fetch-and-lock, run handlers in a thread pool, heartbeat, report.
 
 * Fetches only as many tasks as it has free slots (``concurrency``), at most ``max_tasks``.
-* While a handler runs, its lock is extended at half the lease (``extendLock``).
+* While a handler runs, its lock is extended at half the lease (``extendLock``); a
+  handler's own longer ``task.extend_lock`` is never shortened by it.
 * A handler's return value completes the task; :class:`BpmnError` throws a BPMN error; any
   other exception reports a failure with the traceback in ``errorDetails``.
 * complete / failure / bpmnError are retried with backoff on network errors and 5xx: the
@@ -67,11 +68,17 @@ class Subscription:
 
 
 class _Heartbeats:
-    """Extends the lock of every running task at half its lease, from one thread."""
+    """Extends the lock of every running task at half its lease, from one thread.
+
+    A heartbeat never shortens a lock the handler extended itself (``task.extend_lock``):
+    the handler's call goes through :meth:`extend_now`, in turn with the heartbeat's calls
+    for the same task (one at a time, so a heartbeat read before it cannot land after it),
+    and the heartbeat goes on with the handler's duration."""
 
     def __init__(self, extend: Callable[[str, int], bool | None]) -> None:
         self._extend = extend
         self._due: dict[str, tuple[float, int]] = {}
+        self._calls: dict[str, threading.Lock] = {}  # one extendLock at a time per task
         self._cond = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="bpm-heartbeat", daemon=True)
@@ -80,11 +87,31 @@ class _Heartbeats:
     def add(self, task_id: str, lease_ms: int) -> None:
         with self._cond:
             self._due[task_id] = (time.monotonic() + lease_ms / 2000, lease_ms)
+            self._calls.setdefault(task_id, threading.Lock())
             self._cond.notify()
 
     def remove(self, task_id: str) -> None:
         with self._cond:
             self._due.pop(task_id, None)
+            self._calls.pop(task_id, None)
+
+    def next_beat(self, task_id: str) -> tuple[float, int] | None:
+        """(monotonic time, lease in ms) of the task's next heartbeat; None: not beating."""
+        with self._cond:
+            return self._due.get(task_id)
+
+    def extend_now(self, task_id: str, lease_ms: int) -> bool | None:
+        """The handler extends its lock to ``lease_ms`` from now: after any heartbeat of
+        the task in flight, and the heartbeat beats with that lease from now on."""
+        with self._cond:
+            call = self._calls.get(task_id) or threading.Lock()
+        with call:
+            ok = self._extend(task_id, lease_ms)
+            with self._cond:
+                if ok and task_id in self._due:
+                    self._due[task_id] = (time.monotonic() + lease_ms / 2000, lease_ms)
+                    self._cond.notify()
+        return ok
 
     def close(self) -> None:
         with self._cond:
@@ -97,22 +124,35 @@ class _Heartbeats:
                 if self._closed:
                     return
                 now = time.monotonic()
-                due = [(tid, lease) for tid, (at, lease) in self._due.items() if at <= now]
+                due = [tid for tid, (at, _) in self._due.items() if at <= now]
                 if not due:
                     nxt = min((at for at, _ in self._due.values()), default=now + 60)
                     self._cond.wait(max(0.0, nxt - now))
                     continue
-            for tid, lease in due:
-                ok = self._extend(tid, lease)
-                with self._cond:
-                    if tid not in self._due:
-                        continue
-                    if ok is False:  # refused: the lock is gone; stop trying
-                        self._due.pop(tid, None)
-                    elif ok is None:  # network trouble: try again soon
-                        self._due[tid] = (time.monotonic() + min(1.0, lease / 4000), lease)
-                    else:
-                        self._due[tid] = (time.monotonic() + lease / 2000, lease)
+            for tid in due:
+                self._beat(tid)
+
+    def _beat(self, tid: str) -> None:
+        with self._cond:
+            call = self._calls.get(tid)
+        if call is None:  # the task ended meanwhile
+            return
+        with call:
+            with self._cond:  # read the lease under the call lock: a handler's is final
+                entry = self._due.get(tid)
+                if entry is None or entry[0] > time.monotonic():
+                    return  # ended, or the handler just extended it
+                lease = entry[1]
+            ok = self._extend(tid, lease)
+            with self._cond:
+                if tid not in self._due:
+                    return  # the task ended meanwhile
+                if ok is False:  # refused: the lock is gone; stop trying
+                    self._due.pop(tid, None)
+                elif ok is None:  # network trouble: try again soon
+                    self._due[tid] = (time.monotonic() + min(1.0, lease / 4000), lease)
+                else:
+                    self._due[tid] = (time.monotonic() + lease / 2000, lease)
 
 
 class ExternalWorker:
@@ -283,7 +323,9 @@ class ExternalWorker:
 
     def _execute(self, data: dict[str, Any]) -> None:
         task = Task.from_json(data, self.worker_id)
-        task._extend = lambda ms: bool(self._extend_lock(task.id, ms))
+        beats = self._beats
+        assert beats is not None
+        task._extend = lambda ms: bool(beats.extend_now(task.id, ms))
         sub = self._subs.get(task.topic)
         assert self._beats is not None
         try:
