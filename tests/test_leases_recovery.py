@@ -28,6 +28,7 @@ from bpm.handlers import HandlerRegistry
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.states import TokenState
+from bpm.store import tokens as token_store
 from tests.engine_helpers import claim_one
 from tests.support import eventually, pg_admin_dsn
 
@@ -415,6 +416,57 @@ def test_a_lease_the_handler_extended_is_not_shortened_by_the_heartbeat(
         assert eng.core.leases.interval() >= 190
         assert eng.core.leases.beat() == 1
         seen.append(work_token(eng, ctx.instance_id).lease_expires_at - eng.core.now())
+        return {}
+
+    handlers.fn = handler
+    assert eng.run_token(tok.id) == 1
+    assert seen and seen[0] > timedelta(minutes=9), seen
+
+
+def test_a_heartbeat_that_read_the_lease_before_the_handler_extended_it_keeps_it(
+    eng: Engine,
+) -> None:
+    """The race the heartbeat's never-shorten guard closes, in order: the keeper holds the
+    step with its 2 s lease; the handler's ``extend_lease`` writes 10 minutes to the row
+    and has not told the keeper yet; the heartbeat's statement then runs with what it
+    read (now + 2 s). It must leave the 10 minutes alone."""
+    inst = eng.start("recovery")
+    tok = work_token(eng, inst.id)
+    now = eng.core.now()
+    step = claim_one(eng.core, tok.id, "here:1", now)
+    assert step is not None
+    keeper = eng.core.leases
+    keeper.hold([(tok.id, "here:1", step.token.attempt, timedelta(seconds=2))], time.monotonic())
+    with eng.core.tx() as conn:  # what ctx.extend_lease writes, before keeper.extended()
+        assert (
+            token_store.extend_leases(
+                conn, [(tok.id, "here:1", step.token.attempt, now + timedelta(minutes=10))], now
+            )
+            == 1
+        )
+    assert keeper.beat() == 1  # still ours: the beat itself succeeds
+    expiry = work_token(eng, inst.id).lease_expires_at
+    assert expiry >= now + timedelta(minutes=10), expiry - now
+    keeper.release([tok.id])
+
+
+def test_after_a_handler_extended_its_lease_the_heartbeat_beats_with_that_lease(
+    eng: Engine, handlers: Handlers
+) -> None:
+    """ctx.extend_lease(10 min): from then on each heartbeat moves the expiry on by 10
+    minutes from its own time (not by the 2 s lease), so a handler that runs for longer
+    than the 10 minutes it asked for keeps its step while its process lives."""
+    clock = {"now": eng.core.now()}
+    eng.core.clock = lambda: clock["now"]
+    inst = eng.start("recovery")
+    tok = work_token(eng, inst.id)
+    seen: list[timedelta] = []
+
+    def handler(ctx: TaskContext) -> dict[str, Any]:
+        assert ctx.extend_lease(timedelta(minutes=10))
+        clock["now"] += timedelta(minutes=9)  # nine minutes of work later, a heartbeat
+        assert eng.core.leases.beat() == 1
+        seen.append(work_token(eng, ctx.instance_id).lease_expires_at - clock["now"])
         return {}
 
     handlers.fn = handler
