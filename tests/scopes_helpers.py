@@ -5,9 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import select
+
 from bpm import Engine, EngineConfig
 from bpm.handlers import HandlerRegistry
 from bpm.runtime.states import LIVE_TOKEN_STATES, OPEN_TASK_STATES, ScopeState
+from bpm.store.tables import event_subscription as es
 from tests.engine_helpers import QueueDispatcher, make_engine
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -43,6 +46,15 @@ def types(engine: Engine, instance_id: str) -> list[tuple[str, str | None]]:
     return [(e.type, e.node_id) for e in engine.history(instance_id)]
 
 
+def open_subscriptions(engine: Engine, instance_id: str) -> list[str]:
+    """The node ids of the instance's open message and signal waits."""
+    with engine.db.connect() as conn:
+        rows = conn.execute(
+            select(es.c.node_id).where(es.c.instance_id == instance_id, es.c.state == "open")
+        )
+        return sorted(r.node_id for r in rows)
+
+
 def nothing_live(engine: Engine, instance_id: str) -> dict[str, list[str]]:
     """Everything still live in an instance (empty lists when nothing is)."""
     inst = engine.get_instance(instance_id)
@@ -56,6 +68,7 @@ def nothing_live(engine: Engine, instance_id: str) -> dict[str, list[str]]:
         "external_tasks": ext,
         "scopes": [s.node_id for s in inst.scopes if s.state is ScopeState.ACTIVE],
         "incidents": [i.node_id for i in engine.incidents(instance_id)],
+        "subscriptions": open_subscriptions(engine, instance_id),
     }
 
 
@@ -66,4 +79,5 @@ EMPTY = {
     "external_tasks": [],
     "scopes": [],
     "incidents": [],
+    "subscriptions": [],
 }

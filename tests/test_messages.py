@@ -16,6 +16,7 @@ from bpm.builder import Process
 from bpm.errors import InvalidOperation, MessageCorrelationError, VariableError
 from bpm.runtime.states import BlockKind
 from tests.engine_helpers import table_dump
+from tests.scopes_helpers import open_subscriptions
 from tests.support import visits
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
@@ -431,25 +432,13 @@ def two_waits_for_one_message() -> Any:
     )
 
 
-def open_waits(engine: Engine, instance_id: str) -> list[str]:
-    from sqlalchemy import select
-
-    from bpm.store.tables import event_subscription as es
-
-    with engine.db.connect() as conn:
-        rows = conn.execute(
-            select(es.c.node_id).where(es.c.instance_id == instance_id, es.c.state == "open")
-        )
-        return sorted(r.node_id for r in rows)
-
-
 def test_one_message_moves_one_wait_of_an_instance(engine: Engine) -> None:
     """Camunda's correlate reaches one execution: of two waits of one instance for the
     same message, one message moves one; the next moves the other."""
     engine.deploy(two_waits_for_one_message())
     inst = engine.start("twice", business_key="b-1", now=T0)
     assert live_nodes(engine, inst.id) == ["left", "right"]
-    assert open_waits(engine, inst.id) == ["left", "right"]
+    assert open_subscriptions(engine, inst.id) == ["left", "right"]
 
     moved = engine.correlate("go", {"n": 1}, business_key="b-1", now=T0 + S)
 
@@ -458,7 +447,7 @@ def test_one_message_moves_one_wait_of_an_instance(engine: Engine) -> None:
     assert first.kind == "execution" and first.node_id in ("left", "right")
     other = "right" if first.node_id == "left" else "left"
     assert live_nodes(engine, inst.id) == sorted(["join", other])
-    assert open_waits(engine, inst.id) == [other]
+    assert open_subscriptions(engine, inst.id) == [other]
     consumed = [e for e in engine.history(inst.id) if e.type == "subscription_consumed"]
     assert len(consumed) == 1
 
@@ -467,7 +456,7 @@ def test_one_message_moves_one_wait_of_an_instance(engine: Engine) -> None:
     assert second.node_id == other
     done = engine.get_instance(inst.id)
     assert done.state is InstanceState.COMPLETED and done.variables == {"n": 2}
-    assert open_waits(engine, inst.id) == []
+    assert open_subscriptions(engine, inst.id) == []
     assert sum(1 for e in engine.history(inst.id) if e.type == "join_fired") == 1
 
 
@@ -477,4 +466,98 @@ def test_a_message_correlated_with_all_moves_every_wait_of_the_instance(engine: 
     done = engine.correlate("go", instance_id=inst.id, all=True, now=T0 + S)
     assert sorted(c.node_id or "" for c in done) == ["left", "right"]
     assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
-    assert open_waits(engine, inst.id) == []
+    assert open_subscriptions(engine, inst.id) == []
+
+
+# -- interrupted waits --------------------------------------------------------------------
+
+
+def receive_with_deadline() -> Any:
+    """A receive task for ``payment`` with an interrupting one-hour timer boundary."""
+    return (
+        Process("deadline")
+        .start("start")
+        .receive_task("paid", "payment")
+        .end("end")
+        .boundary_timer("late", "paid", duration="PT1H")
+        .end("gave_up")
+        .sequence("start", "paid", "end")
+        .sequence("late", "gave_up")
+        .build()
+    )
+
+
+def test_a_wait_interrupted_by_a_timer_boundary_closes_its_subscription(engine: Engine) -> None:
+    """The timer ends the receive task: its wait is cancelled with it, so a message for a
+    live instance is not refused as matching two instances, and a message for the
+    interrupted one finds nothing."""
+    engine.deploy(receive_with_deadline())
+    late = engine.start("deadline", business_key="late", now=T0)
+    assert engine.fire_due_timers(now=T0 + timedelta(hours=2)) == 1
+    assert engine.get_instance(late.id).state is InstanceState.COMPLETED
+    assert open_subscriptions(engine, late.id) == []
+    cancelled = [e for e in engine.history(late.id) if e.type == "subscription_cancelled"]
+    assert len(cancelled) == 1
+
+    waiting = engine.start("deadline", business_key="on-time", now=T0 + timedelta(hours=2))
+    (done,) = engine.correlate("payment", now=T0 + timedelta(hours=2, seconds=1))
+    assert done.instance_id == waiting.id
+    with pytest.raises(MessageCorrelationError, match="no process instance waits"):
+        engine.correlate("payment", business_key="late", now=T0 + timedelta(hours=3))
+
+
+def test_terminating_an_instance_closes_its_message_and_signal_waits(engine: Engine) -> None:
+    engine.deploy(
+        Process("waits")
+        .start("start")
+        .parallel("fork")
+        .receive_message("m", "payment")
+        .receive_signal("g", "halt")
+        .parallel("join")
+        .end("end")
+        .sequence("start", "fork")
+        .sequence("fork", "m", "join")
+        .sequence("fork", "g", "join")
+        .sequence("join", "end")
+        .build()
+    )
+    inst = engine.start("waits", now=T0)
+    assert open_subscriptions(engine, inst.id) == ["g", "m"]
+    engine.terminate(inst.id, now=T0 + S)
+    assert open_subscriptions(engine, inst.id) == []
+    assert engine.signal("halt", now=T0 + 2 * S).caught == ()
+    with pytest.raises(MessageCorrelationError):
+        engine.correlate("payment", now=T0 + 2 * S)
+
+
+def test_a_wait_inside_an_interrupted_sub_process_closes_its_subscription(
+    engine: Engine,
+) -> None:
+    """A message boundary on a sub-process interrupts it while a catch event inside it
+    waits for another message: that inner wait goes too."""
+    engine.deploy(
+        Process("inner")
+        .start("start")
+        .sub_process(
+            "sp",
+            lambda b: (
+                b.start("ss")
+                .receive_message("inside", "payment")
+                .end("se")
+                .sequence("ss", "inside", "se")
+            ),
+        )
+        .end("end")
+        .boundary_message("cancelled", "sp", "cancel")
+        .end("stopped")
+        .sequence("start", "sp", "end")
+        .sequence("cancelled", "stopped")
+        .build()
+    )
+    inst = engine.start("inner", business_key="o-9", now=T0)
+    assert open_subscriptions(engine, inst.id) == ["cancelled", "inside"]
+    engine.correlate("cancel", business_key="o-9", now=T0 + S)
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert open_subscriptions(engine, inst.id) == []
+    with pytest.raises(MessageCorrelationError):
+        engine.correlate("payment", business_key="o-9", now=T0 + 2 * S)
