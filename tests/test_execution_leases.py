@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,12 +13,14 @@ from sqlalchemy import select, text
 from bpm import Engine, IllegalTransition, TaskContext
 from bpm.engine.core import utcnow
 from bpm.engine.execution import Claimed, Outcome, run_handler
+from bpm.engine.reclaim import take_back
 from bpm.engine.unit import unit_of_work
 from bpm.handlers import HandlerRegistry
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.states import TRANSITIONS, TokenState, check_transition
 from bpm.store import tables as t
+from bpm.store import tokens as token_store
 from tests.engine_helpers import claim_one, finish_one
 
 LEASE = timedelta(seconds=30)
@@ -239,3 +241,62 @@ def test_an_illegal_transition_leaves_every_row_as_it_was(eng: Engine) -> None:
         work = unit.work(inst.id)
         work.transition(review.id, TokenState.EXECUTING)
     assert dump(eng) == before
+
+
+def test_a_second_reclaimer_with_a_stale_scan_leaves_a_live_attempt_2_alone(
+    eng: Engine,
+) -> None:
+    """Two beats reclaim at once. Both scan and find attempt 1's lease expired; the first
+    takes it back, and a worker claims attempt 2 before the second gets the instance
+    lock. Under the lock the second must see attempt 2's live lease and do nothing: the
+    scan is a hint, the re-check under the lock decides."""
+    inst = eng.start("leases")
+    tok = work_token(eng, inst.id)
+    now = utcnow()
+    assert claim_one(eng.core, tok.id, "worker-a", now) is not None
+    at = now + LEASE + timedelta(seconds=1)
+    with eng.db.connect() as conn:  # both reclaimers' scans, before either acts
+        first_scan = token_store.expired_leases(conn, at, 100)
+        second_scan = token_store.expired_leases(conn, at, 100)
+    assert first_scan == second_scan == [(inst.id, tok.id)]
+
+    assert [take_back(eng.core, i, t, at, cause="lease_expired") for i, t in first_scan] == [True]
+    attempt_2 = claim_one(eng.core, tok.id, "worker-b", at)
+    assert attempt_2 is not None and attempt_2.token.attempt == 2
+    before = dump(eng)
+
+    assert [take_back(eng.core, i, t, at, cause="lease_expired") for i, t in second_scan] == [False]
+    assert dump(eng) == before
+    live = work_token(eng, inst.id)
+    assert live.state is TokenState.EXECUTING and live.lease_owner == "worker-b"
+    assert live.attempt == 2
+    assert [e.payload["attempt"] for e in eng.history(inst.id) if e.type == "lease_lost"] == [1]
+    # and worker-b's finish is applied
+    assert finish_one(eng.core, attempt_2, Outcome(variables={"x": 2}), "worker-b", at) == []
+    assert eng.get_instance(inst.id).variables == {"x": 2}
+
+
+def test_two_reclaimers_racing_take_back_an_expired_lease_once(eng: Engine) -> None:
+    """Real threads: two reclaimers at once, each with its own scan, ten times over."""
+    for _ in range(10):
+        inst = eng.start("leases")
+        tok = work_token(eng, inst.id)
+        now = utcnow()
+        assert claim_one(eng.core, tok.id, "worker-a", now) is not None
+        at = now + LEASE + timedelta(seconds=1)
+        counts: list[int] = []
+        barrier = threading.Barrier(2)
+
+        def reclaim(barrier: threading.Barrier, counts: list[int], at: datetime) -> None:
+            barrier.wait()
+            counts.append(eng.reclaim_expired_leases(now=at))
+
+        threads = [threading.Thread(target=reclaim, args=(barrier, counts, at)) for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(30)
+        assert sorted(counts) == [0, 1]
+        lost = [e for e in eng.history(inst.id) if e.type == "lease_lost"]
+        assert len(lost) == 1
+        assert work_token(eng, inst.id).state is TokenState.READY
