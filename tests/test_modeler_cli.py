@@ -133,3 +133,33 @@ def test_timers_loop_fires_timer_starts(tmp_path: Path) -> None:
     assert "every_hour" in ended and "ended" in ended
     listed = bpm("instances", "--db", db)
     assert listed.stdout.count("nightly") == 1
+
+
+EXTERNAL_WITH_LEASE = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn"
+    xmlns:bpm="http://bpm-celery.dev/schema/1.0/bpmn" id="d" targetNamespace="x">
+  <bpmn:process id="leased" isExecutable="true">
+    <bpmn:startEvent id="s" />
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="charge" />
+    <bpmn:serviceTask id="charge" camunda:type="external" camunda:topic="pay"
+        bpm:lease="PT5M" />
+    <bpmn:sequenceFlow id="f2" sourceRef="charge" targetRef="inline" />
+    <bpmn:serviceTask id="inline" bpm:handler="h" bpm:lease="PT5M" />
+    <bpmn:sequenceFlow id="f3" sourceRef="inline" targetRef="e" />
+    <bpmn:endEvent id="e" />
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_lint_warns_that_bpm_lease_on_an_external_task_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "leased.bpmn"
+    path.write_text(EXTERNAL_WITH_LEASE)
+    res = bpm("lint", str(path))
+    assert res.returncode == 0, res.stdout + res.stderr
+    warnings = [line for line in lines(res.stdout) if ": warning: " in line]
+    assert len(warnings) == 1, warnings  # the inline task's lease is honoured
+    assert "'charge'" in warnings[0] and "bpm:lease" in warnings[0]
+    assert "lockDuration" in warnings[0]
+    assert bpm("lint", "--strict", str(path)).returncode == 1

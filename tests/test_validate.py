@@ -217,3 +217,21 @@ def test_parse_retry() -> None:
 def test_parse_retry_errors(spec: str) -> None:
     with pytest.raises(RetrySpecError, match="retry"):
         parse_retry(spec)
+
+
+def test_a_lease_on_an_external_task_is_ignored_with_a_warning() -> None:
+    """``bpm:lease`` (``lease=``) bounds an inline step; an external task's lock is what
+    its worker asks for (``lockDuration``): deploy says so, naming the element."""
+    from bpm.builder import Process
+
+    model = (
+        Process("leased")
+        .start("s")
+        .service_task("charge", topic="pay", lease="PT5M")
+        .service_task("inline", handler="h", lease="PT5M")
+        .end("e")
+        .sequence("s", "charge", "inline", "e")
+        .build()
+    )
+    (warning,) = validate(model).warnings
+    assert "'charge'" in warning and "lease" in warning and "lockDuration" in warning

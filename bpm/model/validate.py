@@ -304,6 +304,11 @@ def _tasks(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
             )
         if node.lease_seconds is not None and node.lease_seconds <= 0:
             yield _at(node, f"service task '{node.id}' has a lease <= 0: use PT30S or more")
+        elif node.lease_seconds is not None and node.topic is not None:
+            warnings.append(
+                f"bpm:lease on external task '{node.id}' is ignored: an external task is "
+                "locked for the lockDuration its worker asks for in fetchAndLock"
+            )
         if node.topic is not None and len(node.topic) > MAX_ID:
             yield _at(
                 node, f"the topic of '{node.id}' is too long: use {MAX_ID} characters or fewer"
