@@ -14,6 +14,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -123,6 +124,44 @@ class PrivatePostgres:
     def crash(self) -> None:
         """``pg_ctl stop -m immediate``: every backend dies at once, nothing is flushed."""
         self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def server_process(self, role: str) -> int:
+        """The pid of one of the cluster's own processes, by its title (``walwriter``,
+        ``checkpointer``...): a child of the postmaster named ``postgres: <role>``."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, ValueError, IndexError):
+                continue  # ended meanwhile
+            if ppid == postmaster and title.startswith(f"postgres: {role}"):
+                return int(entry.name)
+        raise RuntimeError(f"no '{role}' process under postmaster {postmaster}")
+
+    def hold_wal_in_memory(self) -> None:
+        """Stop the WAL writer (``SIGSTOP``): an asynchronous commit then stays in the WAL
+        buffers in shared memory until a durable commit, a checkpoint or a dirty page's
+        write flushes them. :meth:`crash_losing_wal` loses it."""
+        os.kill(self.server_process("walwriter"), signal.SIGSTOP)
+
+    def crash_losing_wal(self) -> None:
+        """``kill -9`` the held WAL writer: the postmaster takes it for a crash, ends every
+        backend at once and recovers from the WAL on disk (``restart_after_crash``), so
+        what was only in the WAL buffers is lost, as in a power cut. Waits until the
+        cluster answers again."""
+        held = self.server_process("walwriter")
+        os.kill(held, signal.SIGKILL)
+
+        def recovered() -> bool:
+            try:  # a new WAL writer runs once recovery is done
+                return self.server_process("walwriter") != held and self.answers()
+            except RuntimeError:
+                return False
+
+        wait_for(recovered, 60, "PostgreSQL to recover from the crash")
 
     def execute(self, sql: str, dbname: str = "postgres") -> list[Any]:
         with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:

@@ -7,7 +7,7 @@
 5. two workers race for the same task
 6. one branch of a fork retries while the join waits
 7. a retry's backoff is honoured (beat killed during it)
-8. the saga runs when the retries are spent (needs compensation from another branch)
+8. the saga runs when the retries are spent (a worker killed, then a failing handler)
 """
 
 from __future__ import annotations
@@ -245,8 +245,7 @@ def test_accident_7_a_retry_waits_its_backoff_even_when_beat_dies_during_it(
 
 def saga_model() -> object:
     """reserve-stock (undone by the ``validate`` handler) -> charge-payment (two attempts,
-    then the saga) -> end. Written with the compensation builder API of the
-    events-compensation branch."""
+    then the saga) -> end."""
     return (
         Process("saga")
         .start("s")
