@@ -26,6 +26,8 @@ def _details(e: HistoryEvent) -> str:
         parts.append(f"error: {str(p['error'])[:80]}")
     if "names" in p:
         parts.append("set " + ", ".join(p["names"]))
+    if e.type == "timer_scheduled":
+        parts.append(f"{str(p.get('kind', '')).replace('_', ' ')} timer due {p.get('due')}")
     if e.type == "join_fired":
         parts.append(f"joined {len(p.get('tokens', []))} tokens")
     if "reason" in p:

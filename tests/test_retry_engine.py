@@ -83,6 +83,7 @@ def test_default_policy_three_attempts_no_delay_then_incident(database_url: str)
     assert inc.message == "Boom: attempt 3 failed"
     assert engine.step_failed(inst.id, "work") == "Boom: attempt 3 failed"
     assert engine.timers(inst.id, state=None) == []
+    assert [e for e in engine.history(inst.id) if e.type == "timer_scheduled"] == []
 
 
 def test_fixed_policy_waits_on_a_retry_backoff_timer(database_url: str) -> None:
@@ -99,6 +100,17 @@ def test_fixed_policy_waits_on_a_retry_backoff_timer(database_url: str) -> None:
     assert timer.kind == "retry_backoff" and tok.blocked_id == timer.id
     # Scheduled from the failure: never before now + 5 s.
     assert timer.fire_at >= T0 + 5 * S
+    # The trail says when the retry is due, once: on the timer's event, not the wait's.
+    history = engine.history(inst.id)
+    (scheduled,) = [e for e in history if e.type == "timer_scheduled"]
+    assert scheduled.token_id == tok.id and scheduled.node_id == "work"
+    assert scheduled.payload == {
+        "timer": timer.id,
+        "kind": "retry_backoff",
+        "due": timer.fire_at.isoformat(),
+    }
+    (backoff,) = [e for e in history if e.type == "token_waiting"]
+    assert set(backoff.payload) == {"blocked_by", "error"}
     assert engine.step_failed(inst.id, "work") is None  # not final: it will be retried
     assert engine.fire_due_timers(now=timer.fire_at - timedelta(milliseconds=1)) == 0
     assert not q.queue

@@ -49,7 +49,14 @@ def test_the_message_wins_and_cancels_the_timer_and_the_signal(engine: Engine) -
     inst = engine.start("race", {"orderId": "o-1"}, now=T0)
     (tok,) = engine.get_instance(inst.id).tokens
     assert tok.node_id == "gw" and tok.blocked_kind is BlockKind.EVENT_GATEWAY
-    assert len(pending_timers(engine, inst.id)) == 1
+    (timer,) = pending_timers(engine, inst.id)
+    (scheduled,) = [e for e in engine.history(inst.id) if e.type == "timer_scheduled"]
+    assert (scheduled.token_id, scheduled.node_id) == (tok.id, "late")
+    assert scheduled.payload == {
+        "timer": timer.id,
+        "kind": "event_gateway",
+        "due": (T0 + 10 * M).isoformat(),
+    }
 
     engine.correlate("payment", {"x": 1}, correlation_key="o-1", now=T0 + S)
 

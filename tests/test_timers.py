@@ -81,11 +81,22 @@ def test_duration_timer_waits_then_fires_once(engine: Engine) -> None:
     assert trail == [
         ("token_created", "created"),
         ("token_ready", "ready"),
+        ("timer_scheduled", None),
         ("token_waiting", "waiting"),
         ("timer_fired", None),
         ("token_ready", "ready"),
         ("token_completed", "completed"),
     ]
+    (scheduled,) = events(engine, inst.id, "timer_scheduled")
+    assert scheduled.token_id == tok.id
+    assert scheduled.payload == {
+        "timer": timer.id,
+        "kind": "delay",
+        "due": (T0 + 5 * M).isoformat(),
+    }
+    # compact: the due time is said once, by the timer's event, not again by the wait
+    (waiting,) = [e for e in events(engine, inst.id, "token_waiting") if e.node_id == "wait"]
+    assert "due" not in waiting.payload
 
 
 def test_wait_until_reads_the_deadline_variable(engine: Engine) -> None:
@@ -115,6 +126,7 @@ def test_a_date_in_the_past_fires_at_once(engine: Engine) -> None:
     (timer,) = engine.timers(inst.id, state="fired")
     assert timer.fire_at == datetime(2020, 1, 1, tzinfo=UTC) and timer.fired_at == T0
     assert events(engine, inst.id, "timer_fired")[0].payload["at_once"] is True
+    assert events(engine, inst.id, "timer_scheduled") == []  # fired as it was made
 
 
 def test_bpmn_time_duration_and_time_date(engine: Engine) -> None:
@@ -565,3 +577,15 @@ def test_dispatches_are_published_only_after_commit(database_url: str) -> None:
     assert seen == ["ready"] and len(probe.published) == 1
     engine.run_token(probe.queue.popleft(), now=T0 + 11 * S)
     assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+
+
+def test_the_trail_shows_when_a_timer_was_scheduled_for(engine: Engine) -> None:
+    from bpm.trail import trail_table
+
+    engine.deploy(delay_process())
+    inst = engine.start("delay", now=T0)
+    table = trail_table(engine.history(inst.id))
+    details = list(table.columns[-1]._cells)
+    events_ = list(table.columns[4]._cells)
+    (row,) = [i for i, e in enumerate(events_) if e == "timer_scheduled"]
+    assert details[row] == f"delay timer due {(T0 + 5 * M).isoformat()}"

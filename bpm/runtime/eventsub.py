@@ -79,7 +79,6 @@ def _schedule(walker: Walker, listener: Token, trigger: n.StartEvent, *, first: 
         listener.id,
         TokenState.WAITING,
         blocked=(BlockKind.TIMER, timer.id),
-        payload={"due": fire_at.isoformat()},
     )
 
 
@@ -104,7 +103,6 @@ def fire(walker: Walker, listener: Token, timer: Timer) -> None:
             listener.id,
             TokenState.WAITING,
             blocked=(BlockKind.TIMER, following.id),
-            payload={"due": nxt.isoformat()},
         )
     else:
         work.transition(listener.id, TokenState.COMPLETED, payload={"timer": timer.id})

@@ -76,7 +76,6 @@ def fail_attempt(walker: Walker, tok: Token, policy: RetryPolicy, failure: Failu
         TokenState.WAITING,
         blocked=(BlockKind.RETRY_BACKOFF, timer.id),
         error=failure.error,
-        payload={"retry_at": fire_at.isoformat()},
     )
 
 

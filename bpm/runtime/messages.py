@@ -183,7 +183,7 @@ def event_gateway(walker: Walker, tok: Token, node: n.EventBasedGateway) -> None
             cancel_of_token(walker, tok)
             return
     for target_id, fire_at in planned:
-        timer = w.add_timer(tok, target_id, GATEWAY_TIMER, fire_at)
+        timer = w.add_timer(tok, target_id, GATEWAY_TIMER, fire_at, record=fire_at > w.now)
         if fire_at <= w.now:
             due.append((fire_at, timer.id))
     w.transition(tok.id, T.WAITING, blocked=(BlockKind.EVENT_GATEWAY, tok.id))

@@ -80,7 +80,7 @@ def catch_event(walker: Walker, tok: Token, node: n.TimerCatchEvent) -> None:
         walker.fail_token(tok, f"timer of '{node.id}': {exc}", incident_type=TIMER_INCIDENT)
         return
     kind = DATE if node.timer.kind is n.TimerKind.DATE else DELAY
-    timer = w.add_timer(tok, node.id, kind, fire_at)
+    timer = w.add_timer(tok, node.id, kind, fire_at, record=fire_at > w.now)
     if fire_at <= w.now:
         w.move(
             timer,
@@ -90,9 +90,7 @@ def catch_event(walker: Walker, tok: Token, node: n.TimerCatchEvent) -> None:
         )
         walker.leave(tok)
         return
-    w.transition(
-        tok.id, T.WAITING, blocked=(BlockKind.TIMER, timer.id), payload={"due": fire_at.isoformat()}
-    )
+    w.transition(tok.id, T.WAITING, blocked=(BlockKind.TIMER, timer.id))
 
 
 # -- boundary timers ----------------------------------------------------------------------
@@ -139,21 +137,15 @@ def _schedule_timeout(
     interval_ms: int | None,
 ) -> Timer:
     """A pending ``timeout`` timer of a boundary event, and its ``timer_scheduled`` event."""
-    timer = w.add_timer(
-        tok, boundary.id, TIMEOUT, fire_at, repeat_left=repeat_left, interval_ms=interval_ms
+    return w.add_timer(
+        tok,
+        boundary.id,
+        TIMEOUT,
+        fire_at,
+        payload={"interrupting": boundary.cancel_activity},
+        repeat_left=repeat_left,
+        interval_ms=interval_ms,
     )
-    w.record(
-        "timer_scheduled",
-        token_id=tok.id,
-        node_id=boundary.id,
-        payload={
-            "timer": timer.id,
-            "kind": TIMEOUT,
-            "due": fire_at.isoformat(),
-            "interrupting": boundary.cancel_activity,
-        },
-    )
-    return timer
 
 
 # -- firing -------------------------------------------------------------------------------

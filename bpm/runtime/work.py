@@ -374,10 +374,20 @@ class InstanceWork(ScopeChanges):
         return new
 
     def add_timer(
-        self, tok: Token, node_id: str, kind: str, fire_at: datetime, **extra: Any
+        self,
+        tok: Token,
+        node_id: str,
+        kind: str,
+        fire_at: datetime,
+        *,
+        record: bool = True,
+        payload: Mapping[str, Any] | None = None,
+        **extra: Any,
     ) -> Timer:
-        """A pending timer of ``tok`` (``extra``: repeat_left, interval_ms)."""
-        return self.add(
+        """A pending timer of ``tok`` (``extra``: repeat_left, interval_ms), and its
+        ``timer_scheduled`` event (with ``payload`` added) unless ``record`` is False: a
+        timer fired in the transaction that made it says so in its ``timer_fired``."""
+        timer = self.add(
             Timer(
                 id=new_id(),
                 instance_id=self.instance.id,
@@ -390,6 +400,15 @@ class InstanceWork(ScopeChanges):
                 **extra,
             )
         )
+        if record:
+            body = {"timer": timer.id, "kind": kind, "due": fire_at.isoformat()}
+            self.record(
+                "timer_scheduled",
+                token_id=tok.id,
+                node_id=node_id,
+                payload={**body, **(payload or {})},
+            )
+        return timer
 
     def open_incident(
         self,
