@@ -24,12 +24,12 @@ class Periodic:
 
 # Timers are fired on time by the waiter thread of the beat process (beat/waiter.py); a
 # periodic sweep as well is off by default (BPM_BEAT_TIMER_SWEEP_SECONDS > 0 turns it on).
+# Reclaiming, re-publishing and purging run on threads of the beat process too
+# (beat/maintenance.py): as tasks on the workers' queue a backlog delayed them. Their
+# tasks stay registered, to be run by hand (``celery -A workers.app call ...``).
 PERIODIC: tuple[Periodic, ...] = (
     Periodic("bpm.fire_due_timers", "BPM_BEAT_TIMER_SWEEP_SECONDS", 0.0),
     Periodic("bpm.fire_timer_starts", "BPM_BEAT_TIMER_SWEEP_SECONDS", 0.0),
-    Periodic("bpm.redispatch_stale_ready", "BPM_BEAT_REDISPATCH_SECONDS", 5.0),
-    Periodic("bpm.reclaim_expired_locks", "BPM_BEAT_RECLAIM_SECONDS", 5.0),
-    Periodic("bpm.purge_history", "BPM_BEAT_PURGE_SECONDS", 3600.0),
 )
 
 

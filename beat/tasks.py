@@ -1,4 +1,9 @@
-"""The periodic tasks. Each is thin, idempotent and safe to run twice at once.
+"""The beat tasks. Each is thin, idempotent and safe to run twice at once.
+
+Beat schedules only the optional timer sweeps among them (:mod:`beat.schedule`): the
+upkeep (reclaim, re-publish, purge) runs on beat's own threads (:mod:`beat.maintenance`),
+where a backlog on the workers' queue cannot delay it. The upkeep tasks stay, to be run
+once by hand (``celery -A workers.app call bpm.reclaim_expired_locks``).
 
 Safety under concurrency comes from the engine: every operation re-checks its rows under the
 instance lock (or skips rows another sweeper holds with ``SKIP LOCKED``), so two copies of a
@@ -9,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
-from datetime import timedelta
 
 from celery import Task, shared_task
 
+from beat.maintenance import retention
 from workers.runtime import engine_for
-from workers.settings import env_number
 from workers.unreachable import backing_off
 
 # Stop a sweep after this many full batches; the next tick carries on. Keeps a task short.
@@ -71,12 +75,6 @@ def reclaim_expired_locks(self: Task) -> dict[str, int]:  # type: ignore[type-ar
         # expired external-task locks go back to ready and wake pollers
         "external_task_locks": sweep(engine.reclaim_expired_external_locks, RECLAIM_BATCH, self),
     }
-
-
-def retention() -> timedelta | None:
-    """``BPM_HISTORY_RETENTION_DAYS`` (default 30) as a timedelta; None when 0 (keep all)."""
-    days = env_number("BPM_HISTORY_RETENTION_DAYS", 30.0)
-    return timedelta(days=days) if days > 0 else None
 
 
 @shared_task(name="bpm.purge_history", bind=True)

@@ -15,6 +15,7 @@ import importlib
 
 from celery import Celery
 
+import beat.maintenance  # starts the upkeep threads when beat starts
 import beat.waiter  # noqa: F401  (starts the timer waiter when beat starts)
 from beat.schedule import beat_schedule
 from bpm.errors import ConfigurationError

@@ -155,7 +155,11 @@ def extend_leases(
 
 
 def stale_ready(conn: Connection, older_than: datetime, limit: int) -> list[str]:
-    """Ready tokens of active instances not claimed since ``older_than`` (lost publishes)."""
+    """Ready tokens of active instances not claimed since ``older_than`` (lost publishes).
+
+    Locked (``SKIP LOCKED``) until the transaction ends: mark them published
+    (:func:`touch`) in it, and a second sweeper at the same time skips them instead of
+    publishing them twice."""
     q = (
         select(tk.c.id)
         .join(pi, pi.c.id == tk.c.instance_id)
@@ -166,6 +170,7 @@ def stale_ready(conn: Connection, older_than: datetime, limit: int) -> list[str]
         )
         .order_by(tk.c.updated_at)
         .limit(limit)
+        .with_for_update(of=tk, skip_locked=True)  # rendered on PostgreSQL only
     )
     return [r.id for r in conn.execute(q)]
 

@@ -83,8 +83,8 @@ def start_beat_process(
 ) -> Iterator[Callable[..., CeleryProcess]]:
     started: list[CeleryProcess] = []
 
-    def start(**env: str) -> CeleryProcess:
-        proc = start_beat({**worker_env, **env}, tmp_path)
+    def start(*, level: str = "info", **env: str) -> CeleryProcess:
+        proc = start_beat({**worker_env, **env}, tmp_path, level=level)
         started.append(proc)
         return proc
 

@@ -101,13 +101,13 @@ def start_worker(
     return worker
 
 
-def start_beat(env: Mapping[str, str], log_dir: Path) -> CeleryProcess:
+def start_beat(env: Mapping[str, str], log_dir: Path, *, level: str = "info") -> CeleryProcess:
     name = f"beat-{uuid.uuid4().hex[:8]}"
     beat = CeleryProcess(
         [
             "beat",
             "-l",
-            "info",
+            level,
             "-s",
             str(log_dir / f"{name}-schedule"),
             "--pidfile",

@@ -98,14 +98,19 @@ def test_two_purges_at_once_delete_each_instance_once(local_engine: Engine) -> N
     assert local_engine.instances() == []
 
 
-def test_beat_schedule_reads_intervals_and_retention(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_beat_reads_the_upkeep_intervals_and_the_retention(monkeypatch: pytest.MonkeyPatch) -> None:
+    from beat.maintenance import intervals, retention
     from beat.schedule import beat_schedule
-    from beat.tasks import retention
 
-    sched = beat_schedule({"BPM_BEAT_REDISPATCH_SECONDS": "2", "BPM_BEAT_PURGE_SECONDS": "0"})
-    assert sched["bpm.redispatch_stale_ready"]["schedule"] == timedelta(seconds=2)
-    assert "bpm.purge_history" not in sched  # 0 disables
-    assert {"bpm.reclaim_expired_locks", "bpm.redispatch_stale_ready"} <= set(sched)
+    found = intervals({"BPM_BEAT_REDISPATCH_SECONDS": "2", "BPM_BEAT_PURGE_SECONDS": "0"})
+    assert found == {
+        "reclaim": timedelta(seconds=5),
+        "redispatch": timedelta(seconds=2),
+        "purge": None,  # 0 disables
+        "retention": timedelta(days=30),
+    }
+    # The upkeep runs on beat's threads, not as tasks on the workers' queue.
+    assert set(beat_schedule({})) == set()
     monkeypatch.setenv("BPM_HISTORY_RETENTION_DAYS", "0")
     assert retention() is None
     monkeypatch.setenv("BPM_HISTORY_RETENTION_DAYS", "7")
