@@ -8,7 +8,7 @@ from typing import Any
 
 from bpm.dmn.itemdefs import ItemDefinitions
 from bpm.dmn.xml import Node, problem
-from bpm.errors import DeploymentError, ExpressionError
+from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.feel import Expression, UnaryTests, compile_expression, compile_unary_tests, types
 from bpm.feel.runtime import Env
 
@@ -23,23 +23,36 @@ class Compiling:
     names: tuple[str, ...]
     types: ItemDefinitions
     resource: str | None
+    deferred: list[Problem] | None = None
+    """When a list, a FEEL text that does not compile is recorded here and evaluates to
+    null instead of refusing the model (``load(..., strict=False)``)."""
 
     def fail(self, node: Node, message: str) -> DeploymentError:
         return DeploymentError(problem(node, message), self.resource)
 
-    def feel(self, text: str | None, node: Node) -> Expression:
-        if text is None or not text.strip():
-            raise self.fail(node, f"{node.label()} has an empty FEEL expression")
-        try:
-            return compile_expression(text, self.names, self.types.resolve)
-        except ExpressionError as exc:
+    def _refuse(self, node: Node, exc: ExpressionError) -> None:
+        if self.deferred is None:
             raise self.fail(node, f"{node.label()}: {exc}") from None
+        self.deferred.append(problem(node, f"{node.label()}: {exc}"))
+
+    def feel(self, text: str | None, node: Node) -> Expression:
+        """A FEEL expression; an empty text is null (an empty output entry, for one)."""
+        try:
+            return compile_expression((text or "").strip() or "null", self.names, self.types.resolve)
+        except ExpressionError as exc:
+            self._refuse(node, exc)
+            return _NULL_EXPRESSION
 
     def tests(self, text: str | None, node: Node) -> UnaryTests:
         try:
             return compile_unary_tests((text or "").strip() or "-", self.names, self.types.resolve)
         except ExpressionError as exc:
-            raise self.fail(node, f"{node.label()}: {exc}") from None
+            self._refuse(node, exc)
+            return _FAILING_TESTS
 
     def type_of(self, ref: str | None, node: Node) -> types.FeelType | None:
         return self.types.require(ref, node) if ref else None
+
+
+_NULL_EXPRESSION = Expression("null", lambda env: None)
+_FAILING_TESTS = UnaryTests("-", lambda env, value: None)

@@ -17,7 +17,7 @@ from bpm.dmn.compiling import Compiling
 from bpm.dmn.itemdefs import ItemDefinitions
 from bpm.dmn.model import DecisionModel, Element
 from bpm.dmn.xml import Node, problem, read_dmn_xml
-from bpm.errors import DeploymentError
+from bpm.errors import DeploymentError, Problem
 
 Source = str | bytes | Path
 DRG_TAGS = ("decision", "inputData", "businessKnowledgeModel", "decisionService")
@@ -43,10 +43,16 @@ class _Document:
         self.name = root.get("name", "")
 
 
-def load(source: Source, *, imports: Iterable[Source] = ()) -> DecisionModel:
+def load(source: Source, *, imports: Iterable[Source] = (), strict: bool = True) -> DecisionModel:
     """Load a DMN model from a path or XML text; ``imports`` are the files its ``<import>``
     elements name (matched by namespace; a file beside ``source`` is found by its
-    ``locationURI`` too)."""
+    ``locationURI`` too).
+
+    ``strict=False`` keeps a model whose FEEL texts do not all compile: each such text
+    evaluates to null and is listed in ``model.problems`` (the TCK runner loads this way,
+    as other engines run the valid parts of a model with errors). Structural errors are
+    refused either way.
+    """
     data, resource, path = _read(source)
     main = _Document(read_dmn_xml(data, resource), resource, path)
     library: dict[str, _Document] = {}
@@ -54,11 +60,14 @@ def load(source: Source, *, imports: Iterable[Source] = ()) -> DecisionModel:
         extra_data, extra_resource, extra_path = _read(extra)
         doc = _Document(read_dmn_xml(extra_data, extra_resource), extra_resource, extra_path)
         library.setdefault(doc.namespace, doc)
-    return _Linker(main, library).link()
+    return _Linker(main, library, [] if not strict else None).link()
 
 
 class _Linker:
-    def __init__(self, main: _Document, library: dict[str, _Document]) -> None:
+    def __init__(
+        self, main: _Document, library: dict[str, _Document], deferred: list[Problem] | None
+    ) -> None:
+        self.deferred = deferred
         self.main = main
         self.library = library
         self.elements: list[Element] = []
@@ -87,7 +96,9 @@ class _Linker:
         for element in self.elements:
             self._compile(element, names)
         source = self.main.root.get("name", "")
-        return DecisionModel(source, self.main.namespace, self.elements, self.main.resource or source)
+        model = DecisionModel(source, self.main.namespace, self.elements, self.main.resource or source)
+        model.problems = list(self.deferred or ())
+        return model
 
     # --- documents and elements ----------------------------------------------------------
 
@@ -199,7 +210,7 @@ class _Linker:
     def _compile(self, element: Element, names: tuple[str, ...]) -> None:
         node = self.nodes[element]
         doc = self.doc_of[element]
-        c = Compiling(names, self.types[element.namespace], doc.resource)
+        c = Compiling(names, self.types[element.namespace], doc.resource, self.deferred)
         variable = node.first("variable")
         ref = variable.get("typeRef") if variable is not None else None
         element.type = c.type_of(ref, variable) if ref and variable is not None else None

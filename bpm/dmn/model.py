@@ -17,7 +17,7 @@ from bpm.dmn.boxed import function_value
 from bpm.dmn.compiling import Logic
 from bpm.dmn.itemdefs import conform
 from bpm.dmn.tables import TableHit
-from bpm.errors import NotFound
+from bpm.errors import NotFound, Problem
 from bpm.feel import Limits, types
 from bpm.feel.runtime import DEFAULT_LIMITS, Env, Run
 from bpm.feel.values import Function, to_feel
@@ -66,6 +66,8 @@ class DecisionModel:
         self.source = source
         self._elements = elements
         self._main = [e for e in elements if not e.path]
+        self.problems: list[Problem] = []
+        """FEEL texts that did not compile, when loaded with ``strict=False``."""
 
     @property
     def decisions(self) -> list[str]:

@@ -97,6 +97,23 @@ class Compiler:
     def _primary(self, tree: Tree[Token]) -> Node:  # ( expression )
         return self.expr(_kids(tree)[0])
 
+    def _unary_range(self, tree: Tree[Token]) -> Node:  # (< 10): a range with one open end
+        test = _kids(tree)[0]
+        op = test.children[0].type
+        endpoint = self.expr(test.children[1])
+
+        def build(env: Env) -> Range | None:
+            point = endpoint(env)
+            if point is None:
+                return None
+            if op in ("LT", "LE"):
+                return Range(None, point, False, op == "LE")
+            if op in ("GT", "GE"):
+                return Range(point, None, op == "GE", False)
+            return Range(point, point, True, True) if op == "EQ" else None
+
+        return build
+
     def _number(self, tree: Tree[Token]) -> Node:
         value = DECIMAL.create_decimal(tree.children[0].value)
         return lambda env: value
@@ -115,10 +132,8 @@ class Compiler:
         return lambda env: None
 
     def _temporal(self, tree: Tree[Token]) -> Node:
-        text = unescape(_kids(tree)[0].value)
-        value = parse_temporal(text)
-        if value is None:
-            raise ExpressionError(f"`@{_kids(tree)[0].value}` is not a date, time or duration")
+        # An @-literal that is no date, time or duration is null, like date("foo").
+        value = parse_temporal(unescape(_kids(tree)[0].value))
         return lambda env: value
 
     def _name(self, tree: Tree[Token]) -> Node:

@@ -50,7 +50,6 @@ param: NAME [COLON type]
     | additive
 
 in_rhs: positive_unary_test                                 -> tests
-    | LPAR simple_test RPAR                                 -> tests
     | LPAR positive_unary_test (COMMA positive_unary_test)+ RPAR -> tests
 
 ?positive_unary_test: simple_test | expression
@@ -82,6 +81,7 @@ arguments: expression (COMMA expression)*                   -> positional
     | NAME                                                  -> name
     | AT STRING                                             -> temporal
     | LPAR expression RPAR
+    | LPAR simple_test RPAR                                 -> unary_range
     | LSQB [expression (COMMA expression)*] RSQB            -> list
     | (LSQB | LPAR | OPEN_EXCL) additive DOTDOT additive (RSQB | RPAR | CLOSE_EXCL) -> range
     | LBRACE [entry (COMMA entry)*] RBRACE                  -> context

@@ -49,10 +49,19 @@ PUNCTUATION = [
 _SPACE = re.compile(r"(?:\s|//[^\n]*|/\*.*?\*/)+", re.DOTALL)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_WORD = re.compile(r"[^\W\d]|\?")
-_WORD_REST = re.compile(r"[\w?'’]*")
-_DIGIT_WORD = re.compile(r"\d[\w?'’]*")
-_NAME_CHAR = re.compile(r"[\w?'’]")
+# DMN 1.5 grammar rules 27-29: NameStartChar and NamePartChar.
+_START = (
+    "?A-Z_a-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff"
+    "\u200c-\u200d\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd"
+    "\U00010000-\U000effff"
+)
+_PART = _START + "0-9\u00b7\u0300-\u036f\u203f-\u2040'’"
+_WORD = re.compile(f"[{_START}]")
+_WORD_REST = re.compile(f"[{_PART}]*")
+_DIGIT_WORD = re.compile(f"[0-9][{_PART}]*")
+_NAME_CHAR = re.compile(f"[{_PART}]")
+# A name before a colon (context key, named argument, typed parameter) may hold symbols.
+_KEY = re.compile(r"""[{(,<]\s*([^\s"{}(),:<>\[\]][^"{}(),:<>\[\]]*?)\s*:(?!=)""")
 _INLINE_SPACE = re.compile(r"[ \t\u00a0\r\n]+")
 
 # After these a bracket begins an operand: ``[`` a list or range, ``]`` a reversed opener.
@@ -78,6 +87,15 @@ class Names:
         for group in self._by_first.values():
             group.sort(key=len, reverse=True)
 
+    def with_names(self, names: Iterable[str]) -> Names:
+        more = Names()
+        more._by_first = {k: list(v) for k, v in self._by_first.items()}
+        for name in names:
+            more._by_first.setdefault(name[0], []).append(name)
+        for group in more._by_first.values():
+            group.sort(key=len, reverse=True)
+        return more
+
     def match(self, text: str, pos: int) -> str | None:
         for name in self._by_first.get(text[pos], ()):
             end = pos + len(name)
@@ -88,13 +106,16 @@ class Names:
 
 def _plain(name: str) -> bool:
     """A single word with no keyword: the generic rule reads it right without help."""
-    return bool(re.fullmatch(r"[^\W\d][\w?]*|\?", name)) and name not in KEYWORDS
+    return bool(re.fullmatch(f"[{_START}][{_PART}]*", name)) and name not in KEYWORDS
 
 
 def tokenize(text: str, names: Names) -> list[Tok]:
     """The tokens of ``text``; an ExpressionError names what cannot start a token."""
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"expression is {len(text)} characters long, over {MAX_LENGTH}")
+    keys = {m.group(1) for m in _KEY.finditer(text) if not _plain(m.group(1))}
+    if keys:
+        names = names.with_names(keys)
     return list(_Lexer(text, names).run())
 
 
@@ -136,7 +157,7 @@ class _Lexer:
             kind = self._open_square()
             return Tok(kind, char, pos, pos + 1)
         if char == "]":
-            operand_next = self.last is None or self.last not in _ENDS_OPERAND
+            operand_next = self.last not in _ENDS_OPERAND and self.last != "LSQB"
             return Tok("OPEN_EXCL" if operand_next else "RSQB", char, pos, pos + 1)
         if _WORD.match(char):
             return self._name(pos)
