@@ -183,7 +183,15 @@ def _part(node: Node, tag: str, c: Compiling) -> Logic:
 
 def _conditional(node: Node, c: Compiling) -> Logic:
     cond, then, other = (_part(node, t, c) for t in ("if", "then", "else"))
-    return lambda env: then(env) if cond(env) is True else other(env)
+
+    def choose(env: Env) -> Any:
+        # A boxed conditional whose condition is not a boolean is an error: null.
+        value = cond(env)
+        if value is True:
+            return then(env)
+        return other(env) if value is False or value is None else None
+
+    return choose
 
 
 def _filter(node: Node, c: Compiling) -> Logic:
@@ -199,8 +207,11 @@ def _filter(node: Node, c: Compiling) -> Logic:
             scope = env.child({"item": item})
             if isinstance(item, dict):
                 scope = scope.child(item)
-            if match(scope) is True:
+            keep = match(scope)
+            if keep is True:
                 kept.append(item)
+            elif keep is not False and keep is not None:
+                return None  # a match that is not a boolean: the filter is an error
         return kept
 
     return filtered
@@ -226,9 +237,11 @@ def _iterator(node: Node, c: Compiling) -> Logic:
             results.append(body(env.child({name: item})))
         if tag == "for":
             return results
+        if any(not isinstance(r, bool) for r in results):
+            return None
         if tag == "some":
-            return any(r is True for r in results)
-        return all(r is True for r in results)
+            return any(results)
+        return all(results)
 
     return iterate
 

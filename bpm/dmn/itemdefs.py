@@ -74,17 +74,22 @@ class ItemDefinitions:
     def _build(self, name: str, node: Node) -> types.FeelType:
         # Registered before its parts are built, so a definition may contain itself.
         holder: list[Callable[[Any], bool]] = []
-        custom = types.Custom(name, lambda v: holder[0](v))
+        custom = types.Custom(name, lambda v: holder[0](v), shape=lambda v: holder[1](v))
         self._types[name] = custom
-        check, base = self._check_of(node)
-        holder.append(check)
-        built = types.Custom(name, check, base)
+        check, base = self._check_of(node, True)
+        shape, _ = self._check_of(node, False)
+        holder.extend((check, shape))
+        built = types.Custom(name, check, base, shape)
         self._types[name] = built
         return built
 
-    def _check_of(self, node: Node) -> tuple[Callable[[Any], bool], types.FeelType | None]:
+    def _check_of(
+        self, node: Node, constrained: bool
+    ) -> tuple[Callable[[Any], bool], types.FeelType | None]:
+        """The definition's test; ``constrained=False`` leaves allowed values out (the
+        shape that ``instance of`` checks)."""
         collection = node.get("isCollection") == "true"
-        element, base = self._element_check(node)
+        element, base = self._element_check(node, constrained)
         if not collection:
             return element, base
 
@@ -93,11 +98,13 @@ class ItemDefinitions:
 
         return each, types.ListOf(base) if base is not None else types.Simple("list")
 
-    def _element_check(self, node: Node) -> tuple[Callable[[Any], bool], types.FeelType | None]:
+    def _element_check(
+        self, node: Node, constrained: bool
+    ) -> tuple[Callable[[Any], bool], types.FeelType | None]:
         components = node.all("itemComponent")
         function = node.first("functionItem")
         if components:
-            fields = [(c.get("name", ""), self._check_of(c)[0]) for c in components]
+            fields = [(c.get("name", ""), self._check_of(c, constrained)[0]) for c in components]
 
             def structure(value: Any) -> bool:
                 if not isinstance(value, dict):
@@ -122,9 +129,11 @@ class ItemDefinitions:
         allowed = self._tests(allowed_node) if allowed_node is not None else None
 
         def narrowed(value: Any) -> bool:
-            if base is not None and not base.accepts(value):
+            if base is not None and not (base.accepts(value) if constrained else base.instance(value)):
                 return False
-            return allowed is None or allowed.run_in(Env({}, None, Run()), value) is True
+            if allowed is None or not constrained:
+                return True
+            return allowed.run_in(Env({}, None, Run()), value) is True
 
         return narrowed, base
 

@@ -98,8 +98,13 @@ class UnaryTests:
             raise env.run.too_deep() from None
 
 
-def _tree(text: str, names: Iterable[str], start: str) -> Tree[Token]:
-    return parse(text, Names(names), start)
+@lru_cache(maxsize=64)
+def _names(names: tuple[str, ...]) -> Names:
+    return Names(names)
+
+
+def _tree(text: str, names: tuple[str, ...], start: str) -> Tree[Token]:
+    return parse(text, _names(names), start)
 
 
 def compile_expression(

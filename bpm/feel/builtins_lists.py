@@ -8,7 +8,7 @@ from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_DOWN, ROU
 from decimal import ROUND_HALF_UP, ROUND_UP, Decimal
 from typing import Any
 
-from bpm.feel.library import builtin, integer, items_of, number
+from bpm.feel.library import builtin, integer, items_of, number, whole
 from bpm.feel.runtime import Run
 from bpm.feel.values import DECIMAL, Function, compare, equal
 
@@ -16,11 +16,14 @@ from bpm.feel.values import DECIMAL, Function, compare, equal
 
 
 def _scaled(value: Any, scale: Any, rounding: str) -> Decimal | None:
-    places = integer(scale)
+    places = whole(scale)
     if places is None or not -6111 <= places <= 6176:
         return None
+    value = number(value)
+    if value.as_tuple().exponent >= -places:  # type: ignore[operator]
+        return value  # already within the scale: nothing to round
     exponent = Decimal(1).scaleb(-places)
-    return number(value).quantize(exponent, rounding=rounding, context=DECIMAL)
+    return value.quantize(exponent, rounding=rounding, context=DECIMAL)
 
 
 @builtin("decimal", "n, scale")
@@ -254,14 +257,17 @@ def _any(*args: Any) -> bool | None:
 
 
 def _list(value: Any) -> list[Any]:
+    """A list argument; another value is its singleton list (DMN 1.5 §10.3.2.9.4)."""
     if isinstance(value, list):
         return value
-    raise TypeError("not a list")
+    if value is None:
+        raise TypeError("null is not a list")
+    return [value]
 
 
 def _position(items: list[Any], position: Any) -> int:
     """A 1-based (negative: from the end) position as a Python index, else ValueError."""
-    n = integer(position)
+    n = whole(position)
     if n is None or n == 0 or abs(n) > len(items):
         raise ValueError("position out of range")
     return n - 1 if n > 0 else len(items) + n
@@ -273,7 +279,7 @@ def _sublist(items: Any, start: Any, length: Any = None) -> list[Any]:
     begin = _position(items, start)
     if length is None:
         return items[begin:]
-    count = integer(length)
+    count = whole(length)
     if count is None or count < 0 or begin + count > len(items):
         raise ValueError("length out of range")
     return items[begin : begin + count]
@@ -372,6 +378,8 @@ def _sort(run: Run, items: Any, precedes: Any = None) -> list[Any] | None:
 def _list_replace(run: Run, items: Any, where: Any, new: Any) -> list[Any] | None:
     items = _list(items)
     if isinstance(where, Function):
+        if len(where.params) != 2 and not where.variadic:
+            return None
         return [new if where.call(run, [item, new]) is True else item for item in items]
     at = _position(items, where)
     return [*items[:at], new, *items[at + 1 :]]

@@ -106,7 +106,7 @@ def _substring(source: Any, start: Any, length: Any = None) -> str | None:
     source = text(source)
     if not isinstance(start, Decimal):
         return None
-    begin = int(start.to_integral_value(rounding="ROUND_HALF_EVEN"))
+    begin = int(start)
     if begin == 0 or abs(begin) > len(source):
         return None if begin == 0 else ("" if begin > 0 else None)
     offset = begin - 1 if begin > 0 else len(source) + begin
@@ -114,7 +114,7 @@ def _substring(source: Any, start: Any, length: Any = None) -> str | None:
         return source[offset:]
     if not isinstance(length, Decimal) or length < 0:
         return None
-    count = int(length.to_integral_value(rounding="ROUND_HALF_EVEN"))
+    count = int(length)
     return source[offset : offset + count]
 
 
@@ -242,6 +242,8 @@ def _split(source: Any, delimiter: Any) -> list[str]:
 
 @builtin("string join", "list, delimiter?", needs_run=True)
 def _join(run: Run, items: Any, delimiter: Any = None) -> str | None:
+    if isinstance(items, str):
+        items = [items]
     if not isinstance(items, list):
         return None
     if delimiter is not None and not isinstance(delimiter, str):

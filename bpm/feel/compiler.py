@@ -17,10 +17,13 @@ from lark import Token, Tree
 from bpm.errors import ExpressionError
 from bpm.feel import ops, types
 from bpm.feel.builtins import BUILTINS
+from bpm.feel.grammar import parse
 from bpm.feel.java import external_function
+from bpm.feel.lexer import Names
+from bpm.feel.library import builtin
 from bpm.feel.runtime import MISSING, Env, Run
 from bpm.feel.temporal import parse_temporal
-from bpm.feel.values import DECIMAL, Function, Range, compare, equal
+from bpm.feel.values import DECIMAL, UNBOUNDED, Function, Range, TestValue, compare, equal
 
 Node = Callable[[Env], Any]
 Test = Callable[[Env, Any], "bool | None"]
@@ -107,10 +110,10 @@ class Compiler:
             if point is None:
                 return None
             if op in ("LT", "LE"):
-                return Range(None, point, False, op == "LE")
+                return Range(UNBOUNDED, point, False, op == "LE")
             if op in ("GT", "GE"):
-                return Range(point, None, op == "GE", False)
-            return Range(point, point, True, True) if op == "EQ" else None
+                return Range(point, UNBOUNDED, op == "GE", False)
+            return TestValue(op, point)
 
         return build
 
@@ -181,8 +184,10 @@ class Compiler:
     def _make_range(start: Node, end: Node, low: bool, high: bool) -> Node:
         def build(env: Env) -> Range | None:
             a, b = start(env), end(env)
-            if a is not None and b is not None and compare(a, b) is None:
-                return None
+            if a is not None and b is not None:
+                order = compare(a, b)
+                if order is None or order > 0:
+                    return None
             if a is None and b is None:
                 return None
             return Range(a, b, low, high)
@@ -267,7 +272,7 @@ class Compiler:
     def _instance_of(self, tree: Tree[Token]) -> Node:
         value = self.expr(tree.children[0])
         kind = self.type(tree.children[3])
-        return lambda env: kind.accepts(value(env))
+        return lambda env: kind.instance(value(env))
 
     def _if_expr(self, tree: Tree[Token]) -> Node:
         cond, then, other = (self.expr(c) for c in _kids(tree))
@@ -546,10 +551,14 @@ def test_value(value: Any, target: Any) -> bool | None:
     """Whether ``value`` matches a test expression's value (DMN 1.5 §10.3.2.9.5)."""
     if isinstance(target, Range):
         return target.contains(value)
+    if isinstance(target, TestValue):
+        return relation(target.op, value, target.value)
     if isinstance(target, list):
         if equal(value, target) is True:
             return True
-        return any(equal(value, t) is True for t in target)
+        return any(
+            (t.contains(value) if isinstance(t, Range) else equal(value, t)) is True for t in target
+        )
     if isinstance(target, bool) and not isinstance(value, bool):
         return target
     if isinstance(target, Function):
@@ -669,3 +678,29 @@ def _external(body: Any) -> Callable[[Env, tuple[str, ...]], Any]:
         return external_function(expr(env), names)
 
     return define
+
+
+@builtin("range", "from")
+def _range_from(source: Any) -> Range | None:
+    """``range("[1..10)")``: a range literal (or ``< x`` form) whose ends are literals."""
+    if not isinstance(source, str):
+        return None
+    try:
+        tree = parse(source.strip(), Names(()), "expression")
+    except ExpressionError:
+        return None
+    root = tree
+    while isinstance(root, Tree) and root.data == "expression":
+        root = _kids(root)[0]
+    if not isinstance(root, Tree) or root.data not in ("range", "unary_range"):
+        return None
+    if _uses(root, lambda t: isinstance(t, Token) and t.type == "NAME" and t.value not in _LITERAL_CALLS):
+        return None
+    try:
+        value = Compiler(source).expr(root)(Env({}, None, Run()))
+    except ExpressionError:
+        return None
+    return value if isinstance(value, Range) else None
+
+
+_LITERAL_CALLS = {"date", "time", "date and time", "duration"}

@@ -80,27 +80,35 @@ class Names:
     """The names known in a scope, indexed for longest-match lookup at a position."""
 
     def __init__(self, names: Iterable[str] = ()) -> None:
-        self._by_first: dict[str, list[str]] = {}
-        for name in (*BUILTIN_NAMES, *names):
+        self._by_first: dict[str, list[tuple[str, re.Pattern[str] | None]]] = {}
+        self._add((*BUILTIN_NAMES, *names))
+
+    def _add(self, names: Iterable[str]) -> None:
+        for name in names:
+            name = " ".join(name.split())
             if name and not _plain(name):
-                self._by_first.setdefault(name[0], []).append(name)
+                # Words of a name may be split by any run of white space (a line break).
+                spaced = re.compile(r"\s+".join(map(re.escape, name.split()))) if " " in name else None
+                self._by_first.setdefault(name[0], []).append((name, spaced))
         for group in self._by_first.values():
-            group.sort(key=len, reverse=True)
+            group.sort(key=lambda entry: len(entry[0]), reverse=True)
 
     def with_names(self, names: Iterable[str]) -> Names:
-        more = Names()
+        more = Names(())
         more._by_first = {k: list(v) for k, v in self._by_first.items()}
-        for name in names:
-            more._by_first.setdefault(name[0], []).append(name)
-        for group in more._by_first.values():
-            group.sort(key=len, reverse=True)
+        more._add(names)
         return more
 
-    def match(self, text: str, pos: int) -> str | None:
-        for name in self._by_first.get(text[pos], ()):
-            end = pos + len(name)
-            if text.startswith(name, pos) and not (end < len(text) and _NAME_CHAR.match(text, end)):
-                return name
+    def match(self, text: str, pos: int) -> tuple[str, int] | None:
+        """The known name at ``pos`` and where it ends, longest first."""
+        for name, spaced in self._by_first.get(text[pos], ()):
+            if spaced is not None:
+                found = spaced.match(text, pos)
+                end = found.end() if found else -1
+            else:
+                end = pos + len(name) if text.startswith(name, pos) else -1
+            if end > 0 and not (end < len(text) and _NAME_CHAR.match(text, end)):
+                return name, end
         return None
 
 
@@ -189,7 +197,7 @@ class _Lexer:
         text = self.text
         known = self.names.match(text, pos)
         if known is not None:
-            return Tok("NAME", known, pos, pos + len(known))
+            return Tok("NAME", known[0], pos, known[1])
         end = _WORD_REST.match(text, pos + 1).end()  # type: ignore[union-attr]
         word = text[pos:end]
         keyword = self._keyword(word, end)

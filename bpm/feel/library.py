@@ -9,6 +9,8 @@ null, as DMN says an invalid call does.
 from __future__ import annotations
 
 import re
+
+import regex
 from collections.abc import Callable
 from decimal import Decimal, DecimalException
 from typing import Any
@@ -19,7 +21,7 @@ from bpm.feel.values import Function
 BUILTINS: dict[str, Function] = {}
 
 # What a builtin raises on arguments it does not define; turned into null.
-_INVALID = (TypeError, ValueError, ArithmeticError, DecimalException, AttributeError, KeyError,
+_INVALID = (regex.error, TypeError, ValueError, ArithmeticError, DecimalException, AttributeError, KeyError,
             IndexError, OverflowError, re.error)  # fmt: skip
 
 
@@ -48,8 +50,7 @@ def builtin(
                 names = [p for p, _ in params]
                 if not all(key in names for key in args):
                     continue
-                if not all(opt or p in args for p, opt in params):
-                    continue
+                # A parameter left out of a call by name is null.
                 positional = [args.get(p) for p in names]
                 while len(positional) > len(args) and params[len(positional) - 1][1]:
                     if names[len(positional) - 1] in args:
@@ -73,6 +74,13 @@ def items_of(args: tuple[Any, ...]) -> list[Any] | None:
     if not args:
         return None
     return list(args)
+
+
+def whole(value: Any) -> int | None:
+    """A position, length or scale: a number's integer part (``2.5`` -> 2); else None."""
+    if isinstance(value, Decimal) and value.is_finite():
+        return int(value)
+    return None
 
 
 def integer(value: Any) -> int | None:

@@ -11,7 +11,7 @@ from decimal import Decimal, DecimalException
 from typing import Any
 
 from bpm.feel import temporal
-from bpm.feel.values import DECIMAL, Range, YearsMonths, kind, time_offset
+from bpm.feel.values import DECIMAL, UNBOUNDED, Range, YearsMonths, kind, time_offset
 
 _ZERO = dt.timedelta(0)
 
@@ -75,8 +75,11 @@ def sub(a: Any, b: Any) -> Any:
         if _date(a) and _date(b):
             return a - b
         if _dt(a) and _date(b) or _date(a) and _dt(b):
-            x = a if _dt(a) else dt.datetime(a.year, a.month, a.day, tzinfo=b.tzinfo)
-            y = b if _dt(b) else dt.datetime(b.year, b.month, b.day, tzinfo=a.tzinfo)
+            # A date counts as its midnight UTC (DMN 1.5 §10.3.2.3.6).
+            x = a if _dt(a) else dt.datetime(a.year, a.month, a.day, tzinfo=dt.UTC)
+            y = b if _dt(b) else dt.datetime(b.year, b.month, b.day, tzinfo=dt.UTC)
+            if (x.tzinfo is None) != (y.tzinfo is None):
+                return None
             return x - y
         if isinstance(a, dt.time) and isinstance(b, dt.time) and not _dt(a) and not _dt(b):
             if (a.tzinfo is None) != (b.tzinfo is None):
@@ -182,6 +185,9 @@ def prop(value: Any, name: str) -> Any:
         if name == "months":
             return Decimal(sign * (abs(value.months) % 12))
     if isinstance(value, Range):
+        if name in ("start", "end"):
+            end = value.start if name == "start" else value.end
+            return None if end is UNBOUNDED else end
         return {
             "start": value.start,
             "end": value.end,

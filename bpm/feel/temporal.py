@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bpm.feel.values import DECIMAL, YearsMonths
 
-_DATE = r"(?P<year>-?\d{4,9})-(?P<month>\d\d)-(?P<day>\d\d)"
+_DATE = r"(?P<year>-?(?:[1-9]\d{4,8}|\d{4}))-(?P<month>\d\d)-(?P<day>\d\d)"
 _TIME = (
     r"(?P<hour>\d\d):(?P<minute>\d\d):(?P<second>\d\d)(?P<fraction>\.\d+)?"
     r"(?P<zone>Z|[+-]\d\d:\d\d(?::\d\d)?|@[A-Za-z][A-Za-z0-9_/+\-]*)?"
@@ -26,7 +26,7 @@ TIME_RE = re.compile(f"^{_TIME}$")
 DATE_TIME_RE = re.compile(f"^{_DATE}T{_TIME}$")
 DURATION_RE = re.compile(
     r"^(?P<sign>-)?P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<days>\d+)D)?"
-    r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
+    r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d*)?)S)?)?$"
 )
 
 
@@ -84,8 +84,18 @@ def parse_date_time(text: str) -> dt.datetime | None:
         day = parse_date(text)
         return dt.datetime(day.year, day.month, day.day) if day else None
     day = make_date(int(match["year"]), int(match["month"]), int(match["day"]))
+    if day is None:
+        return None
+    if match["hour"] == "24" and match["minute"] == "00" and match["second"] == "00":
+        # 24:00:00 is the midnight that ends the day (XML Schema dateTime).
+        if match["fraction"] and int(match["fraction"][1:] or 0):
+            return None
+        tz = zone(match["zone"])
+        if tz is False:
+            return None
+        return dt.datetime.combine(day, dt.time(tzinfo=tz)) + dt.timedelta(days=1)  # type: ignore[arg-type]
     clock = _time_of(match)
-    if day is None or clock is None:
+    if clock is None:
         return None
     return dt.datetime.combine(day, clock)
 
@@ -192,12 +202,11 @@ def add_months(value: dt.date, months: int) -> dt.date | None:
 
 def months_between(a: dt.date, b: dt.date) -> YearsMonths:
     """Whole months from ``a`` to ``b`` (``years and months duration(from, to)``)."""
+    # Only the dates count: a time of day never takes a month away (DMN 1.5 §10.3.4.2).
     months = (b.year - a.year) * 12 + (b.month - a.month)
-    a_rest = (a.day, a.time() if isinstance(a, dt.datetime) else dt.time())
-    b_rest = (b.day, b.time() if isinstance(b, dt.datetime) else dt.time())
-    if months > 0 and b_rest < a_rest:
+    if months > 0 and b.day < a.day:
         months -= 1
-    elif months < 0 and b_rest > a_rest:
+    elif months < 0 and b.day > a.day:
         months += 1
     return YearsMonths(months)
 

@@ -23,6 +23,10 @@ class FeelType:
     def accepts(self, value: Any) -> bool:
         raise NotImplementedError
 
+    def instance(self, value: Any) -> bool:
+        """``value instance of T``: the type's shape, without allowed-value constraints."""
+        return self.accepts(value)
+
     def conforms_to(self, other: FeelType) -> bool:
         """Whether every value of this type is a value of ``other`` (for function types)."""
         if isinstance(other, Simple) and other.name == "Any":
@@ -154,9 +158,15 @@ class Custom(FeelType):
     name: str
     check: Callable[[Any], bool] = field(compare=False)
     base: FeelType | None = field(default=None, compare=False)
+    shape: Callable[[Any], bool] | None = field(default=None, compare=False)
 
     def accepts(self, value: Any) -> bool:
         return value is not None and self.check(value)
+
+    def instance(self, value: Any) -> bool:
+        if self.shape is None:
+            return self.accepts(value)
+        return value is not None and self.shape(value)
 
     def conforms_to(self, other: FeelType) -> bool:
         if other == self or (isinstance(other, Simple) and other.name == "Any"):

@@ -48,9 +48,27 @@ class YearsMonths:
         return f"{sign}P{months}M"
 
 
+class _Unbounded:
+    """The open end of a range written as a unary test (``< 10``): no start at all, which
+    is not the same as a start that is null (``(null..10)`` contains nothing)."""
+
+    _instance: _Unbounded | None = None
+
+    def __new__(cls) -> _Unbounded:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNBOUNDED"
+
+
+UNBOUNDED: Any = _Unbounded()
+
+
 @dataclass(frozen=True)
 class Range:
-    """A FEEL range (interval); a missing end is unbounded (``< 10`` is ``(null..10)``)."""
+    """A FEEL range (interval). An end is a value, null, or :data:`UNBOUNDED` (``< 10``)."""
 
     start: Any
     end: Any
@@ -59,21 +77,30 @@ class Range:
 
     def contains(self, value: Any) -> bool | None:
         """Whether ``value`` lies in the range; None when it cannot be compared."""
-        if value is None:
+        if value is None or self.start is None or self.end is None:
             return None
-        if self.start is not None:
+        if self.start is not UNBOUNDED:
             low = compare(self.start, value)
             if low is None:
                 return None
             if low > 0 or (low == 0 and not self.start_included):
                 return False
-        if self.end is not None:
+        if self.end is not UNBOUNDED:
             high = compare(value, self.end)
             if high is None:
                 return None
             if high > 0 or (high == 0 and not self.end_included):
                 return False
         return True
+
+
+@dataclass(frozen=True)
+class TestValue:
+    """``(= x)`` or ``(!= x)`` used as a value: a test, not a range (``(=10) = [10..10]``
+    is false)."""
+
+    op: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -198,7 +225,7 @@ def equal(a: Any, b: Any) -> bool | None:
             and equal(a.start, b.start) is not False
             and equal(a.end, b.end) is not False
         )
-    if isinstance(a, Function) or isinstance(b, Function):
+    if isinstance(a, Function | TestValue) or isinstance(b, Function | TestValue):
         return a is b or a == b
     order = compare(a, b)
     if order is None:
