@@ -94,7 +94,7 @@ def _invocation(node: Node, c: Compiling) -> Logic:
         param = binding.first("parameter")
         if param is None or not param.get("name"):
             raise c.fail(binding, "binding without a <parameter name=...>")
-        bindings.append((param.get("name", ""), compile_logic(expression_child(binding), c)))
+        bindings.append((param.attr("name"), compile_logic(expression_child(binding), c)))
 
     def call(env: Env) -> Any:
         fn = target.run_in(env)
@@ -104,10 +104,12 @@ def _invocation(node: Node, c: Compiling) -> Logic:
 
 
 def _relation(node: Node, c: Compiling) -> Logic:
-    columns = [col.get("name", "") for col in node.all("column")]
+    columns = [col.attr("name") for col in node.all("column")]
     rows: list[list[Logic]] = []
     for row in node.all("row"):
-        cells = [compile_logic(cell, c) for cell in row.dmn_children() if cell.tag in EXPRESSION_TAGS]
+        cells = [
+            compile_logic(cell, c) for cell in row.dmn_children() if cell.tag in EXPRESSION_TAGS
+        ]
         if len(cells) != len(columns):
             raise c.fail(row, f"relation row has {len(cells)} cells for {len(columns)} columns")
         rows.append(cells)
@@ -155,9 +157,7 @@ def function_value(
 
 
 def formal_parameters(node: Node, c: Compiling) -> list[tuple[str, types.FeelType | None]]:
-    return [
-        (p.get("name", ""), c.type_of(p.get("typeRef"), p)) for p in node.all("formalParameter")
-    ]
+    return [(p.attr("name"), c.type_of(p.get("typeRef"), p)) for p in node.all("formalParameter")]
 
 
 def _function_definition(node: Node, c: Compiling) -> Logic:

@@ -9,8 +9,9 @@ from typing import Any
 from bpm.dmn.itemdefs import ItemDefinitions
 from bpm.dmn.xml import Node, problem
 from bpm.errors import DeploymentError, ExpressionError, Problem
-from bpm.feel import Expression, UnaryTests, compile_expression, compile_unary_tests, types
+from bpm.feel import Expression, UnaryTests, compile_expression, compile_unary_tests
 from bpm.feel.runtime import Env
+from bpm.feel.types import FeelType
 
 Logic = Callable[[Env], Any]
 """A compiled boxed expression: its value in a scope."""
@@ -38,7 +39,9 @@ class Compiling:
     def feel(self, text: str | None, node: Node) -> Expression:
         """A FEEL expression; an empty text is null (an empty output entry, for one)."""
         try:
-            return compile_expression((text or "").strip() or "null", self.names, self.types.resolve)
+            return compile_expression(
+                (text or "").strip() or "null", self.names, self.types.resolve
+            )
         except ExpressionError as exc:
             self._refuse(node, exc)
             return _NULL_EXPRESSION
@@ -50,7 +53,7 @@ class Compiling:
             self._refuse(node, exc)
             return _FAILING_TESTS
 
-    def type_of(self, ref: str | None, node: Node) -> types.FeelType | None:
+    def type_of(self, ref: str | None, node: Node) -> FeelType | None:
         return self.types.require(ref, node) if ref else None
 
 

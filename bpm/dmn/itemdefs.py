@@ -13,8 +13,8 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from bpm.errors import DeploymentError, ExpressionError
 from bpm.dmn.xml import Node, problem
+from bpm.errors import DeploymentError, ExpressionError
 from bpm.feel import UnaryTests, compile_unary_tests, types
 from bpm.feel.runtime import Env, Run
 
@@ -33,7 +33,7 @@ class ItemDefinitions:
     """The item definitions of one model, resolvable by name (``tLoan``, ``imp.tLoan``)."""
 
     def __init__(self, nodes: list[Node], names: tuple[str, ...], resource: str | None) -> None:
-        self._nodes = {n.get("name", ""): n for n in nodes}
+        self._nodes = {n.attr("name"): n for n in nodes}
         self._names = names
         self._resource = resource
         self._types: dict[str, types.FeelType] = {}
@@ -104,7 +104,7 @@ class ItemDefinitions:
         components = node.all("itemComponent")
         function = node.first("functionItem")
         if components:
-            fields = [(c.get("name", ""), self._check_of(c, constrained)[0]) for c in components]
+            fields = [(c.attr("name"), self._check_of(c, constrained)[0]) for c in components]
 
             def structure(value: Any) -> bool:
                 if not isinstance(value, dict):
@@ -117,7 +117,7 @@ class ItemDefinitions:
             return structure, types.Simple("context")
         if function is not None:
             params = tuple(
-                self.require(p.get("typeRef", "Any"), p) if p.get("typeRef") else types.ANY
+                self.require(p.attr("typeRef"), p) if p.get("typeRef") else types.ANY
                 for p in function.all("parameters")
             )
             out = function.get("outputTypeRef")
@@ -129,7 +129,9 @@ class ItemDefinitions:
         allowed = self._tests(allowed_node) if allowed_node is not None else None
 
         def narrowed(value: Any) -> bool:
-            if base is not None and not (base.accepts(value) if constrained else base.instance(value)):
+            if base is not None and not (
+                base.accepts(value) if constrained else base.instance(value)
+            ):
                 return False
             if allowed is None or not constrained:
                 return True

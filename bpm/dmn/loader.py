@@ -39,8 +39,8 @@ class _Document:
         self.root = root
         self.resource = resource
         self.path = path
-        self.namespace = root.get("namespace", "")
-        self.name = root.get("name", "")
+        self.namespace = root.attr("namespace")
+        self.name = root.attr("name")
 
 
 def load(source: Source, *, imports: Iterable[Source] = (), strict: bool = True) -> DecisionModel:
@@ -86,7 +86,9 @@ class _Linker:
         names = self._names()
         for ns, defs in self.types.items():
             defs.imported = {
-                name: self.types[imp] for imp, name in self.imports.get(ns, {}).items() if imp in self.types
+                name: self.types[imp]
+                for imp, name in self.imports.get(ns, {}).items()
+                if imp in self.types
             }
         for defs in self.types.values():
             defs.check_all()
@@ -95,8 +97,10 @@ class _Linker:
         self._check_cycles()
         for element in self.elements:
             self._compile(element, names)
-        source = self.main.root.get("name", "")
-        model = DecisionModel(source, self.main.namespace, self.elements, self.main.resource or source)
+        source = self.main.root.attr("name")
+        model = DecisionModel(
+            source, self.main.namespace, self.elements, self.main.resource or source
+        )
         model.problems = list(self.deferred or ())
         return model
 
@@ -107,7 +111,7 @@ class _Linker:
             return
         self.seen.add(doc.namespace)
         root = doc.root
-        names = tuple(sorted({n.get("name", "") for n in _walk(root) if n.get("name")}))
+        names = tuple(sorted({n.attr("name") for n in _walk(root) if n.get("name")}))
         self.types[doc.namespace] = ItemDefinitions(root.all("itemDefinition"), names, doc.resource)
         own: dict[str, Element] = {}
         for node in root.dmn_children():
@@ -118,7 +122,9 @@ class _Linker:
             if not name:
                 raise self.fail(doc, node, f"<{node.tag}> has no name")
             if name in own:
-                raise self.fail(doc, node, f"two DRG elements are named {name!r}; names must be unique")
+                raise self.fail(
+                    doc, node, f"two DRG elements are named {name!r}; names must be unique"
+                )
             element = Element(node.tag, node.get("id") or name, name, doc.namespace, path)
             own[name] = element
             self.elements.append(element)
@@ -126,9 +132,9 @@ class _Linker:
             self.nodes[element] = node
             self.doc_of[element] = doc
         for imp in root.all("import"):
-            namespace = imp.get("namespace", "")
+            namespace = imp.attr("namespace")
             target = self._import(doc, imp, namespace)
-            prefix = imp.get("name", "")
+            prefix = imp.attr("name")
             self.imports.setdefault(doc.namespace, {})[namespace] = prefix
             self._collect(target, (*path, prefix) if prefix else path)
 
@@ -145,27 +151,33 @@ class _Linker:
                     self.library[namespace] = found
                     return found
         raise self.fail(
-            doc, imp, f"the import of namespace {namespace!r} was not given: pass its file in "
-            "load(..., imports=[...])"
+            doc,
+            imp,
+            f"the import of namespace {namespace!r} was not given: pass its file in "
+            "load(..., imports=[...])",
         )
 
     def _names(self) -> tuple[str, ...]:
         names: set[str] = set()
         for doc in {*self.library.values(), self.main}:
-            names.update(n.get("name", "") for n in _walk(doc.root) if n.get("name"))
-            names.update(n.get("iteratorVariable", "") for n in _walk(doc.root) if n.get("iteratorVariable"))
+            names.update(n.attr("name") for n in _walk(doc.root) if n.get("name"))
+            names.update(
+                n.attr("iteratorVariable") for n in _walk(doc.root) if n.get("iteratorVariable")
+            )
         return tuple(sorted(n for n in names if n))
 
     # --- requirements ---------------------------------------------------------------------
 
     def _resolve(self, element: Element, ref: Node) -> tuple[Element, str | None]:
         doc = self.doc_of[element]
-        href = ref.get("href", "")
+        href = ref.attr("href")
         namespace, _, ident = href.rpartition("#")
         namespace = namespace or element.namespace
         target = self.by_ref.get((namespace, ident))
         if target is None:
-            raise self.fail(doc, ref, f"{self.nodes[element].label()}: href {href!r} names no element")
+            raise self.fail(
+                doc, ref, f"{self.nodes[element].label()}: href {href!r} names no element"
+            )
         prefix = None
         if namespace != element.namespace:
             prefix = self.imports.get(element.namespace, {}).get(namespace)
@@ -177,14 +189,24 @@ class _Linker:
         node = self.nodes[element]
         refs: list[Node] = []
         for req in node.all("informationRequirement") + node.all("knowledgeRequirement"):
-            refs.extend(c for c in req.dmn_children() if c.tag in ("requiredDecision", "requiredInput", "requiredKnowledge"))
+            refs.extend(
+                c
+                for c in req.dmn_children()
+                if c.tag in ("requiredDecision", "requiredInput", "requiredKnowledge")
+            )
         element.requirements = [self._resolve(element, r) for r in refs]
         if element.kind == "decisionService":
-            for tag, bucket in (("outputDecision", element.outputs), ("encapsulatedDecision", element.encapsulated),
-                                ("inputDecision", element.input_decisions), ("inputData", element.input_data)):
+            for tag, bucket in (
+                ("outputDecision", element.outputs),
+                ("encapsulatedDecision", element.encapsulated),
+                ("inputDecision", element.input_decisions),
+                ("inputData", element.input_data),
+            ):
                 bucket.extend(self._resolve(element, r)[0] for r in node.all(tag))
             if not element.outputs:
-                raise self.fail(self.doc_of[element], node, "a decision service needs an outputDecision")
+                raise self.fail(
+                    self.doc_of[element], node, "a decision service needs an outputDecision"
+                )
 
     def _check_cycles(self) -> None:
         state: dict[Element, int] = {}
@@ -193,8 +215,10 @@ class _Linker:
             if state.get(element) == 2:
                 return
             if state.get(element) == 1:
-                loop = " -> ".join(e.name for e in [*trail[trail.index(element):], element])
-                raise self.fail(self.doc_of[element], self.nodes[element], f"requirement cycle: {loop}")
+                loop = " -> ".join(e.name for e in [*trail[trail.index(element) :], element])
+                raise self.fail(
+                    self.doc_of[element], self.nodes[element], f"requirement cycle: {loop}"
+                )
             state[element] = 1
             for required, _ in element.requirements:
                 if required.kind == "decision" or element.kind == "decision":

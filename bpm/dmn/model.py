@@ -81,14 +81,18 @@ class DecisionModel:
     @property
     def invocables(self) -> list[str]:
         """Business knowledge models and decision services, by name."""
-        return [e.name for e in self._main if e.kind in ("businessKnowledgeModel", "decisionService")]
+        return [
+            e.name for e in self._main if e.kind in ("businessKnowledgeModel", "decisionService")
+        ]
 
     def element(self, name_or_id: str, kinds: tuple[str, ...] = ("decision",)) -> Element:
         for e in self._main:
             if e.kind in kinds and (e.name == name_or_id or e.id == name_or_id):
                 return e
         known = ", ".join(repr(e.name) for e in self._main if e.kind in kinds) or "none"
-        raise NotFound(f"the model {self.name!r} has no {' or '.join(kinds)} {name_or_id!r} (it has {known})")
+        raise NotFound(
+            f"the model {self.name!r} has no {' or '.join(kinds)} {name_or_id!r} (it has {known})"
+        )
 
     def evaluate(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, limits: Limits = DEFAULT_LIMITS

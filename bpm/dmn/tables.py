@@ -72,10 +72,16 @@ def compile_table(node: Node, c: Compiling) -> Logic:
     policy = (node.get("hitPolicy") or "UNIQUE").strip().upper()
     policy = POLICY_ALIASES.get(policy, policy)
     if policy not in SINGLE + MULTI:
-        raise c.fail(node, f"hitPolicy {policy!r} is not a DMN hit policy ({', '.join(SINGLE + MULTI)})")
+        raise c.fail(
+            node, f"hitPolicy {policy!r} is not a DMN hit policy ({', '.join(SINGLE + MULTI)})"
+        )
     aggregation = (node.get("aggregation") or "").strip().upper() or None
     if aggregation is not None and (policy != "COLLECT" or aggregation not in AGGREGATIONS):
-        raise c.fail(node, f"aggregation {aggregation!r} needs hitPolicy COLLECT and one of {', '.join(AGGREGATIONS)}")
+        raise c.fail(
+            node,
+            f"aggregation {aggregation!r} needs hitPolicy COLLECT and one of "
+            + ", ".join(AGGREGATIONS),
+        )
     inputs = [_input(i, c) for i in node.all("input")]
     outputs = [_output(o, c) for o in node.all("output")]
     if not outputs:
@@ -161,7 +167,11 @@ class _Table:
         values = []
         for spec in self.inputs:
             value = conform(spec.value(env), spec.kind)
-            if spec.allowed is not None and value is not None and spec.allowed(env, value) is not True:
+            if (
+                spec.allowed is not None
+                and value is not None
+                and spec.allowed(env, value) is not True
+            ):
                 return None
             values.append(value)
         matched: list[_Rule] = []
@@ -198,7 +208,11 @@ class _Table:
         row: dict[str, Any] = {}
         for i, (spec, logic) in enumerate(zip(self.outputs, rule.outputs, strict=True)):
             value = conform(logic(env), spec.kind)
-            if spec.allowed is not None and value is not None and spec.allowed(env, value) is not True:
+            if (
+                spec.allowed is not None
+                and value is not None
+                and spec.allowed(env, value) is not True
+            ):
                 return _INVALID
             row[spec.name or str(i)] = value
         return row
@@ -277,4 +291,3 @@ def _aggregate(how: str, values: list[Any]) -> Any:
         if (how == "MIN" and order < 0) or (how == "MAX" and order > 0):
             best = value
     return best
-

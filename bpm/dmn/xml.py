@@ -64,8 +64,12 @@ class Node:
         inner = child.first("text")
         return (inner.text if inner is not None else child.text).strip()
 
-    def get(self, name: str, default: str | None = None) -> str | None:
-        return self.attrs.get(name, default)
+    def get(self, name: str) -> str | None:
+        return self.attrs.get(name)
+
+    def attr(self, name: str) -> str:
+        """An attribute's value, ``""`` when absent."""
+        return self.attrs.get(name, "")
 
     def label(self) -> str:
         """How an error names this element: ``decision 'Approval' (line 12)``."""
@@ -140,12 +144,19 @@ def read_dmn_xml(source: str | bytes, resource: str | None = None) -> Node:
     except ParseError as exc:
         line, column = exc.position
         raise DeploymentError(
-            Problem(f"not well-formed XML ({str(exc).split(':', 1)[0]}, column {column + 1})",
-                    line=line, column=column + 1),
+            Problem(
+                f"not well-formed XML ({str(exc).split(':', 1)[0]}, column {column + 1})",
+                line=line,
+                column=column + 1,
+            ),
             resource,
         ) from exc
     except DefusedXmlException as exc:
-        what = "a DOCTYPE declaration" if isinstance(exc, DTDForbidden) else "an entity or external reference"
+        what = (
+            "a DOCTYPE declaration"
+            if isinstance(exc, DTDForbidden)
+            else "an entity or external reference"
+        )
         raise DeploymentError(
             Problem(
                 f"the DMN file contains {what}, which is refused for safety (entity "
@@ -157,8 +168,11 @@ def read_dmn_xml(source: str | bytes, resource: str | None = None) -> Node:
     node = _convert(root, target.lines)
     if node.tag != "definitions" or not node.dmn:
         raise DeploymentError(
-            problem(node, f"not a DMN file: the root is <{node.tag}> in namespace {node.ns!r}, "
-                    "expected <definitions> in a DMN 1.1-1.5 namespace"),
+            problem(
+                node,
+                f"not a DMN file: the root is <{node.tag}> in namespace {node.ns!r}, "
+                "expected <definitions> in a DMN 1.1-1.5 namespace",
+            ),
             resource,
         )
     return node

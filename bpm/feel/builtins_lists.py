@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_DOWN, ROUND_HALF_EVEN
-from decimal import ROUND_HALF_UP, ROUND_UP, Decimal
+from decimal import (
+    ROUND_CEILING,
+    ROUND_DOWN,
+    ROUND_FLOOR,
+    ROUND_HALF_DOWN,
+    ROUND_HALF_EVEN,
+    ROUND_HALF_UP,
+    ROUND_UP,
+    Decimal,
+)
 from typing import Any
 
 from bpm.feel.library import builtin, integer, items_of, number, whole
@@ -19,11 +27,11 @@ def _scaled(value: Any, scale: Any, rounding: str) -> Decimal | None:
     places = whole(scale)
     if places is None or not -6111 <= places <= 6176:
         return None
-    value = number(value)
-    if value.as_tuple().exponent >= -places:  # type: ignore[operator]
-        return value  # already within the scale: nothing to round
-    exponent = Decimal(1).scaleb(-places)
-    return value.quantize(exponent, rounding=rounding, context=DECIMAL)
+    n = number(value)
+    exponent = n.as_tuple().exponent
+    if isinstance(exponent, int) and exponent >= -places:
+        return n  # already within the scale: nothing to round
+    return n.quantize(Decimal(1).scaleb(-places), rounding=rounding, context=DECIMAL)
 
 
 @builtin("decimal", "n, scale")
@@ -275,14 +283,14 @@ def _position(items: list[Any], position: Any) -> int:
 
 @builtin("sublist", "list, start position, length?")
 def _sublist(items: Any, start: Any, length: Any = None) -> list[Any]:
-    items = _list(items)
-    begin = _position(items, start)
+    seq = _list(items)
+    begin = _position(seq, start)
     if length is None:
-        return items[begin:]
+        return seq[begin:]
     count = whole(length)
-    if count is None or count < 0 or begin + count > len(items):
+    if count is None or count < 0 or begin + count > len(seq):
         raise ValueError("length out of range")
-    return items[begin : begin + count]
+    return seq[begin : begin + count]
 
 
 @builtin("append", "list, item", needs_run=True, variadic=True)
@@ -383,4 +391,3 @@ def _list_replace(run: Run, items: Any, where: Any, new: Any) -> list[Any] | Non
         return [new if where.call(run, [item, new]) is True else item for item in items]
     at = _position(items, where)
     return [*items[:at], new, *items[at + 1 :]]
-

@@ -102,8 +102,8 @@ def _is(a: Any, b: Any) -> bool:
 
 
 @builtin("substring", "string, start position, length?")
-def _substring(source: Any, start: Any, length: Any = None) -> str | None:
-    source = text(source)
+def _substring(value: Any, start: Any, length: Any = None) -> str | None:
+    source = text(value)
     if not isinstance(start, Decimal):
         return None
     begin = int(start)
@@ -296,7 +296,8 @@ def _context_put(context: Any, key: Any, value: Any) -> dict[str, Any] | None:
         if not key or not all(isinstance(k, str) for k in key):
             return None
         if len(key) == 1:
-            return _context_put(context, key[0], value)
+            single: dict[str, Any] | None = _context_put(context, key[0], value)
+            return single
         inner = context.get(key[0])
         nested = _context_put(inner if isinstance(inner, dict) else {}, key[1:], value)
         if nested is None or not isinstance(inner, dict):
@@ -317,4 +318,3 @@ def _context_merge(contexts: Any) -> dict[str, Any] | None:
     for context in contexts:
         merged.update(context)
     return merged
-

@@ -236,7 +236,10 @@ def _finishes(a: Any, b: Any) -> bool:
     return (
         a.end_included == b.end_included
         and _eq(a.end, b.end)
-        and (_lt(b.start, a.start) or (_eq(a.start, b.start) and (not a.start_included or b.start_included)))
+        and (
+            _lt(b.start, a.start)
+            or (_eq(a.start, b.start) and (not a.start_included or b.start_included))
+        )
     )
 
 
@@ -299,4 +302,3 @@ def _coincides(a: Any, b: Any) -> bool:
     if isinstance(a, Range) or isinstance(b, Range):
         raise TypeError("a point and a range")
     return _eq(a, b)
-

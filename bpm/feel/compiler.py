@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -51,6 +51,11 @@ def _has_surrogate(text: str) -> bool:
     return any("\ud800" <= c <= "\udfff" for c in text)
 
 
+def _ch(tree: Tree[Token]) -> list[Any]:
+    """A tree's children, as values mypy lets us read as tokens or trees."""
+    return list(tree.children)
+
+
 def _kids(tree: Tree[Token]) -> list[Any]:
     """Children that carry meaning: subtrees and name/literal tokens, not punctuation."""
     return [
@@ -85,7 +90,7 @@ class Compiler:
     # --- expressions ---------------------------------------------------------------------
 
     def expr(self, tree: Any) -> Node:
-        node = getattr(self, "_" + tree.data)(tree)
+        node: Node = getattr(self, "_" + tree.data)(tree)
         if tree.data not in ("number", "string", "true", "false", "null") and _constant(tree):
             try:
                 value = node(Env({}, None, Run(source=self.source)))
@@ -105,7 +110,7 @@ class Compiler:
         op = test.children[0].type
         endpoint = self.expr(test.children[1])
 
-        def build(env: Env) -> Range | None:
+        def build(env: Env) -> Any:
             point = endpoint(env)
             if point is None:
                 return None
@@ -118,11 +123,11 @@ class Compiler:
         return build
 
     def _number(self, tree: Tree[Token]) -> Node:
-        value = DECIMAL.create_decimal(tree.children[0].value)
+        value = DECIMAL.create_decimal(_ch(tree)[0].value)
         return lambda env: value
 
     def _string(self, tree: Tree[Token]) -> Node:
-        value = unescape(tree.children[0].value)
+        value = unescape(_ch(tree)[0].value)
         return lambda env: value
 
     def _true(self, tree: Tree[Token]) -> Node:
@@ -140,7 +145,7 @@ class Compiler:
         return lambda env: value
 
     def _name(self, tree: Tree[Token]) -> Node:
-        name = tree.children[0].value
+        name = _ch(tree)[0].value
         builtin = BUILTINS.get(name)
 
         def lookup(env: Env) -> Any:
@@ -176,7 +181,7 @@ class Compiler:
         return build
 
     def _range(self, tree: Tree[Token]) -> Node:
-        opener, closer = tree.children[0].value, tree.children[-1].value
+        opener, closer = _ch(tree)[0].value, _ch(tree)[-1].value
         start, end = (self.expr(c) for c in _kids(tree))
         return self._make_range(start, end, opener == "[", closer == "]")
 
@@ -226,8 +231,8 @@ class Compiler:
         return self._binary(tree, ops.power)
 
     def _compare(self, tree: Tree[Token]) -> Node:
-        op = tree.children[1].type
-        left, right = self.expr(tree.children[0]), self.expr(tree.children[2])
+        op = _ch(tree)[1].type
+        left, right = self.expr(_ch(tree)[0]), self.expr(_ch(tree)[2])
         return lambda env: relation(op, left(env), right(env))
 
     def _between(self, tree: Tree[Token]) -> Node:
@@ -270,8 +275,8 @@ class Compiler:
         return lambda env: test(env, value(env))
 
     def _instance_of(self, tree: Tree[Token]) -> Node:
-        value = self.expr(tree.children[0])
-        kind = self.type(tree.children[3])
+        value = self.expr(_ch(tree)[0])
+        kind = self.type(_ch(tree)[3])
         return lambda env: kind.instance(value(env))
 
     def _if_expr(self, tree: Tree[Token]) -> Node:
@@ -291,12 +296,12 @@ class Compiler:
         return negate
 
     def _path(self, tree: Tree[Token]) -> Node:
-        base = self.expr(tree.children[0])
-        name = tree.children[2].value
+        base = self.expr(_ch(tree)[0])
+        name = _ch(tree)[2].value
         return lambda env: select(base(env), name)
 
     def _filter(self, tree: Tree[Token]) -> Node:
-        base, cond = self.expr(tree.children[0]), self.expr(tree.children[2])
+        base, cond = self.expr(_ch(tree)[0]), self.expr(_ch(tree)[2])
 
         def filtered(env: Env) -> Any:
             items = base(env)
@@ -320,8 +325,8 @@ class Compiler:
         return filtered
 
     def _call(self, tree: Tree[Token]) -> Node:
-        callee = self.expr(tree.children[0])
-        args = tree.children[2]
+        callee = self.expr(_ch(tree)[0])
+        args = _ch(tree)[2]
         if args is None:
             return lambda env: invoke(env.run, callee(env), [])
         pairs = _kids(args)
@@ -390,10 +395,7 @@ class Compiler:
                 items = source(scope)
                 if items is None:
                     return False
-                for item in items:
-                    if not nest(level + 1, scope.child({name: item})):
-                        return False
-                return True
+                return all(nest(level + 1, scope.child({name: item})) for item in items)
 
             return results if nest(0, env) else None
 
@@ -409,7 +411,7 @@ class Compiler:
         return name, lambda env: _iterable(env.run, source(env))
 
     def _quantified(self, tree: Tree[Token]) -> Node:
-        every = tree.children[0].type == "EVERY"
+        every: bool = _ch(tree)[0].type == "EVERY"
         parts = _kids(tree)
         names = [p.value for p in parts[:-1:2]]
         sources = [self.expr(p) for p in parts[1:-1:2]]
@@ -463,8 +465,8 @@ class Compiler:
 
     def test(self, tree: Any) -> Test:
         if tree.data == "simple_test":
-            op = tree.children[0].type
-            endpoint = self.expr(tree.children[1])
+            op = _ch(tree)[0].type
+            endpoint = self.expr(_ch(tree)[1])
             return lambda env, value: relation(op, value, endpoint(env))
         root = tree
         while isinstance(root, Tree) and root.data == "expression":
@@ -607,7 +609,7 @@ def _item_scope(env: Env, item: Any) -> Env:
     return scope
 
 
-def _iterable(run: Run, value: Any) -> list[Any] | None:
+def _iterable(run: Run, value: Any) -> Iterable[Any] | None:
     if value is None:
         return None
     if isinstance(value, list):
@@ -623,27 +625,22 @@ def _iterable(run: Run, value: Any) -> list[Any] | None:
     return [value]
 
 
-def _steps(run: Run, low: Any, high: Any) -> Any:
-    """``a..b`` in ``for``: whole numbers or days, up or down, both ends included."""
+def _steps(run: Run, low: Any, high: Any) -> Iterable[Any] | None:
+    """``a..b`` in ``for``: whole numbers or days, up or down, both ends included. Lazy:
+    the loop body spends a step per item, so a huge range costs only what is used."""
     if isinstance(low, Decimal) and isinstance(high, Decimal):
         if low != low.to_integral_value() or high != high.to_integral_value():
             return None
         a, b = int(low), int(high)
         step = 1 if b >= a else -1
-        return _counted(run, (Decimal(i) for i in range(a, b + step, step)))
+        return (Decimal(i) for i in range(a, b + step, step))
     if isinstance(low, dt.date) and isinstance(high, dt.date):
         if isinstance(low, dt.datetime) or isinstance(high, dt.datetime):
             return None
         days = (high - low).days
         step = 1 if days >= 0 else -1
-        return _counted(run, (low + dt.timedelta(days=i) for i in range(0, days + step, step)))
+        return (low + dt.timedelta(days=i) for i in range(0, days + step, step))
     return None
-
-
-def _counted(run: Run, values: Any) -> Any:
-    for value in values:
-        run.tick()
-        yield value
 
 
 def _conform(value: Any, kind: types.FeelType) -> Any:
@@ -694,7 +691,9 @@ def _range_from(source: Any) -> Range | None:
         root = _kids(root)[0]
     if not isinstance(root, Tree) or root.data not in ("range", "unary_range"):
         return None
-    if _uses(root, lambda t: isinstance(t, Token) and t.type == "NAME" and t.value not in _LITERAL_CALLS):
+    if _uses(
+        root, lambda t: isinstance(t, Token) and t.type == "NAME" and t.value not in _LITERAL_CALLS
+    ):
         return None
     try:
         value = Compiler(source).expr(root)(Env({}, None, Run()))

@@ -9,6 +9,7 @@ The parser is built once per process and shared (lark parsers are reentrant).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
 
 from lark import Lark, Token, Tree
@@ -102,7 +103,7 @@ class _NoLexer(Lexer):
     def __init__(self, conf: object) -> None:
         pass
 
-    def lex(self, state: object, parser_state: object) -> None:  # pragma: no cover
+    def lex(self, state: object, parser_state: object) -> Iterator[Token]:  # pragma: no cover
         raise AssertionError("tokens are fed by bpm.feel.grammar.parse")
 
 
@@ -125,7 +126,8 @@ def parse(text: str, names: Names, start: str = "expression") -> Tree[Token]:
     try:
         for tok in tokens:
             interactive.feed_token(_lark_token(tok))
-        tree: Tree[Token] = interactive.feed_eof(_lark_token(tokens[-1]) if tokens else None)
+        last = _lark_token(tokens[-1]) if tokens else None
+        tree: Tree[Token] = interactive.feed_eof(last)  # type: ignore[no-untyped-call]
     except UnexpectedToken as exc:
         where = (
             f"at end of `{text}`"
@@ -135,7 +137,29 @@ def parse(text: str, names: Names, start: str = "expression") -> Tree[Token]:
         raise ExpressionError(f"FEEL syntax error in `{text}` {where}") from None
     except LarkError as exc:
         raise ExpressionError(f"FEEL syntax error in `{text}`: {exc}") from None
+    depth = _depth(tree)
+    if depth > MAX_DEPTH:
+        raise ExpressionError(
+            f"expression `{text[:80]}` nests {depth} levels deep, over {MAX_DEPTH}: split it "
+            "into a context of named parts"
+        )
     return tree
+
+
+MAX_DEPTH = 400
+"""The deepest parse tree compiled (a chain of 150 ``+`` is about this deep)."""
+
+
+def _depth(tree: Tree[Token]) -> int:
+    """The depth of a parse tree, measured without recursion (a hostile chain is deep)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((c, level + 1) for c in node.children if isinstance(c, Tree))
+    return deepest
 
 
 def _lark_token(tok: Tok) -> Token:

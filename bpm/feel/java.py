@@ -65,7 +65,9 @@ def _method(cls: str, method: str, types: list[str]) -> Callable[[list[Any]], An
                 return lambda args: Decimal(int(args[0])) if isinstance(args[0], str) else None
             return lambda args: Decimal(int(_float(args[0])))
         if cls in ("java.lang.Double", "java.lang.Float"):
-            return lambda args: _decimal(_float(Decimal(args[0]) if isinstance(args[0], str) else args[0]))
+            return lambda args: _decimal(
+                _float(Decimal(args[0]) if isinstance(args[0], str) else args[0])
+            )
         if cls == "java.lang.String" and types[0] == "char":
             return lambda args: args[0] if isinstance(args[0], str) and len(args[0]) == 1 else None
     return None

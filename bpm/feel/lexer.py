@@ -1,9 +1,9 @@
 """FEEL tokens, cut with the names in scope.
 
-FEEL names may hold spaces and the symbols ``. / - ’ + *`` (``Monthly Salary``,
-``date and time``, ``Loan-to-Value``), so where a name ends depends on the names the model
-defines (DMN 1.5 §10.3.1.2). The lexer takes those names: at a name start it takes the
-longest known name; otherwise it reads words and joins words that follow one another with
+FEEL names may hold spaces, the symbols ``. / - + *`` and the right single quote
+(``Monthly Salary``, ``date and time``, ``Loan-to-Value``), so where a name ends depends on
+the names the model defines (DMN 1.5 §10.3.1.2). The lexer takes those names: at a name
+start it takes the longest known name; otherwise it reads words and joins words that follow one another with
 only spaces between them, stopping at keywords. It also tells the grammar which role a
 bracket plays, which a context-free grammar cannot: ``]1..5[`` opens and closes ranges with
 reversed brackets, and ``x[...]`` is a filter where ``[1, 2]`` is a list.
@@ -55,7 +55,7 @@ _START = (
     "\u200c-\u200d\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd"
     "\U00010000-\U000effff"
 )
-_PART = _START + "0-9\u00b7\u0300-\u036f\u203f-\u2040'’"
+_PART = _START + "0-9\u00b7\u0300-\u036f\u203f-\u2040'\u2019"
 _WORD = re.compile(f"[{_START}]")
 _WORD_REST = re.compile(f"[{_PART}]*")
 _DIGIT_WORD = re.compile(f"[0-9][{_PART}]*")
@@ -88,7 +88,9 @@ class Names:
             name = " ".join(name.split())
             if name and not _plain(name):
                 # Words of a name may be split by any run of white space (a line break).
-                spaced = re.compile(r"\s+".join(map(re.escape, name.split()))) if " " in name else None
+                spaced = (
+                    re.compile(r"\s+".join(map(re.escape, name.split()))) if " " in name else None
+                )
                 self._by_first.setdefault(name[0], []).append((name, spaced))
         for group in self._by_first.values():
             group.sort(key=lambda entry: len(entry[0]), reverse=True)
@@ -156,11 +158,13 @@ class _Lexer:
             if not match:
                 raise ExpressionError(f"unterminated string at position {pos}")
             return Tok("STRING", match.group(), pos, match.end())
-        if char.isdigit() or (char == "." and pos + 1 < len(text) and text[pos + 1].isdigit()):
-            if not (char == "." and self.last in _ENDS_OPERAND):
-                match = _NUMBER.match(text, pos)
-                assert match is not None
-                return Tok("NUMBER", match.group(), pos, match.end())
+        starts_number = char.isdigit() or (
+            char == "." and pos + 1 < len(text) and text[pos + 1].isdigit()
+        )
+        if starts_number and not (char == "." and self.last in _ENDS_OPERAND):
+            match = _NUMBER.match(text, pos)
+            assert match is not None
+            return Tok("NUMBER", match.group(), pos, match.end())
         if char == "[":
             kind = self._open_square()
             return Tok(kind, char, pos, pos + 1)
@@ -218,7 +222,9 @@ class _Lexer:
             else:
                 break
             candidate = text[nxt:follow]
-            if self._keyword(candidate, follow) or candidate == "not" and _next_is(text, follow, "("):
+            if self._keyword(candidate, follow) or (
+                candidate == "not" and _next_is(text, follow, "(")
+            ):
                 break
             words.append(candidate)
             end = follow

@@ -9,11 +9,11 @@ null, as DMN says an invalid call does.
 from __future__ import annotations
 
 import re
-
-import regex
 from collections.abc import Callable
 from decimal import Decimal, DecimalException
 from typing import Any
+
+import regex
 
 from bpm.feel.runtime import FeelLimitError, Run
 from bpm.feel.values import Function
@@ -21,8 +21,8 @@ from bpm.feel.values import Function
 BUILTINS: dict[str, Function] = {}
 
 # What a builtin raises on arguments it does not define; turned into null.
-_INVALID = (regex.error, TypeError, ValueError, ArithmeticError, DecimalException, AttributeError, KeyError,
-            IndexError, OverflowError, re.error)  # fmt: skip
+_INVALID = (regex.error, TypeError, ValueError, ArithmeticError, DecimalException,
+            AttributeError, KeyError, IndexError, OverflowError, re.error)  # fmt: skip
 
 
 def _signature(text: str) -> list[tuple[str, bool]]:
@@ -85,9 +85,8 @@ def whole(value: Any) -> int | None:
 
 def integer(value: Any) -> int | None:
     """A FEEL number that is whole, as an int; None otherwise."""
-    if isinstance(value, Decimal) and not isinstance(value, bool):
-        if value == value.to_integral_value():
-            return int(value)
+    if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        return int(value)
     return None
 
 

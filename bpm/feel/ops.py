@@ -62,7 +62,9 @@ def sub(a: Any, b: Any) -> Any:
     try:
         if _num(a) and _num(b):
             return DECIMAL.subtract(a, b)
-        if isinstance(b, dt.timedelta | YearsMonths) and not isinstance(a, dt.timedelta | YearsMonths):
+        if isinstance(b, dt.timedelta | YearsMonths) and not isinstance(
+            a, dt.timedelta | YearsMonths
+        ):
             return add(a, neg(b)) if isinstance(a, dt.date | dt.time) else None
         if isinstance(a, dt.timedelta) and isinstance(b, dt.timedelta):
             return a - b
@@ -74,7 +76,7 @@ def sub(a: Any, b: Any) -> Any:
             return a - b
         if _date(a) and _date(b):
             return a - b
-        if _dt(a) and _date(b) or _date(a) and _dt(b):
+        if (_dt(a) and _date(b)) or (_date(a) and _dt(b)):
             # A date counts as its midnight UTC (DMN 1.5 §10.3.2.3.6).
             x = a if _dt(a) else dt.datetime(a.year, a.month, a.day, tzinfo=dt.UTC)
             y = b if _dt(b) else dt.datetime(b.year, b.month, b.day, tzinfo=dt.UTC)

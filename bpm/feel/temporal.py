@@ -30,7 +30,7 @@ DURATION_RE = re.compile(
 )
 
 
-def zone(text: str | None) -> dt.tzinfo | None | bool:
+def zone(text: str | None) -> dt.tzinfo | bool | None:
     """A zone suffix as tzinfo; None when absent; False when it names no zone."""
     if text is None:
         return None
@@ -43,7 +43,9 @@ def zone(text: str | None) -> dt.tzinfo | None | bool:
             return False
     sign = -1 if text[0] == "-" else 1
     parts = [int(p) for p in text[1:].split(":")]
-    offset = dt.timedelta(hours=parts[0], minutes=parts[1], seconds=parts[2] if len(parts) > 2 else 0)
+    offset = dt.timedelta(
+        hours=parts[0], minutes=parts[1], seconds=parts[2] if len(parts) > 2 else 0
+    )
     if offset > dt.timedelta(hours=18):
         return False
     return dt.timezone(sign * offset)

@@ -257,10 +257,10 @@ def compare(a: Any, b: Any) -> int | None:
     if isinstance(a, dt.date) and isinstance(b, dt.date):
         return (a > b) - (a < b)
     if isinstance(a, dt.time) and isinstance(b, dt.time):
-        (x, zx), (y, zy) = time_seconds(a), time_seconds(b)
-        if zx != zy:
+        (p, zp), (q, zq) = time_seconds(a), time_seconds(b)
+        if zp != zq:
             return None
-        return (x > y) - (x < y)
+        return (p > q) - (p < q)
     if isinstance(a, dt.timedelta) and isinstance(b, dt.timedelta):
         return (a > b) - (a < b)
     if isinstance(a, YearsMonths) and isinstance(b, YearsMonths):
