@@ -3,10 +3,10 @@
 FEEL names may hold spaces, the symbols ``. / - + *`` and the right single quote
 (``Monthly Salary``, ``date and time``, ``Loan-to-Value``), so where a name ends depends on
 the names the model defines (DMN 1.5 §10.3.1.2). The lexer takes those names: at a name
-start it takes the longest known name; otherwise it reads words and joins words that follow one another with
-only spaces between them, stopping at keywords. It also tells the grammar which role a
-bracket plays, which a context-free grammar cannot: ``]1..5[`` opens and closes ranges with
-reversed brackets, and ``x[...]`` is a filter where ``[1, 2]`` is a list.
+start it takes the longest known name; otherwise it reads words and joins words that follow
+one another with only spaces between them, stopping at keywords. It also tells the grammar
+which role a bracket plays, which a context-free grammar cannot: ``]1..5[`` opens and closes
+ranges with reversed brackets, and ``x[...]`` is a filter where ``[1, 2]`` is a list.
 """
 
 from __future__ import annotations
