@@ -16,9 +16,9 @@ from bpm.dmn.itemdefs import conform
 from bpm.dmn.tables import compile_table
 from bpm.dmn.xml import Node
 from bpm.feel import types
-from bpm.feel.compiler import invoke
 from bpm.feel.java import external_function
 from bpm.feel.runtime import Env, Run
+from bpm.feel.semantics import invoke
 from bpm.feel.values import Function
 
 EXPRESSION_TAGS = frozenset(
