@@ -6,6 +6,7 @@ Subtrees without names (``[1..5]``, ``@"P1D"``, ``"a" + "b"``) are folded at com
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from decimal import Decimal
@@ -89,6 +90,26 @@ def uses_input(tree: Any) -> bool:
 
 def _constant(tree: Any) -> bool:
     return not _uses(tree, lambda t: isinstance(t, Tree) and t.data in _LOOPING)
+
+
+_NUMERIC_TESTS = {
+    "LT": operator.lt,
+    "LE": operator.le,
+    "GT": operator.gt,
+    "GE": operator.ge,
+}
+
+
+def _number_test(op: str, bound: Decimal) -> Test:
+    """``< 10`` and its kin against a constant: the decision table's hot path."""
+    compare_to = _NUMERIC_TESTS[op]
+
+    def test(env: Env, value: Any) -> bool | None:
+        if type(value) is Decimal:
+            return bool(compare_to(value, bound))
+        return relation(op, value, bound)
+
+    return test
 
 
 class Compiler:
@@ -478,6 +499,10 @@ class Compiler:
         if tree.data == "simple_test":
             op = _ch(tree)[0].type
             endpoint = self.expr(_ch(tree)[1])
+            if _constant(_ch(tree)[1]):
+                fixed = endpoint(Env({}, None, Run(source=self.source)))
+                if isinstance(fixed, Decimal) and op in _NUMERIC_TESTS:
+                    return _number_test(op, fixed)
             return lambda env, value: relation(op, value, endpoint(env))
         root = tree
         while isinstance(root, Tree) and root.data == "expression":
