@@ -238,3 +238,14 @@ def test_rule_results_and_camunda_result_mappings() -> None:
     assert literal_model.evaluate_rules("Result", {"Age": 4}) == [{"Result": Decimal(8)}]
     with pytest.raises(DecisionResultError, match="not one of"):
         map_result(one, "everything")
+
+
+def test_default_output_of_an_aggregating_table_and_dotted_parameter_names() -> None:
+    rules = [(["> 100"], ["5"])]
+    aggregated = table(["Age"], [""], rules, "COLLECT", "MAX", defaults=["0"])
+    assert evaluate(aggregated, 5) == Decimal(0)
+    describe = bkm("Describe", [("Person.Name", "string")], literal('"I am " + Person.Name'))
+    body = input_data("Person") + describe
+    body += decision("Text", literal("Describe(Person.Name)"), "i_Person", "b_Describe")
+    model = dmn.load(definitions(body))
+    assert model.evaluate("Text", {"Person": {"Name": "Ann"}}) == "I am Ann"

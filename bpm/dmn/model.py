@@ -269,7 +269,7 @@ class _Session:
         return fn
 
     def _service(self, element: Element) -> Function:
-        params = [*element.input_decisions, *element.input_data]
+        params = [*element.input_data, *element.input_decisions]  # DMN 1.5 §10.4: data first
         names = tuple(p.name for p in params)
         model = self.model
 
