@@ -16,7 +16,7 @@ from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import java_engine, local
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 
-__all__ = ["USES", "ZEEBE_USES", "user_settings"]
+__all__ = ["FORM_USES", "USES", "ZEEBE_FORM_USES", "ZEEBE_USES", "form_settings", "user_settings"]
 
 USES = frozenset(
     {
@@ -114,6 +114,38 @@ def _check_date(value: str | None, what: str, el: Element, ctx: Context) -> str 
     return value
 
 
+#: The form settings a none start event honours (Camunda's start forms).
+FORM_USES = frozenset({"formKey", "formRef", "formRefBinding", "formRefVersion"})
+ZEEBE_FORM_USES = frozenset({"formDefinition"})
+
+
+def form_settings(el: Element, ctx: Context, ext: Extensions) -> tuple[str | None, dict[str, str]]:
+    """The form of a user task or start event: ``camunda:formKey`` (or Zeebe's
+    ``formKey`` / ``externalReference``) and the Camunda Forms reference
+    (``camunda:formRef`` with its binding and version, or Zeebe's ``formId``)."""
+
+    def java(name: str) -> str | None:
+        found = java_engine(el, name)
+        return found[1] if found else None
+
+    form = ext.zeebe.get("formDefinition")
+    form_key = _value(java("formKey"), "formKey", el, ctx)
+    form_ref: dict[str, str] = {}
+    if java("formRef"):
+        form_ref = {"key": java("formRef") or "", "binding": java("formRefBinding") or "latest"}
+        if java("formRefVersion"):
+            form_ref["version"] = java("formRefVersion") or ""
+    if form is not None:
+        form_key = form_key or _value(
+            form.get("formKey") or form.get("externalReference"), "formKey", el, ctx
+        )
+        if form.get("formId"):
+            form_ref = {"key": form.get("formId", ""), "binding": form.get("bindingType", "latest")}
+            if form.get("versionTag"):
+                form_ref["version"] = form.get("versionTag", "")
+    return form_key, form_ref
+
+
 def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
     """Keyword arguments for :class:`bpm.model.nodes.UserTask` beyond id, name and line."""
 
@@ -124,7 +156,6 @@ def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
     zeebe = {name: item for name, item in ext.zeebe.items()}
     assign = zeebe.get("assignmentDefinition")
     schedule = zeebe.get("taskSchedule")
-    form = zeebe.get("formDefinition")
     performers = _formal(el, "humanPerformer") + _formal(el, "performer")
     assignee = _value(
         java("assignee")
@@ -162,20 +193,7 @@ def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
     ):
         ctx.report(el, f"priority '{priority}' must be a whole number or ${{variable}}")
         priority = None
-    form_key = _value(java("formKey"), "formKey", el, ctx)
-    form_ref: dict[str, str] = {}
-    if java("formRef"):
-        form_ref = {"key": java("formRef") or "", "binding": java("formRefBinding") or "latest"}
-        if java("formRefVersion"):
-            form_ref["version"] = java("formRefVersion") or ""
-    if form is not None:
-        form_key = form_key or _value(
-            form.get("formKey") or form.get("externalReference"), "formKey", el, ctx
-        )
-        if form.get("formId"):
-            form_ref = {"key": form.get("formId", ""), "binding": form.get("bindingType", "latest")}
-            if form.get("versionTag"):
-                form_ref["version"] = form.get("versionTag", "")
+    form_key, form_ref = form_settings(el, ctx, ext)
     return {
         "assignee": assignee,
         "candidate_users": tuple(dict.fromkeys(users)),

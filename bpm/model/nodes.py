@@ -60,6 +60,10 @@ class StartEvent(Node):
     compensation_start: bool = field(default=False, metadata=SPARSE)
     """Starts a compensation event sub-process: it runs when its sub-process is
     compensated, instead of compensating the activities inside it."""
+    form_key: str | None = field(default=None, metadata=SPARSE)
+    """The start form (``camunda:formKey``) of a process's none start event."""
+    form_ref: Mapping[str, str] = field(default_factory=dict, metadata=SPARSE)
+    """Its Camunda Forms reference: ``key``, ``binding``, ``version``."""
 
     @property
     def is_trigger(self) -> bool:

@@ -10,6 +10,7 @@ to, ``SHOP_TAG`` the Redis prefix its tasks record into; the engine's queue is
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 import redis
@@ -59,6 +60,17 @@ def mail(self: Task, to: str) -> None:  # type: ignore[type-arg]
 @app.task(name="shop.heartbeat")
 def heartbeat() -> None:
     record("heartbeat", 1)
+
+
+@app.task(name="shop.charge", bind=True, default_retry_delay=1)
+def charge(self: Task, amount: int, die_once: bool = False) -> dict[str, Any]:  # type: ignore[type-arg]
+    """The shop's own task, run by the engine as a step: records the request id it sees;
+    ``die_once`` kills its worker process on the first attempt (``kill -9``): a lost
+    worker is a failed attempt, run again after the task's ``default_retry_delay``."""
+    record("charge", f"{self.request.id}|{self.request.retries}")
+    if die_once and self.request.retries == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"charged": amount}
 
 
 @service_task("shop-step")

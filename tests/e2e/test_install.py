@@ -201,3 +201,41 @@ def test_two_beats_of_the_shop_fire_each_timer_once(
     finally:
         for proc in procs:
             proc.stop()
+
+
+def test_the_shops_own_task_runs_as_a_step_with_one_request_id_across_a_crash(
+    shop: Celery,
+    shop_env: dict[str, str],
+    celery_engine: Engine,
+    tmp_path: Path,
+) -> None:
+    """``bpm:celeryTask`` / ``task=``: the worker runs the shop's task inline (no second
+    message); its worker process is killed on the first attempt, the step runs again, and
+    the task sees the same ``self.request.id`` (the step's idempotency key) both times."""
+    process = (
+        Process("shop-charge")
+        .start("start")
+        .service_task("charge", task=shop.tasks["shop.charge"])
+        .end("end")
+        .sequence("start", "charge", "end")
+    )
+    celery_engine.deploy(process)
+    worker = start_worker(shop_env, None, tmp_path, app=SHOP)
+    beat = start_beat(shop_env, tmp_path, app=SHOP)  # fires the retry's backoff timer
+    try:
+        inst = celery_engine.start("shop-charge", variables={"amount": 7, "die_once": True})
+        eventually(
+            lambda: celery_engine.get_instance(inst.id).state is InstanceState.COMPLETED,
+            timeout=60,
+            what="the step to run again after its worker process was killed",
+        )
+        done = celery_engine.get_instance(inst.id)
+        (tok,) = [t for t in done.tokens if t.node_id == "charge"]
+        key = f"{inst.id}:charge:{tok.id}"
+        assert recorded(shop_env, "charge") == [f"{key}|0", f"{key}|1"]
+        assert done.variables["charged"] == 7
+        assert "Task shop.charge[" not in worker.log()  # never a message of its own
+        assert worker.log().count("Task bpm.run_token[") >= 2
+    finally:
+        beat.stop()
+        worker.stop()

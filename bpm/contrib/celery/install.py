@@ -12,6 +12,8 @@ own tasks; the app keeps its broker, serializer, routes, queues and beat schedul
 * the engine's queue among the queues of a worker started without ``-Q`` (a worker started
   with ``-Q`` consumes what ``-Q`` names: add the queue there, or run a worker of its own
   with ``-Q bpm``);
+* the app's tasks as handlers: a service task with ``bpm:celeryTask="NAME"`` (builder
+  ``task=``) runs the task NAME inline (:mod:`bpm.contrib.celery.handlers`);
 * the handler modules of ``BPM_HANDLERS`` imported at start, and metrics and JSON logs when
   the settings ask for them.
 
@@ -30,10 +32,12 @@ from celery import Celery
 from celery.signals import celeryd_after_setup
 
 from bpm.contrib.celery import metrics, schedule, tasks, waiter
+from bpm.contrib.celery.handlers import resolve_tasks
 from bpm.contrib.celery.runtime import Installation, attach
 from bpm.contrib.celery.settings import WorkerSettings
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
+from bpm.handlers import registry as default_registry
 
 log = logging.getLogger("bpm.celery")
 
@@ -97,6 +101,10 @@ def install(
     load_handlers(settings.handler_modules)
     installation = Installation(app, chosen, settings, given)
     attach(installation)
+    # bpm:celeryTask / task=: the app's tasks run as handlers (bpm.contrib.celery.handlers)
+    resolve_tasks(app, default_registry)
+    if given is not None and given.core.registry is not default_registry:
+        resolve_tasks(app, given.core.registry)
     tasks.register(installation)
     if beat:
         for name, entry in schedule.beat_schedule().items():
