@@ -47,7 +47,8 @@ def effects() -> redis.Redis:
 
 # A lost worker is a failed attempt of a durable step (so a task that kills its worker
 # ends in an incident, never a loop); under a kill every 1.5 s a member may be lost several
-# times, so the member allows 20 attempts, 1 s apart. Celery's side never retries it.
+# times, so members and bodies allow 20 attempts, 1 s apart (Celery's default is 4, 180 s
+# apart). Celery's side never retries them.
 @app.task(name="bench.member", bind=True, max_retries=20, default_retry_delay=1)
 def member(self: Task, i: int, run: str = "") -> int:  # type: ignore[type-arg]
     if run:
@@ -57,7 +58,7 @@ def member(self: Task, i: int, run: str = "") -> int:  # type: ignore[type-arg]
     return i
 
 
-@app.task(name="bench.summarize", bind=True)
+@app.task(name="bench.summarize", bind=True, max_retries=20, default_retry_delay=1)
 def summarize(self: Task, values: list[int], run: str = "", members: int = 0) -> int:  # type: ignore[type-arg]
     """The chord's body: records the chord (its root id) as finished with every member."""
     if run and len(values) == members:
