@@ -206,3 +206,46 @@ def test_unknown_decision_is_not_found() -> None:
 
     with pytest.raises(NotFound, match="has no decision 'Nope'"):
         model_with(literal("1")).evaluate("Nope")
+
+
+def test_rule_results_and_camunda_result_mappings() -> None:
+    from bpm.dmn.results import DecisionResultError, map_result
+
+    rules = [(["> 10"], ['"low"', "1"]), (["> 20"], ['"high"', "2"])]
+    collect = model_with(table(["Age"], ["level", "points"], rules, "COLLECT"))
+    found = collect.evaluate_rules("Result", {"Age": 30})
+    assert found == [
+        {"level": "low", "points": Decimal(1)},
+        {"level": "high", "points": Decimal(2)},
+    ]
+    assert map_result(found, "resultList") == found
+    assert collect.evaluate_rules("Result", {"Age": 5}) == []
+    with pytest.raises(DecisionResultError, match="at most one matched rule, 2 matched"):
+        map_result(found, "singleResult")
+    with pytest.raises(DecisionResultError, match="one output per rule"):
+        map_result(found, "collectEntries")
+
+    single = model_with(table(["Age"], ["level"], [(["> 10"], ['"low"'])], "FIRST"))
+    one = single.evaluate_rules("Result", {"Age": 30})
+    assert map_result(one, "singleEntry") == "low"
+    assert map_result(one, "singleResult") == {"level": "low"}
+    assert map_result(one, "collectEntries") == ["low"]
+    assert map_result([], "singleEntry") is None
+
+    summed = model_with(table(["Age"], ["points"], [(["> 10"], ["1"])] * 3, "COLLECT", "SUM"))
+    assert summed.evaluate_rules("Result", {"Age": 30}) == [{"points": Decimal(3)}]
+    literal_model = model_with(literal("Age * 2"))
+    assert literal_model.evaluate_rules("Result", {"Age": 4}) == [{"Result": Decimal(8)}]
+    with pytest.raises(DecisionResultError, match="not one of"):
+        map_result(one, "everything")
+
+
+def test_default_output_of_an_aggregating_table_and_dotted_parameter_names() -> None:
+    rules = [(["> 100"], ["5"])]
+    aggregated = table(["Age"], [""], rules, "COLLECT", "MAX", defaults=["0"])
+    assert evaluate(aggregated, 5) == Decimal(0)
+    describe = bkm("Describe", [("Person.Name", "string")], literal('"I am " + Person.Name'))
+    body = input_data("Person") + describe
+    body += decision("Text", literal("Describe(Person.Name)"), "i_Person", "b_Describe")
+    model = dmn.load(definitions(body))
+    assert model.evaluate("Text", {"Person": {"Name": "Ann"}}) == "I am Ann"

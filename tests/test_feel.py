@@ -179,3 +179,20 @@ def test_unary_tests() -> None:
 def test_syntax_errors_name_the_expression(text: str) -> None:
     with pytest.raises(ExpressionError, match=r"FEEL syntax|twice|unknown type|unterminated"):
         feel.compile_expression(text)
+
+
+def test_xml_schema_regular_expressions() -> None:
+    assert ev('matches("a\\nb", "a.b")') is False  # `.` matches no line end
+    assert ev('matches("a\\nb", "a.b", "s")') is True
+    assert ev('matches("ab\\n", "b$")') is False  # `$` is the end of the input
+    assert ev('matches("e", "[a-z-[aeiou]]")') is False  # class subtraction
+    assert ev('matches("hello world", "hello[ ]wor ld", "x")') is True
+    assert ev('matches("abc", "\\p{IsBasicLatin}+")') is True
+    assert ev('matches("abcd", "(a)[\\1]")') is None  # a back-reference in a class
+    assert ev('matches("a", "a", "z")') is None  # an unknown flag
+
+
+def test_singleton_lists_convert_where_one_value_is_expected() -> None:
+    assert ev('upper case(["bob"])') == "BOB"
+    assert ev('string join("a")') == "a"
+    assert ev("reverse(1)") == [Decimal(1)]

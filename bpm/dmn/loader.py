@@ -15,7 +15,7 @@ from pathlib import Path
 from bpm.dmn.boxed import compile_logic, expression_child, formal_parameters
 from bpm.dmn.compiling import Compiling
 from bpm.dmn.itemdefs import ItemDefinitions
-from bpm.dmn.model import DecisionModel, Element
+from bpm.dmn.model import DecisionModel, Element, TableShape
 from bpm.dmn.xml import Node, problem, read_dmn_xml
 from bpm.errors import DeploymentError, Problem
 
@@ -239,7 +239,14 @@ class _Linker:
         ref = variable.get("typeRef") if variable is not None else None
         element.type = c.type_of(ref, variable) if ref and variable is not None else None
         if element.kind == "decision":
-            element.logic = compile_logic(expression_child(node), c)
+            logic_node = expression_child(node)
+            element.logic = compile_logic(logic_node, c)
+            if logic_node is not None and logic_node.tag == "decisionTable":
+                element.table = TableShape(
+                    logic_node.get("id"),
+                    tuple(o.get("name") for o in logic_node.all("output")),
+                    (logic_node.get("aggregation") or "").upper() or None,
+                )
         elif element.kind == "businessKnowledgeModel":
             logic = node.first("encapsulatedLogic")
             if logic is not None:

@@ -23,6 +23,15 @@ from bpm.feel.runtime import DEFAULT_LIMITS, Env, Run
 from bpm.feel.values import Function, to_feel
 
 
+@dataclass(frozen=True)
+class TableShape:
+    """What result mapping needs to know of a decision's table."""
+
+    id: str | None
+    outputs: tuple[str | None, ...]
+    aggregation: str | None
+
+
 @dataclass(eq=False)
 class Element:
     """A DRG element: decision, input data, business knowledge model or decision service."""
@@ -39,6 +48,8 @@ class Element:
     """Required elements, each with the import name it is seen under (None: same model)."""
     params: list[tuple[str, types.FeelType | None]] = field(default_factory=list)
     result_type: types.FeelType | None = None
+    table: TableShape | None = None
+    """Set when the decision's logic is a decision table (its rule results are mapped)."""
     outputs: list[Element] = field(default_factory=list)
     encapsulated: list[Element] = field(default_factory=list)
     input_decisions: list[Element] = field(default_factory=list)
@@ -128,6 +139,35 @@ class DecisionModel:
         value = session.value(target)
         decisions = {e.name: v for e, v in session.decided.items() if not e.path}
         return Evaluation(value, decisions, tuple(run.trace or ()))
+
+    def evaluate_rules(
+        self, name: str, inputs: Mapping[str, Any] | None = None, *, limits: Limits = DEFAULT_LIMITS
+    ) -> list[dict[str, Any]]:
+        """The decision's result as Camunda's rule results: one dict (output name -> value)
+        per matched rule of its decision table, in the hit policy's order (one dict for an
+        aggregation, the default outputs when no rule matched), or ``[{name: value}]`` for
+        any other decision logic. :mod:`bpm.dmn.results` maps these onto variables."""
+        target = self.element(name)
+        detailed = self.evaluate_detailed(name, inputs, limits=limits, trace=True)
+        shape = target.table
+        if shape is None:
+            return [{target.name: detailed.value}]
+        hit = next((h for h in reversed(detailed.hits) if h.table_id == shape.id), None)
+        names = [
+            n or (target.name if len(shape.outputs) == 1 else str(i))
+            for i, n in enumerate(shape.outputs)
+        ]
+        value = detailed.value
+        if hit is None or value is None:
+            return []
+        if shape.aggregation is not None:
+            return [{names[0]: value}]
+        single = len(names) == 1
+        ordered = value if isinstance(value, list) else [value]  # one row, or default outputs
+        return [
+            {names[0]: item} if single else dict(zip(names, item.values(), strict=True))
+            for item in ordered
+        ]
 
     def invoke(
         self,
@@ -229,7 +269,7 @@ class _Session:
         return fn
 
     def _service(self, element: Element) -> Function:
-        params = [*element.input_decisions, *element.input_data]
+        params = [*element.input_data, *element.input_decisions]  # DMN 1.5 §10.4: data first
         names = tuple(p.name for p in params)
         model = self.model
 

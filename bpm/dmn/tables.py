@@ -257,16 +257,20 @@ class _Table:
         return tuple(key)
 
     def _default(self, env: Env) -> Any:
-        if self.policy in MULTI:
-            if self.aggregation == "COUNT":
-                return Decimal(0)
-            return None if self.aggregation else []
+        """No rule matched: the default output entries, when the table has any (for a
+        multi-hit table, its one default row, aggregated or as a list of one)."""
         if all(o.default is None for o in self.outputs):
+            if self.policy in MULTI:
+                if self.aggregation == "COUNT":
+                    return Decimal(0)
+                return None if self.aggregation else []
             return None
         row = {
             (o.name or str(i)): conform(o.default(env), o.kind) if o.default else None
             for i, o in enumerate(self.outputs)
         }
+        if self.policy in MULTI and self.aggregation is None:
+            return [self._value(row)]
         return self._value(row)
 
 

@@ -165,21 +165,67 @@ def _ends(source: Any, match: Any) -> bool:
 def pattern(source: Any, flags: Any = None) -> regex.Pattern[str]:
     """An XML Schema pattern with XPath flags (``s m i x q``) compiled for ``regex``."""
     source = text(source)
-    options = 0
-    for flag in text(flags) if flags is not None else "":
-        if flag == "s":
-            options |= regex.DOTALL
-        elif flag == "m":
-            options |= regex.MULTILINE
-        elif flag == "i":
-            options |= regex.IGNORECASE
-        elif flag == "x":
-            source = regex.sub(r"\s+", "", source)
-        elif flag == "q":
-            source = regex.escape(source)
-        else:
-            raise ValueError(f"unknown regular expression flag {flag!r}")
-    return regex.compile(source, options | regex.V1)
+    given = text(flags) if flags is not None else ""
+    if any(flag not in "smixq" for flag in given):
+        raise ValueError(f"unknown regular expression flag in {given!r}")
+    options = regex.V1
+    if "s" in given:
+        options |= regex.DOTALL
+    if "m" in given:
+        options |= regex.MULTILINE
+    if "i" in given:
+        options |= regex.IGNORECASE
+    if "q" in given:
+        return regex.compile(regex.escape(source), options)
+    return regex.compile(xsd_pattern(source, "s" in given, "x" in given, "m" in given), options)
+
+
+def xsd_pattern(source: str, dotall: bool, extended: bool, multiline: bool) -> str:
+    r"""XML Schema / XPath regular expression syntax in ``regex`` terms: ``.`` matches no
+    line end, ``$`` only the end, ``[a-z-[aeiou]]`` subtracts, ``\p{IsBasicLatin}`` is a
+    block, ``x`` drops white space outside classes; back-references in a class are refused."""
+    out: list[str] = []
+    depth, i = 0, 0
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            nxt = source[i + 1 : i + 2]
+            if nxt in ("p", "P") and source[i + 2 : i + 3] == "{":
+                end = source.index("}", i)
+                name = source[i + 3 : end]
+                name = "".join(name.split()) if extended else name
+                if name.startswith("Is"):
+                    name = "In" + name[2:]
+                out.append(f"\\{nxt}{{{name}}}")
+                i = end + 1
+                continue
+            if nxt == "0" or (nxt.isdigit() and depth > 0):
+                raise ValueError("a back-reference inside a character class, or \\0")
+            out.append(char + nxt)
+            i += 2
+            continue
+        if extended and depth == 0 and char in " \t\n\r":
+            i += 1
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]" and depth > 0:
+            depth -= 1
+        elif char == "-" and depth > 0 and source[i + 1 : i + 2] == "[":
+            out.append("--")  # class subtraction
+            i += 1
+            continue
+        elif char == "." and depth == 0 and not dotall:
+            out.append("[^\\n\\r]")
+            i += 1
+            continue
+        elif char == "$" and depth == 0 and not multiline:
+            out.append("\\Z")
+            i += 1
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 def _timed(call: Any, *args: Any, **kwargs: Any) -> Any:

@@ -180,6 +180,24 @@ class Compiler:
         name = _ch(tree)[0].value
         builtin = BUILTINS.get(name)
 
+        if "." in name:
+            # A known name such as ``Person.Age`` (a parameter) may be read where only
+            # ``Person`` is bound: then it is the path.
+            head, *rest = name.split(".")
+
+            def lookup_dotted(env: Env) -> Any:
+                value = env.lookup(name)
+                if value is not MISSING:
+                    return value
+                value = env.lookup(head)
+                if value is MISSING:
+                    return builtin
+                for part in rest:
+                    value = select(value, part)
+                return value
+
+            return lookup_dotted
+
         def lookup(env: Env) -> Any:
             value = env.lookup(name)
             if value is MISSING:

@@ -91,13 +91,18 @@ def integer(value: Any) -> int | None:
 
 
 def number(value: Any) -> Decimal:
-    """A number argument, or a TypeError (null) for anything else."""
+    """A number argument (or a singleton list of one), else a TypeError (null)."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]  # DMN 1.5 §10.3.2.9.4: from singleton list
     if isinstance(value, Decimal):
         return value
     raise TypeError("not a number")
 
 
 def text(value: Any) -> str:
+    """A string argument (or a singleton list of one), else a TypeError (null)."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
     if isinstance(value, str):
         return value
     raise TypeError("not a string")

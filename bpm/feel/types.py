@@ -147,8 +147,11 @@ class FunctionOf(FeelType):
         for mine, theirs in zip(self.params, declared, strict=False):
             if not mine.conforms_to(theirs):
                 return False
-        result = value.result_type or ANY
-        return bool(result.conforms_to(self.result))
+        # A function whose result type is neither declared nor known from a literal body
+        # may return what the type asks; it is checked when called, where it is used.
+        if value.result_type is None:
+            return True
+        return bool(value.result_type.conforms_to(self.result))
 
 
 @dataclass(frozen=True)
