@@ -99,8 +99,9 @@ def test_two_purges_at_once_delete_each_instance_once(local_engine: Engine) -> N
 
 
 def test_beat_reads_the_upkeep_intervals_and_the_retention(monkeypatch: pytest.MonkeyPatch) -> None:
-    from beat.maintenance import intervals, retention
-    from beat.schedule import beat_schedule
+    from bpm.contrib.celery.beat_tasks import retention
+    from bpm.contrib.celery.maintenance import intervals
+    from bpm.contrib.celery.schedule import beat_schedule
 
     found = intervals({"BPM_BEAT_REDISPATCH_SECONDS": "2", "BPM_BEAT_PURGE_SECONDS": "0"})
     assert found == {

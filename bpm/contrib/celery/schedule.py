@@ -1,6 +1,7 @@
 """The beat schedule: one :class:`Periodic` per task, each interval overridable from the env.
 
-To add a periodic task, define it in :mod:`beat.tasks` and add one line to :data:`PERIODIC`.
+To add a periodic task, define it in :mod:`bpm.contrib.celery.beat_tasks` (one entry of its
+``SWEEPS``) and add one line to :data:`PERIODIC`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from workers.settings import env_number
+from bpm.contrib.celery.settings import env_number
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,11 @@ class Periodic:
     default_seconds: float
 
 
-# Timers are fired on time by the waiter thread of the beat process (beat/waiter.py); a
-# periodic sweep as well is off by default (BPM_BEAT_TIMER_SWEEP_SECONDS > 0 turns it on).
+# Timers are fired on time by the waiter thread of the beat process (.waiter); a periodic
+# sweep as well is off by default (BPM_BEAT_TIMER_SWEEP_SECONDS > 0 turns it on).
 # Reclaiming, re-publishing and purging run on threads of the beat process too
-# (beat/maintenance.py): as tasks on the workers' queue a backlog delayed them. Their
-# tasks stay registered, to be run by hand (``celery -A workers.app call ...``).
+# (.maintenance): as tasks on the workers' queue a backlog delayed them. Their tasks stay
+# registered, to be run by hand (``celery -A workers.app call ...``).
 PERIODIC: tuple[Periodic, ...] = (
     Periodic("bpm.fire_due_timers", "BPM_BEAT_TIMER_SWEEP_SECONDS", 0.0),
     Periodic("bpm.fire_timer_starts", "BPM_BEAT_TIMER_SWEEP_SECONDS", 0.0),
