@@ -7,18 +7,21 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bpm import Engine, TokenState
+from bpm import Engine, EngineConfig, TokenState
 from bpm.builder import Process
 from bpm.engine.core import utcnow
+from bpm.engine.execution import republish_due
 from bpm.engine.maintenance import Job, Maintenance, sweep, upkeep_jobs
 from bpm.handlers import HandlerRegistry
 from bpm.store import tokens as token_store
 from tests.engine_helpers import QueueDispatcher, claim_one, make_engine
 from tests.support import eventually
+
+S = timedelta(seconds=1)
 
 
 def one_step() -> Process:
@@ -123,10 +126,48 @@ def test_two_sweepers_at_once_publish_a_stale_step_once(pg_database_url: str) ->
         later = utcnow() + timedelta(minutes=1)
         stale_before = later - eng.core.config.redispatch_after
         with eng.db.begin() as first:
-            assert token_store.stale_ready(first, stale_before, 500) == [tok.id]
+            assert [row[0] for row in token_store.stale_ready(first, stale_before, 500)] == [tok.id]
             assert eng.redispatch_stale_ready(now=later) == 0  # the second one
             token_store.touch(first, [tok.id], later)
         assert eng.redispatch_stale_ready(now=later) == 0
         assert q.published == [tok.id]  # only the start's own publish
     finally:
         eng.close()
+
+
+def test_a_step_waiting_in_a_backlog_is_published_again_with_a_backoff(database_url: str) -> None:
+    """A Ready step nobody claims (it waits behind a long queue, or its message was lost)
+    for a minute, the sweeper running every second: published again after 1 s, 2 s, 4 s,
+    8 s, then every 8 s (the cap), not sixty times."""
+    registry = HandlerRegistry()
+    registry.register("h", lambda ctx: {})
+    eng, q = make_engine(
+        database_url, registry, EngineConfig(redispatch_after=timedelta(seconds=1))
+    )
+    try:
+        eng.deploy(one_step())
+        t0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
+        inst = eng.start("one", now=t0)
+        (tok,) = eng.get_instance(inst.id).tokens
+        published = []
+        for second in range(1, 61):
+            if eng.redispatch_stale_ready(now=t0 + timedelta(seconds=second)):
+                published.append(second)
+        assert published == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56]
+        assert q.published == [tok.id] * (1 + len(published))
+    finally:
+        eng.close()
+
+
+def test_republish_due_follows_the_wait_and_is_capped() -> None:
+    after = timedelta(seconds=5)
+    t = datetime(2030, 1, 1, tzinfo=UTC)
+    # a fresh step: due after `after`
+    assert not republish_due(t, t, t + after - timedelta(microseconds=1), after)
+    assert republish_due(t, t, t + after, after)
+    # published again at +20 s after being made at t: due 20 s later
+    assert not republish_due(t + 20 * S, t, t + 39 * S, after)
+    assert republish_due(t + 20 * S, t, t + 40 * S, after)
+    # a step whose token is an hour old (a retry) waits the cap at most: 8 x 5 s
+    assert republish_due(t + 3600 * S, t, t + 3640 * S, after)
+    assert not republish_due(t + 3600 * S, t, t + 3639 * S, after)

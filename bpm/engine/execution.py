@@ -540,13 +540,40 @@ def _release(
                 work.to_dispatch.append(tok.id)
 
 
+#: The longest wait between two publishes of a Ready step, in ``redispatch_after``s.
+REDISPATCH_BACKOFF_CAP = 8
+
+
+def republish_due(
+    updated_at: datetime, created_at: datetime, at: datetime, after: timedelta
+) -> bool:
+    """Whether a Ready step last published (or made Ready) at ``updated_at`` is due for
+    another publish at ``at``: ``after`` the first time, then after as long again as it
+    had waited when it was last published (``after`` doubles: 1, 2, 4, 8...), at most
+    ``REDISPATCH_BACKOFF_CAP`` times ``after`` apart.
+
+    A step waiting behind a long queue looks just like one whose message was lost, so a
+    sweeper that runs on time (beat's upkeep thread) would publish every queued step again
+    on every run; with the backoff a backlog gets a few duplicates per step, while a lost
+    message is still sent again within ``after`` (a fresh step) or the cap (a retried one,
+    whose token is older)."""
+    waited = max(updated_at - created_at, timedelta(0))
+    return at - updated_at >= min(max(waited, after), after * REDISPATCH_BACKOFF_CAP)
+
+
 def redispatch_stale_ready(
     core: EngineCore, *, now: datetime | None = None, limit: int = 500
 ) -> int:
-    """Publish again Ready steps nobody claimed for a while (a publish was lost)."""
+    """Publish again Ready steps nobody claimed for a while (a publish was lost), with a
+    backoff (:func:`republish_due`); returns how many. Two sweepers at once publish each
+    step once (the rows are read with ``SKIP LOCKED`` and marked in the same transaction)."""
     at = core.now(now)
+    after = core.config.redispatch_after
     with core.tx() as conn:
-        ids = token_store.stale_ready(conn, at - core.config.redispatch_after, limit)
+        candidates = token_store.stale_ready(conn, at - after, limit)
+        ids = [
+            i for i, updated, created in candidates if republish_due(updated, created, at, after)
+        ]
         token_store.touch(conn, ids, at)
     core.dispatch(ids)
     return len(ids)

@@ -154,25 +154,28 @@ def extend_leases(
     return int(conn.execute(stmt, rows).rowcount)
 
 
-def stale_ready(conn: Connection, older_than: datetime, limit: int) -> list[str]:
-    """Ready tokens of active instances not claimed since ``older_than`` (lost publishes).
+def stale_ready(
+    conn: Connection, older_than: datetime, limit: int
+) -> list[tuple[str, datetime, datetime]]:
+    """(id, updated_at, created_at) of Ready tokens of active instances not claimed (nor
+    published again) since ``older_than``, the oldest first (lost publishes).
 
-    Locked (``SKIP LOCKED``) until the transaction ends: mark them published
+    Locked (``SKIP LOCKED``) until the transaction ends: mark the ones published
     (:func:`touch`) in it, and a second sweeper at the same time skips them instead of
     publishing them twice."""
     q = (
-        select(tk.c.id)
+        select(tk.c.id, tk.c.updated_at, tk.c.created_at)
         .join(pi, pi.c.id == tk.c.instance_id)
         .where(
             tk.c.state == _READY,
-            tk.c.updated_at < older_than,
+            tk.c.updated_at <= older_than,
             pi.c.state.in_(_RUNNING),
         )
         .order_by(tk.c.updated_at)
         .limit(limit)
         .with_for_update(of=tk, skip_locked=True)  # rendered on PostgreSQL only
     )
-    return [r.id for r in conn.execute(q)]
+    return [(r.id, r.updated_at, r.created_at) for r in conn.execute(q)]
 
 
 def touch(conn: Connection, token_ids: list[str], now: datetime) -> None:

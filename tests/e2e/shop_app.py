@@ -74,7 +74,10 @@ def charge(self: Task, amount: int, die_once: bool = False) -> dict[str, Any]:  
     return {"charged": amount}
 
 
-@app.task(name="shop.item", bind=True)
+# No retry delay: a chord step whose worker child was killed runs again as soon as it is
+# taken back (Celery's default_retry_delay, 180 s, is the step's backoff otherwise, longer
+# than the chord test waits).
+@app.task(name="shop.item", bind=True, default_retry_delay=0)
 def item(self: Task, n: int, slow: float = 0.0) -> int:  # type: ignore[type-arg]
     """A chord member: its effect is keyed by the request id (the step's idempotency key),
     so a repeat after a crash is recognised (``effects`` counts each key's runs)."""
@@ -84,7 +87,7 @@ def item(self: Task, n: int, slow: float = 0.0) -> int:  # type: ignore[type-arg
     return n * n
 
 
-@app.task(name="shop.collect")
+@app.task(name="shop.collect", default_retry_delay=0)  # as shop.item
 def collect(values: list[int]) -> int:
     return sum(values)
 
