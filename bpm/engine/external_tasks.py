@@ -183,7 +183,12 @@ def repeated(task: ExternalTask, worker_id: str, kind: FinishKind) -> bool:
     )
 
 
-def check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
+def check_owner(task: ExternalTask, worker_id: str, verb: str, at: datetime) -> None:
+    """:class:`LeaseLost` unless ``worker_id`` holds a live lock on the task at ``at``.
+
+    The lease is the only judge: a lock that expired before ``at`` (the database clock at
+    the call) is lost, whether or not the reclaimer or a fetch counted it yet, so a late
+    report is refused every time, the same way as after another worker took the task."""
     if task.state in _CLOSED:
         raise not_found(task.id)
     owner = task.lock_owner if task.state is TaskState.LOCKED else None
@@ -191,6 +196,12 @@ def check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
         raise LeaseLost(
             f"External Task {task.id} cannot be {verb} by worker '{worker_id}'. "
             f"It is locked by worker '{owner if owner is not None else 'null'}'."
+        )
+    if not task.is_locked(at):
+        expired = task.lock_expires_at.isoformat() if task.lock_expires_at else "unknown"
+        raise LeaseLost(
+            f"External Task {task.id} cannot be {verb} by worker '{worker_id}'. "
+            f"Its lock expired at {expired}; fetch the task again."
         )
 
 

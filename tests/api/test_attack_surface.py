@@ -1,0 +1,203 @@
+"""The REST API as an attacker or a bad day finds it (issue 18): each test is the probe
+that once succeeded, run against a real ``bpm api`` process with API keys.
+
+One server for the module (its database copied from the template); each test makes its
+own instances and topics, so the tests do not see each other's work."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from bpm import Engine
+from tests.api.conftest import ApiServer, history_types, instance_state, one_task
+from tests.engine_helpers import table_dump
+from tests.support import create_database, drop_database, eventually, pg_url
+
+MIB = 1024 * 1024
+KEYS = "ops:ops-s,w1:w1-s:jobs|late,w2:w2-s:jobs|late"
+
+
+@pytest.fixture(scope="module")
+def surface(
+    pg_template: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ApiServer, Engine]]:
+    name = create_database(template=pg_template)
+    log = Path(tmp_path_factory.mktemp("surface")) / "api.log"
+    server = ApiServer(pg_url(name), keys=KEYS, log=log).start()
+    engine = Engine(pg_url(name))
+    yield server, engine
+    engine.close()
+    server.kill()
+    drop_database(name)
+
+
+def client(server: ApiServer, key: str) -> httpx.Client:
+    return httpx.Client(base_url=server.base, auth=(key, f"{key}-s"), timeout=30)
+
+
+def deploy(server: ApiServer, key: str, topic: str) -> None:
+    with client(server, "ops") as ops:
+        files = {"f": (f"{key}.bpmn", one_task(key, topic).encode())}
+        r = ops.post("/deployment/create", files=files)
+        assert r.status_code == 200, r.text
+
+
+def start(server: ApiServer, key: str, business_key: str | None = None) -> str:
+    with client(server, "ops") as ops:
+        r = ops.post(f"/process-definition/key/{key}/start", json={"businessKey": business_key})
+        assert r.status_code == 200, r.text
+        return str(r.json()["id"])
+
+
+def fetch_body(worker: str, topic: str, lock: int = 60_000, **topic_extra: Any) -> dict[str, Any]:
+    return {
+        "workerId": worker,
+        "maxTasks": 1,
+        "topics": [{"topicName": topic, "lockDuration": lock, **topic_extra}],
+    }
+
+
+# -- item 5: the body limit is enforced before the body is read -----------------------------
+
+
+def _raw_request(port: int, head: str, timeout: float = 10.0) -> bytes:
+    """Send ``head`` (request line and headers) and no body; what the server answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(head.encode())
+        try:
+            return sock.recv(65536)
+        except TimeoutError:
+            return b""  # it waited for the body
+
+
+def test_an_announced_body_over_one_mib_is_refused_before_it_is_read(
+    surface: tuple[ApiServer, Engine],
+) -> None:
+    server, engine = surface
+    deploy(server, "big", "big")
+    before = table_dump(engine)
+    auth = base64.b64encode(b"ops:ops-s").decode()
+    answer = _raw_request(
+        server.port,
+        "POST /engine-rest/process-definition/key/big/start HTTP/1.1\r\n"
+        "Host: 127.0.0.1\r\n"
+        f"Authorization: Basic {auth}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {2 * MIB}\r\n\r\n",
+    )
+    # answered at once, the body never sent
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["type"] == "InvalidRequestException"
+    assert "limit" in body["message"] and set(body) == {"type", "message", "code"}
+    assert table_dump(engine) == before
+
+
+def test_a_chunked_body_over_one_mib_is_cut_at_the_limit(
+    surface: tuple[ApiServer, Engine],
+) -> None:
+    server, engine = surface
+    deploy(server, "chunky", "chunky")
+    before = table_dump(engine)
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"variables": {"a": {"value": "'
+        for _ in range(3):
+            yield b"x" * (MIB // 2)
+        yield b'"}}}'
+
+    with client(server, "ops") as ops:
+        r = ops.post("/process-definition/key/chunky/start", content=chunks())
+    assert r.status_code == 413, r.text
+    assert r.json()["type"] == "InvalidRequestException"
+    assert table_dump(engine) == before
+
+
+def test_what_a_request_may_store_still_fits_and_deployments_have_their_own_limit(
+    surface: tuple[ApiServer, Engine],
+) -> None:
+    server, _ = surface
+    deploy(server, "fits", "fits")
+    with client(server, "ops") as ops:
+        # just under the engine's 1 MiB for the variables of one request, in 5 variables
+        variables = {f"v{i}": {"value": "y" * 200_000, "type": "String"} for i in range(5)}
+        r = ops.post("/process-definition/key/fits/start", json={"variables": variables})
+        assert r.status_code == 200, r.text
+        # a 2 MiB BPMN file (a model with a big diagram) still deploys
+        padding = "<!--" + "p" * (2 * MIB) + "-->"
+        end = "</bpmn:definitions>"
+        xml = one_task("padded", "padded").replace(end, padding + end)
+        r = ops.post("/deployment/create", files={"f": ("padded.bpmn", xml.encode())})
+        assert r.status_code == 200, r.text
+
+
+# -- item 6: a report on an expired lock is refused every time ------------------------------
+
+
+def _database_now(engine: Engine) -> datetime:
+    with engine.db.connect() as conn:
+        now: datetime = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
+    return now
+
+
+def _expiry(task: dict[str, Any]) -> datetime:
+    return datetime.strptime(task["lockExpirationTime"], "%Y-%m-%dT%H:%M:%S.%f%z")
+
+
+LATE_REPORTS: dict[str, dict[str, Any]] = {
+    "complete": {"workerId": "late-w", "variables": {"x": {"value": 1}}},
+    "failure": {"workerId": "late-w", "errorMessage": "late", "retries": 0},
+    "bpmnError": {"workerId": "late-w", "errorCode": "E"},
+    "extendLock": {"workerId": "late-w", "newDuration": 60_000},
+}
+
+
+def test_a_late_report_on_an_expired_lock_is_refused_every_time(
+    surface: tuple[ApiServer, Engine],
+) -> None:
+    """20 trials per report, the reclaimer never running (no beat here): the lock's expiry
+    on the database clock decides, and a fetch that matched nothing in between (which
+    counts the lost lock first) does not change the answer."""
+    server, engine = surface
+    deploy(server, "late", "late")
+    answers: dict[str, list[int]] = {name: [] for name in LATE_REPORTS}
+    with client(server, "w1") as w1:
+        for trial in range(20):
+            for action, body in LATE_REPORTS.items():
+                bk = f"{action}-{trial}"
+                iid = start(server, "late", bk)
+                r = w1.post(
+                    "/external-task/fetchAndLock",
+                    json=fetch_body("late-w", "late", lock=200, businessKey=bk),
+                )
+                [task] = r.json()
+                # wait (for a condition, not a time) until the database's clock is past
+                # the expiry, with a margin over the API's reading of that clock
+                until = _expiry(task) + timedelta(milliseconds=20)
+
+                def expired(u: datetime = until) -> bool:
+                    return _database_now(engine) > u
+
+                eventually(expired, what="the lock to expire")
+                if trial % 2:  # a fetch that matched nothing, in between
+                    nothing = fetch_body("late-w", "late", businessKey="no-such-key")
+                    assert w1.post("/external-task/fetchAndLock", json=nothing).json() == []
+                before = history_types(engine, iid)
+                r = w1.post(f"/external-task/{task['id']}/{action}", json=body)
+                answers[action].append(r.status_code)
+                assert r.status_code == 400, (action, trial, r.text)
+                assert r.json()["type"] == "BadUserRequestException"
+                assert instance_state(engine, iid) == "active"
+                assert engine.get_instance(iid).variables.get("x") is None
+                assert history_types(engine, iid) == before
+    assert all(codes == [400] * 20 for codes in answers.values()), answers
