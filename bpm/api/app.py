@@ -35,11 +35,13 @@ from bpm.api.batching import CompletionBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
+from bpm.api.headers import SecurityHeaders
 from bpm.api.longpoll import LongPollHub
 from bpm.api.routes_cockpit import STATIC
 from bpm.api.routes_cockpit import pages as cockpit_pages
 from bpm.api.routes_cockpit import router as cockpit_router
 from bpm.api.routes_cockpit_actions import router as cockpit_actions
+from bpm.api.routes_docs import router as docs_router
 from bpm.api.routes_external import router as external_router
 from bpm.api.routes_health import router as health_router
 from bpm.api.routes_history import router as history_router
@@ -205,6 +207,9 @@ def create_app(
         description="Camunda-7-compatible external-task and process endpoints.",
         version="0.1.0",
         lifespan=lifespan,
+        # FastAPI's own pages load their scripts from a CDN: ours ship in the wheel
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.engine = eng
     app.state.auth = auth
@@ -242,6 +247,7 @@ def create_app(
     app.include_router(cockpit_actions, prefix="/api")
     app.include_router(cockpit_pages)
     app.include_router(health_router)
+    app.include_router(docs_router)
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     limit = max_body_bytes or _env_int(
         "BPM_API_MAX_BODY_BYTES", eng.core.config.max_update_bytes + BODY_ENVELOPE
@@ -250,7 +256,8 @@ def create_app(
     app.add_middleware(BodyLimit, limit=limit, per_path={DEPLOYMENT_PATH: deployments})
     # outside BodyLimit: 401 first
     app.add_middleware(AuthGate, auth=auth, prefix=PREFIX, templates=lambda: app.openapi()["paths"])
-    api_metrics.install(app)  # /metrics, and the outermost layer: times every answer
+    api_metrics.install(app)  # /metrics, and the layer that times every answer
+    app.add_middleware(SecurityHeaders)  # outermost: every answer, refusals too
     return app
 
 

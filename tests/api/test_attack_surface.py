@@ -201,3 +201,148 @@ def test_a_late_report_on_an_expired_lock_is_refused_every_time(
                 assert engine.get_instance(iid).variables.get("x") is None
                 assert history_types(engine, iid) == before
     assert all(codes == [400] * 20 for codes in answers.values()), answers
+
+
+# -- item 4: every list and map of a body is bounded -----------------------------------------
+
+
+def _names(n: int) -> list[str]:
+    return [f"n{i}" for i in range(n)]
+
+
+def _vars(n: int) -> dict[str, Any]:
+    return {f"v{i}": {"value": i} for i in range(n)}
+
+
+def _topic(**extra: Any) -> dict[str, Any]:
+    return {"topicName": "jobs", "lockDuration": 1000, **extra}
+
+
+def _fetch(**extra: Any) -> dict[str, Any]:
+    return {"workerId": "lister", "maxTasks": 1, "topics": [_topic()], **extra}
+
+
+# (key, method, path, body, the limit the message names)
+OVER_LIMIT: list[tuple[str, str, str, Any, int]] = [
+    ("w1", "POST", "/external-task/fetchAndLock", _fetch(topics=[_topic()] * 101), 100),
+    (
+        "w1",
+        "POST",
+        "/external-task/fetchAndLock",
+        _fetch(topics=[_topic(variables=_names(1001))]),
+        1000,
+    ),
+    (
+        "w1",
+        "POST",
+        "/external-task/fetchAndLock",
+        _fetch(topics=[_topic(processVariables={f"p{i}": i for i in range(101)})]),
+        100,
+    ),
+    (
+        "w1",
+        "POST",
+        "/external-task/fetchAndLock",
+        _fetch(sorting=[{"sortBy": "createTime"}] * 11),
+        10,
+    ),
+    ("w1", "POST", "/external-task/t/complete", {"workerId": "x", "variables": _vars(1001)}, 1000),
+    (
+        "w1",
+        "POST",
+        "/external-task/t/complete",
+        {"workerId": "x", "localVariables": _vars(1001)},
+        1000,
+    ),
+    (
+        "w1",
+        "POST",
+        "/external-task/t/bpmnError",
+        {"workerId": "x", "errorCode": "E", "variables": _vars(1001)},
+        1000,
+    ),
+    ("ops", "POST", "/process-definition/key/lists/start", {"variables": _vars(1001)}, 1000),
+    (
+        "ops",
+        "POST",
+        "/message",
+        {"messageName": "m", "correlationKeys": _vars(101)},
+        100,
+    ),
+    ("ops", "POST", "/message", {"messageName": "m", "processVariables": _vars(1001)}, 1000),
+    ("ops", "POST", "/signal", {"name": "s", "variables": _vars(1001)}, 1000),
+    ("ops", "POST", "/task", {"processInstanceIdIn": _names(1001)}, 1000),
+    ("ops", "POST", "/task", {"sorting": [{"sortBy": "created"}] * 11}, 10),
+    ("ops", "POST", "/task/t/complete", {"variables": _vars(1001)}, 1000),
+    ("ops", "POST", "/task/t/variables", {"modifications": _vars(1001)}, 1000),
+    (
+        "ops",
+        "POST",
+        "/variable-instance",
+        {"variableValues": [{"name": "a", "operator": "eq", "value": 1}] * 101},
+        100,
+    ),
+    ("ops", "POST", "/variable-instance", {"variableNameIn": _names(1001)}, 1000),
+    ("ops", "POST", "/history/process-instance", {"processInstanceIds": _names(1001)}, 1000),
+    ("ops", "POST", "/process-instance/i/variables", {"deletions": _names(1001)}, 1000),
+    ("ops", "POST", "/process-instance/i/variables", {"modifications": _vars(1001)}, 1000),
+    ("ops", "GET", "/variable-instance?variableValues=" + ",".join(["a_eq_1"] * 101), None, 100),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "method", "path", "body", "limit"),
+    OVER_LIMIT,
+    ids=[f"{m} {p.split('?')[0]} {i}" for i, (_, m, p, _, _) in enumerate(OVER_LIMIT)],
+)
+def test_a_list_over_its_limit_answers_400_naming_the_limit_and_changes_nothing(
+    surface: tuple[ApiServer, Engine],
+    key: str,
+    method: str,
+    path: str,
+    body: Any,
+    limit: int,
+) -> None:
+    server, engine = surface
+    if path.startswith("/process-definition/key/lists"):
+        deploy(server, "lists", "jobs")
+    before = table_dump(engine)
+    with client(server, key) as http:
+        r = http.request(method, path, json=body)
+    assert r.status_code == 400, r.text
+    error = r.json()
+    assert error["type"] == "InvalidRequestException"
+    assert str(limit) in error["message"], error["message"]
+    assert table_dump(engine) == before
+
+
+def test_the_cockpit_variables_edit_is_bounded_too(surface: tuple[ApiServer, Engine]) -> None:
+    server, engine = surface
+    deploy(server, "cockpitlists", "cockpitlists")
+    iid = start(server, "cockpitlists")
+    before = table_dump(engine)
+    root = server.base.removesuffix("/engine-rest")
+    r = httpx.post(
+        f"{root}/api/instances/{iid}/variables",
+        json={"variables": {f"v{i}": i for i in range(1001)}},
+        headers={"Authorization": "Bearer ops-s"},
+    )
+    assert r.status_code == 400, r.text
+    assert "1000" in r.json()["message"]
+    assert table_dump(engine) == before
+
+
+def test_lists_at_their_limits_are_served(surface: tuple[ApiServer, Engine]) -> None:
+    server, _ = surface
+    deploy(server, "atlimit", "jobs")
+    start(server, "atlimit")
+    with client(server, "w1") as w1:
+        body = _fetch(
+            topics=[_topic(variables=_names(1000), processVariables={"p": 1})] * 100,
+            sorting=[{"sortBy": "createTime"}] * 10,
+        )
+        r = w1.post("/external-task/fetchAndLock", json=body)
+        assert r.status_code == 200, r.text
+    with client(server, "ops") as ops:
+        r = ops.post("/task", json={"processInstanceIdIn": _names(1000)})
+        assert r.status_code == 200, r.text
