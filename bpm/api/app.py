@@ -215,7 +215,7 @@ def create_app(
     app.state.auth = auth
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
-    app.state.worker_ids = WorkerIds(eng, keys)
+    app.state.worker_ids = WorkerIds(keys)
     app.state.max_fetch_bytes = max_fetch_bytes or _env_int(
         "BPM_API_MAX_FETCH_BYTES", DEFAULT_MAX_FETCH_BYTES
     )
