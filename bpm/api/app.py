@@ -36,6 +36,7 @@ from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
 from bpm.api.headers import SecurityHeaders
+from bpm.api.keyless import DEFAULT_BURST, DEFAULT_RATE, KeylessLimit
 from bpm.api.longpoll import LongPollHub
 from bpm.api.routes_cockpit import STATIC
 from bpm.api.routes_cockpit import pages as cockpit_pages
@@ -73,6 +74,16 @@ def _env_int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number") from None
 
 
 class BodyLimit:
@@ -256,6 +267,13 @@ def create_app(
     app.add_middleware(BodyLimit, limit=limit, per_path={DEPLOYMENT_PATH: deployments})
     # outside BodyLimit: 401 first
     app.add_middleware(AuthGate, auth=auth, prefix=PREFIX, templates=lambda: app.openapi()["paths"])
+    # outside the AuthGate: an anonymous flood is refused before anything else runs
+    app.add_middleware(
+        KeylessLimit,
+        rate=_env_float("BPM_API_KEYLESS_RATE", DEFAULT_RATE),
+        burst=_env_int("BPM_API_KEYLESS_BURST", DEFAULT_BURST),
+        open_api=auth.open,
+    )
     api_metrics.install(app)  # /metrics, and the layer that times every answer
     app.add_middleware(SecurityHeaders)  # outermost: every answer, refusals too
     return app

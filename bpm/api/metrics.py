@@ -3,7 +3,8 @@
 ``/metrics`` shows the process's counters and histograms (every process's, under
 ``PROMETHEUS_MULTIPROC_DIR``, e.g. ``bpm api --workers 4``) and the database gauges.
 Like ``/health``, it needs no credentials and holds no secrets (process keys, node ids,
-topics, route templates): restrict it at the network, as for any exporter.
+topics, route templates): restrict it at the network, as for any exporter. It is rendered
+at most once a second, and anonymous callers are rate-limited (:mod:`bpm.api.keyless`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpm.api.errors import ApiError
+from bpm.api.keyless import Cached
 from bpm.observe import Observers, RequestServed, observers
 
 router = APIRouter()
@@ -34,6 +36,11 @@ def method_label(method: str) -> str:
     return method if method in METHODS else OTHER_METHOD
 
 
+#: A scrape is rendered at most once a second (scrapers ask every 15 s or so): an
+#: anonymous flood of ``/metrics`` costs one rendering a second, not one per request.
+RENDER_TTL = 1.0
+
+
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
     try:
@@ -44,7 +51,15 @@ async def metrics(request: Request) -> Response:
             "NotFound",
             "metrics need prometheus-client: pip install 'bpm-celery[prometheus]'",
         ) from None
-    body, content_type = await run_in_threadpool(prometheus.exposition, request.app.state.engine)
+    rendered: Cached[tuple[bytes, str]] | None = getattr(request.app.state, "metrics", None)
+    if rendered is None:
+        engine = request.app.state.engine
+
+        async def render() -> tuple[bytes, str]:
+            return await run_in_threadpool(prometheus.exposition, engine)
+
+        rendered = request.app.state.metrics = Cached(render, RENDER_TTL)
+    body, content_type = await rendered.get()
     return Response(body, media_type=content_type, headers={"Cache-Control": "no-store"})
 
 

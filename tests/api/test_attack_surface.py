@@ -346,3 +346,73 @@ def test_lists_at_their_limits_are_served(surface: tuple[ApiServer, Engine]) -> 
     with client(server, "ops") as ops:
         r = ops.post("/task", json={"processInstanceIdIn": _names(1000)})
         assert r.status_code == 200, r.text
+
+
+# -- item 9: keyless requests cost what /health/live costs ----------------------------------
+
+
+def test_keyless_requests_are_rate_limited_per_address(
+    pg_database_url: str, tmp_path: Path
+) -> None:
+    env = {"BPM_API_KEYLESS_RATE": "2", "BPM_API_KEYLESS_BURST": "5"}
+    server = ApiServer(pg_database_url, keys=KEYS, log=tmp_path / "api.log", env=env).start()
+    root = server.base.removesuffix("/engine-rest")
+    try:
+        with httpx.Client(timeout=30) as http:
+            codes = [http.get(f"{root}/health/ready").status_code for _ in range(12)]
+            codes += [http.get(f"{root}/metrics").status_code for _ in range(3)]
+            codes += [http.get(f"{server.base}/engine").status_code for _ in range(3)]  # 401s
+            assert 429 in codes and codes[0] == 200, codes
+            refused = http.get(f"{root}/health/live")
+            assert refused.status_code == 429
+            assert int(refused.headers["retry-after"]) >= 1
+            error = refused.json()
+            assert error["type"] == "RestException" and set(error) == {"type", "message", "code"}
+            # a caller with a key is never held back by the anonymous ones of its address
+            for _ in range(10):
+                r = http.get(f"{server.base}/engine", auth=("ops", "ops-s"))
+                assert r.status_code == 200
+            # another client address (through the trusted local proxy) has its own budget
+            r = http.get(f"{root}/health/live", headers={"X-Forwarded-For": "203.0.113.7"})
+            assert r.status_code == 200
+    finally:
+        server.kill()
+
+
+def test_readiness_and_metrics_are_computed_once_however_many_ask(pg_database_url: str) -> None:
+    """Counted, not timed: 40 concurrent anonymous /health/ready and /metrics requests run
+    the readiness checks and the metrics' database reads once each."""
+    import asyncio
+
+    from sqlalchemy import event
+
+    from bpm.api.app import create_app
+    from bpm.api.auth import parse_api_keys
+
+    served = Engine(pg_database_url)
+    statements: list[str] = []
+
+    @event.listens_for(served.db, "before_cursor_execute")
+    def seen(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+        statements.append(sql)
+
+    app = create_app(served, api_keys=parse_api_keys("ops:ops-s"))
+
+    async def flood(path: str) -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            answers = await asyncio.gather(*(c.get(path) for _ in range(40)))
+        return [a.status_code for a in answers]
+
+    try:
+        statements.clear()
+        assert asyncio.run(flood("/health/ready")) == [200] * 40
+        ready_statements = len(statements)
+        statements.clear()
+        one = asyncio.run(flood("/metrics"))
+        metrics_statements = len(statements)
+    finally:
+        served.close()
+    assert one == [200] * 40
+    assert 1 <= ready_statements <= 4, ready_statements  # one run of the checks
+    assert 1 <= metrics_statements <= 6, metrics_statements  # one read of the gauges
