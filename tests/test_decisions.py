@@ -25,7 +25,12 @@ def test_a_dmn_file_deploys_its_decisions_and_requirements_graph(engine: Engine)
         ("d_Price", 1, "Price"),
     ]
     (drd,) = engine.decisions.requirements()
-    assert (drd.key, drd.version, drd.name, drd.resource) == ("pricing", 1, "pricing", "pricing.dmn")
+    assert (drd.key, drd.version, drd.name, drd.resource) == (
+        "pricing",
+        1,
+        "pricing",
+        "pricing.dmn",
+    )
     assert {x.drd_id for x in d.decisions} == {drd.id}
     assert engine.decisions.xml(drd.deployment_id, drd.resource).startswith("<?xml")
 
@@ -54,9 +59,7 @@ def test_evaluation_writes_the_history_of_every_decision_in_one_transaction(
     engine: Engine,
 ) -> None:
     engine.create_deployment(("pricing.dmn", PRICING))
-    result = engine.decisions.evaluate(
-        key="d_Price", variables={"Amount": 200, "Customer": "gold"}
-    )
+    result = engine.decisions.evaluate(key="d_Price", variables={"Amount": 200, "Customer": "gold"})
     assert result.value == Decimal(160)
     assert result.rules == [{"Price": Decimal(160)}]
     rows = engine.decisions.history(InstanceQuery(definition_key="d_Price"))

@@ -29,9 +29,9 @@ from bpm.engine import user_tasks as _user_tasks
 from bpm.engine import worker_bindings as _bindings
 from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
-from bpm.engine.decisions import Decisions
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats
+from bpm.engine.decisions import Decisions
 from bpm.engine.deployment_admin import DeploymentQuery
 from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion

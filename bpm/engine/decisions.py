@@ -28,9 +28,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from bpm import dmn
+from bpm.bpmn.xmlread import decode_xml
 from bpm.dmn.model import Element, Evaluation
 from bpm.dmn.tables import TableHit
-from bpm.bpmn.xmlread import decode_xml
 from bpm.engine.core import EngineCore
 from bpm.errors import DeploymentError, NotFound
 from bpm.feel.jsonvalues import to_json
@@ -380,7 +380,11 @@ class Decisions:
             return store.count_definitions(conn, query or store.DefinitionQuery())
 
     def definition(
-        self, *, key: str | None = None, definition_id: str | None = None, version: int | None = None
+        self,
+        *,
+        key: str | None = None,
+        definition_id: str | None = None,
+        version: int | None = None,
     ) -> DecisionDefinition:
         """One decision definition (the latest of a key unless ``version``); NotFound."""
         with self.core.tx() as conn:

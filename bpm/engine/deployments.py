@@ -44,6 +44,7 @@ from bpm.model.timer_floor import too_frequent
 from bpm.model.validate import validate
 from bpm.runtime.records import (
     DecisionDefinition,
+    DecisionRequirementsDefinition,
     DeploymentRecord,
     DeploymentResource,
     ProcessDefinition,
@@ -80,6 +81,8 @@ class Deployment:
     new: bool = True
     decisions: tuple[DecisionDefinition, ...] = ()
     """The decision definitions of its ``.dmn`` files (unchanged files: their versions)."""
+    requirements: tuple[DecisionRequirementsDefinition, ...] = ()
+    """The decision requirements definitions (one per ``.dmn`` file) they belong to."""
 
 
 @dataclass(frozen=True)
@@ -318,8 +321,22 @@ def _answer(conn: Connection, record: DeploymentRecord, req: _Request, *, new: b
         record.tenant_id,
         tuple(deployment_store.resources_of(conn, record.id)),
         new,
-        tuple(decision_store.definitions(conn, DefinitionQuery(deployment_id=record.id))),
+        *_decisions_of(conn, record.id),
     )
+
+
+def _decisions_of(
+    conn: Connection, deployment_id: str
+) -> tuple[tuple[DecisionDefinition, ...], tuple[DecisionRequirementsDefinition, ...]]:
+    found = decision_store.definitions(conn, DefinitionQuery(deployment_id=deployment_id))
+    return tuple(found), _requirements_of(conn, found)
+
+
+def _requirements_of(
+    conn: Connection, decisions: Sequence[DecisionDefinition]
+) -> tuple[DecisionRequirementsDefinition, ...]:
+    ids = tuple(dict.fromkeys(d.drd_id for d in decisions if d.drd_id))
+    return tuple(decision_store.requirements(conn, DefinitionQuery(ids=ids))) if ids else ()
 
 
 def _store(core: EngineCore, conn: Connection, req: _Request) -> Deployment:
@@ -405,6 +422,7 @@ def _store(core: EngineCore, conn: Connection, req: _Request) -> Deployment:
         tuple(deployment_store.resources_of(conn, record.id)),
         True,
         tuple(decisions),
+        _requirements_of(conn, decisions),
     )
 
 
