@@ -96,3 +96,37 @@ def test_unknown_decisions_and_deleting_the_deployment(engine: Engine) -> None:
     engine.delete_deployment(d.id or "")
     assert engine.decisions.count() == 0
     assert engine.decisions.requirements() == []
+
+
+def test_a_business_rule_task_call_binds_maps_and_records_its_caller(engine: Engine) -> None:
+    from bpm.dmn.results import DecisionResultError
+    from bpm.engine.decisions import Caller, DecisionCall, call_decision
+
+    first = engine.create_deployment(("pricing.dmn", PRICING))
+    engine.create_deployment(
+        ("pricing.dmn", PRICING.replace(b"<text>0.2</text>", b"<text>0.3</text>"))
+    )
+    inputs = {"Amount": 500, "Customer": "gold"}
+    caller = Caller(process_instance_id="pi-1", activity_id="price", process_definition_key="p")
+    with engine.core.tx() as conn:
+        now = engine.core.now()
+        latest = call_decision(
+            conn, DecisionCall("d_Discount", result_variable="r"), inputs, now, caller
+        )
+        pinned = DecisionCall(
+            "d_Discount", binding="deployment", result_variable="r", map_result="singleEntry"
+        )
+        by_deployment = call_decision(conn, pinned, inputs, now, caller, first.id)
+        by_version = call_decision(
+            conn, DecisionCall("d_Discount", "version", 1, result_variable="r", map_result="value"),
+            inputs, now, caller,
+        )  # fmt: skip
+        nothing = call_decision(conn, DecisionCall("d_Price"), inputs, now, caller)
+    assert latest == {"r": [{"rate": 0.3}]}
+    assert by_deployment == {"r": 0.2} and by_version == {"r": 0.2}
+    assert nothing == {}
+    rows = engine.decisions.history(InstanceQuery(process_instance_id="pi-1", roots_only=True))
+    assert [(r.activity_id, r.process_definition_key) for r in rows] == [("price", "p")] * 4
+    bad = DecisionCall("d_Discount", result_variable="x", map_result="everything")
+    with pytest.raises(DecisionResultError), engine.core.tx() as conn:
+        call_decision(conn, bad, inputs, engine.core.now(), caller)

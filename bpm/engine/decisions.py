@@ -30,6 +30,7 @@ from sqlalchemy import Connection
 from bpm import dmn
 from bpm.bpmn.xmlread import decode_xml
 from bpm.dmn.model import Element, Evaluation
+from bpm.dmn.results import map_result
 from bpm.dmn.tables import TableHit
 from bpm.engine.core import EngineCore
 from bpm.errors import DeploymentError, NotFound
@@ -428,3 +429,47 @@ class Decisions:
     def count_history(self, query: store.InstanceQuery | None = None) -> int:
         with self.core.tx() as conn:
             return store.count_instances(conn, query or store.InstanceQuery())
+
+
+# --- the business rule task's call --------------------------------------------------------
+
+BINDINGS = ("latest", "deployment", "version", "versionTag")
+
+
+@dataclass(frozen=True)
+class DecisionCall:
+    """What a business rule task asks: ``camunda:decisionRef`` with its binding and result
+    mapping, or Zeebe's ``calledDecision`` (``map_result="value"``: the decision's value)."""
+
+    decision_ref: str
+    binding: str = "latest"
+    version: int | None = None
+    version_tag: str | None = None
+    result_variable: str | None = None
+    map_result: str = "resultList"
+
+
+def call_decision(
+    conn: Connection,
+    call: DecisionCall,
+    variables: Mapping[str, Any],
+    now: dt.datetime,
+    caller: Caller,
+    deployment_id: str | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``call`` inside the caller's transaction; the variables to write (JSON)."""
+    if call.binding not in BINDINGS:
+        raise NotFound(f"decision binding {call.binding!r} is not one of {', '.join(BINDINGS)}")
+    definition = find_definition(
+        conn,
+        key=call.decision_ref,
+        version=call.version if call.binding == "version" else None,
+        deployment_id=deployment_id if call.binding == "deployment" else None,
+        version_tag=call.version_tag if call.binding == "versionTag" else None,
+    )
+    result = evaluate_in(conn, definition, variables, now, caller)
+    if call.result_variable is None:
+        return {}
+    if call.map_result == "value":
+        return {call.result_variable: to_json(result.value)}
+    return {call.result_variable: to_json(map_result(result.rules, call.map_result))}
