@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 import redis
@@ -71,6 +72,21 @@ def charge(self: Task, amount: int, die_once: bool = False) -> dict[str, Any]:  
     if die_once and self.request.retries == 0:
         os.kill(os.getpid(), signal.SIGKILL)
     return {"charged": amount}
+
+
+@app.task(name="shop.item", bind=True)
+def item(self: Task, n: int, slow: float = 0.0) -> int:  # type: ignore[type-arg]
+    """A chord member: its effect is keyed by the request id (the step's idempotency key),
+    so a repeat after a crash is recognised (``effects`` counts each key's runs)."""
+    redis.Redis.from_url(REDIS_URL).hincrby(f"{TAG}:effects", str(self.request.id), 1)
+    if slow:
+        time.sleep(slow)
+    return n * n
+
+
+@app.task(name="shop.collect")
+def collect(values: list[int]) -> int:
+    return sum(values)
 
 
 @service_task("shop-step")

@@ -239,3 +239,47 @@ def test_the_shops_own_task_runs_as_a_step_with_one_request_id_across_a_crash(
     finally:
         beat.stop()
         worker.stop()
+
+
+def test_durable_chords_finish_through_a_killed_worker_child_with_each_effect_once(
+    shop: Celery,
+    shop_env: dict[str, str],
+    celery_engine: Engine,
+    tmp_path: Path,
+) -> None:
+    """``bpm.canvas.chord`` over the shop's own tasks, run by the shop's worker (two
+    children); one child is killed with ``kill -9`` mid-run: every chord finishes, with the
+    right result, and every member's effect (keyed by ``self.request.id``) counted once
+    per member."""
+    import signal
+
+    from bpm.canvas import chord, group
+
+    item, collect = shop.tasks["shop.item"], shop.tasks["shop.collect"]
+    worker = start_worker(shop_env, None, tmp_path, app=SHOP, children=2)
+    beat = start_beat(shop_env, tmp_path, app=SHOP)
+    try:
+        results = [
+            chord(group(item.s(n, slow=0.05) for n in range(10)), collect.s()).apply_async(
+                engine=celery_engine, app=shop
+            )
+            for _ in range(10)
+        ]
+        r = redis.Redis.from_url(os.environ["BPM_TEST_REDIS_URL"], decode_responses=True)
+        eventually(lambda: r.hlen(f"{shop_env['SHOP_TAG']}:effects") >= 10, timeout=60)
+        children = [
+            int(line.split()[0])
+            for line in os.popen(f"ps -o pid= --ppid {worker.pid}").read().splitlines()
+            if line.strip()
+        ]
+        os.kill(children[0], signal.SIGKILL)
+        for result in results:
+            assert result.get(timeout=120) == sum(n * n for n in range(10))
+        effects = r.hgetall(f"{shop_env['SHOP_TAG']}:effects")
+        assert len(effects) == 100  # one idempotency key per member
+        # a member whose child was killed mid-run ran again under the same key, at most
+        # once more; the chords' results count each member once
+        assert all(int(v) in (1, 2) for v in effects.values())
+    finally:
+        beat.stop()
+        worker.stop()

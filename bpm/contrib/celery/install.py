@@ -32,6 +32,7 @@ from celery import Celery
 from celery.signals import celeryd_after_setup
 
 from bpm.contrib.celery import metrics, schedule, tasks, waiter
+from bpm.contrib.celery.canvas_run import resolve_canvas
 from bpm.contrib.celery.handlers import resolve_tasks
 from bpm.contrib.celery.runtime import Installation, attach
 from bpm.contrib.celery.settings import WorkerSettings
@@ -102,9 +103,12 @@ def install(
     installation = Installation(app, chosen, settings, given)
     attach(installation)
     # bpm:celeryTask / task=: the app's tasks run as handlers (bpm.contrib.celery.handlers)
-    resolve_tasks(app, default_registry)
+    registries = [default_registry]
     if given is not None and given.core.registry is not default_registry:
-        resolve_tasks(app, given.core.registry)
+        registries.append(given.core.registry)
+    for registry in registries:
+        resolve_tasks(app, registry)
+        resolve_canvas(app, registry)  # the steps of bpm.canvas canvases
     tasks.register(installation)
     if beat:
         for name, entry in schedule.beat_schedule().items():
