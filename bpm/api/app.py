@@ -38,6 +38,7 @@ from bpm.api.routes_cockpit import STATIC
 from bpm.api.routes_cockpit import pages as cockpit_pages
 from bpm.api.routes_cockpit import router as cockpit_router
 from bpm.api.routes_cockpit_actions import router as cockpit_actions
+from bpm.api.routes_cockpit_decisions import router as cockpit_decisions
 from bpm.api.routes_decisions import router as decisions_router
 from bpm.api.routes_definitions import router as definitions_router
 from bpm.api.routes_deployments import router as deployments_router
@@ -237,6 +238,7 @@ def create_app(
     app.include_router(history_router, prefix=PREFIX)
     app.include_router(cockpit_router, prefix="/api")
     app.include_router(cockpit_actions, prefix="/api")
+    app.include_router(cockpit_decisions, prefix="/api")
     app.include_router(cockpit_pages)
     app.include_router(health_router)
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
