@@ -1,6 +1,8 @@
-"""Celery beat: the periodic tasks that keep the engine moving (``celery -A workers.app beat``).
+"""Beat of the ready-made app: ``celery -A workers.app beat``.
 
-:mod:`beat.schedule` says when each task runs, :mod:`beat.tasks` what it does.
+The schedule, the sweeps and the timer waiter live in :mod:`bpm.contrib.celery`
+(``schedule``, ``beat_tasks``, ``waiter``): :func:`bpm.contrib.celery.install` puts them on
+any Celery app. Not in the wheel.
 """
 
 from __future__ import annotations

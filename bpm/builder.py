@@ -42,6 +42,7 @@ from bpm.builder_messages import MessageMethods
 from bpm.builder_scopes import Mappings, in_container
 from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
+from bpm.handlers import CELERY_TASK, RESULT_VARIABLE
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate import check_model
@@ -159,6 +160,8 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         *,
         handler: str | None = None,
         topic: str | None = None,
+        task: Any = None,
+        result: str | None = None,
         retry: RetryPolicy | str | None = None,
         priority: int = 0,
         lease: Duration | None = None,
@@ -185,6 +188,11 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         task has completed (see ``docs/compensation.md``). ``for_compensation=True``
         makes this task a compensation handler, named by :meth:`boundary_compensation`.
 
+        ``task``: a Celery task (or its name) run inline as the handler, its arguments
+        read from the variables of their names, its retry settings the step's policy
+        (``docs/celery.md``); ``result``: the variable a result that is not a mapping goes
+        to (default: the task id).
+
         ``retry`` is a :class:`RetryPolicy` or its text form (``"fixed(3, PT2S)"``);
         ``lease`` is how long a worker may hold the task before it is given to another.
         ``for_each`` ... ``until`` make it multi-instance and ``inputs`` / ``outputs``
@@ -207,14 +215,25 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
                 lease_seconds = parse_duration(_duration_text(lease)).total_seconds()
             except TimerError as exc:
                 self._problems.append(Problem(f"lease: {exc}", id))
-        task = n.ServiceTask(
+        props = dict(properties or {})
+        if task is not None:
+            task_name = task if isinstance(task, str) else getattr(task, "name", None)
+            if not task_name or not isinstance(task_name, str):
+                self._problems.append(Problem("task= takes a Celery task or its name", id))
+            elif handler is not None or topic is not None:
+                self._problems.append(Problem("give one of handler=, topic= and task=", id))
+            else:
+                handler = CELERY_TASK + task_name
+        if result is not None:
+            props[RESULT_VARIABLE] = result
+        node = n.ServiceTask(
             id,
             name,
             handler=handler,
             topic=topic,
             retry=policy,
             priority=priority,
-            properties=dict(properties or {}),
+            properties=props,
             lease_seconds=lease_seconds,
             for_compensation=for_compensation,
             **self._activity(
@@ -230,7 +249,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
                 outputs=outputs,
             ),
         )
-        self._add(task)
+        self._add(node)
         self._compensate_with(id, compensate_with, compensate_topic, compensate_retry)
         return self
 

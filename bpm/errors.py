@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 
@@ -111,3 +112,30 @@ class BpmnError(Exception):
     def error_code(self) -> str:
         """The code, under the name the engine reads from any exception."""
         return self.code
+
+
+class StepFailed(Exception):
+    """Raise in an inline handler to fail this attempt and say what comes next, instead of
+    leaving it to the retry policy: ``retry=False`` gives up now (no further attempt, the
+    policy's failure action follows); ``delay`` runs the next attempt after it instead of
+    the policy's backoff; ``max_attempts`` replaces the policy's number of attempts (when
+    deciding whether this failure is the last). The attempt is recorded with ``message``
+    (raise it ``from`` the cause to keep the cause's traceback).
+
+    Celery tasks run as handlers raise it for ``self.retry(countdown=...)`` and for
+    exceptions outside their ``autoretry_for``. Not a :class:`BpmError`: user code raises it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry: bool = True,
+        delay: timedelta | float | None = None,
+        max_attempts: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry = retry
+        self.delay = timedelta(seconds=delay) if isinstance(delay, int | float) else delay
+        self.max_attempts = max_attempts

@@ -36,6 +36,9 @@ class TaskContext:
     """The script text of a script task run by this handler (None for service tasks)."""
     locals: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """What :meth:`set_local` set, written when the step finishes."""
+    properties: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """The task's extension properties (``camunda:properties``, the builder's
+    ``properties=``, ``bpm:resultVariable``)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -74,11 +77,40 @@ class HandlerSpec:
     lease: timedelta | None = None
 
 
+CELERY_TASK = "celery:"
+"""The handler names of Celery tasks run as handlers: ``celery:shop.tasks.charge`` (from
+``bpm:celeryTask="shop.tasks.charge"`` or the builder's ``task=``). They are resolved by
+:func:`bpm.contrib.celery.install` (``HandlerRegistry.resolve_prefix``)."""
+
+RESULT_VARIABLE = "bpm:resultVariable"
+"""The extension property naming the variable a handler's non-mapping result goes to."""
+
+Resolver = Callable[[str], "HandlerSpec | None"]
+
+
 class HandlerRegistry:
-    """Handlers by name. The module-level :data:`registry` is the default one."""
+    """Handlers by name. The module-level :data:`registry` is the default one.
+
+    Besides the handlers registered by name, a registry may resolve the names that start
+    with a prefix (:meth:`resolve_prefix`): the Celery integration resolves ``celery:NAME``
+    to the Celery task NAME of an installed app, found when a step first needs it."""
 
     def __init__(self) -> None:
         self._specs: dict[str, HandlerSpec] = {}
+        self._resolvers: list[tuple[str, Resolver]] = []
+
+    def resolve_prefix(self, prefix: str, resolver: Resolver) -> None:
+        """Resolve names starting with ``prefix`` with ``resolver(rest_of_name)`` (None:
+        not found) when no handler is registered under the whole name."""
+        self._resolvers.append((prefix, resolver))
+
+    def _resolve(self, name: str) -> HandlerSpec | None:
+        for prefix, resolver in self._resolvers:
+            if name.startswith(prefix):
+                spec = resolver(name[len(prefix) :])
+                if spec is not None:
+                    return spec
+        return None
 
     def register(
         self,
@@ -95,6 +127,9 @@ class HandlerRegistry:
         return fn
 
     def get(self, name: str) -> HandlerSpec:
+        found = self.find(name)
+        if found is not None:
+            return found
         try:
             return self._specs[name]
         except KeyError:
@@ -105,7 +140,10 @@ class HandlerRegistry:
             ) from None
 
     def find(self, name: str) -> HandlerSpec | None:
-        return self._specs.get(name)
+        found = self._specs.get(name)
+        if found is None and self._resolvers:
+            found = self._resolve(name)
+        return found
 
     def names(self) -> list[str]:
         return sorted(self._specs)

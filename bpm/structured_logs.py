@@ -6,7 +6,7 @@ hook as the metrics), on the logger ``bpm.steps``: ``completed`` at INFO, ``retr
 ``dropped`` at WARNING, ``failed`` at ERROR; a lease the reclaimer found expired at
 WARNING. Who sets up logging decides where the lines go: ``bpm`` commands and the API
 server call :func:`configure_from_env`; Celery workers and beat format Celery's own
-handlers (see :mod:`workers.metrics`). ``BPM_LOG_FORMAT=text`` (the default) changes
+handlers (see :mod:`bpm.contrib.celery.metrics`). ``BPM_LOG_FORMAT=text`` (the default) changes
 nothing and subscribes nothing.
 """
 

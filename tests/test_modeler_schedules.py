@@ -172,7 +172,7 @@ def test_concurrent_pollers_start_each_due_time_once(pg_database_url: str) -> No
 
 def test_the_timer_start_sweep_is_off_unless_asked_for() -> None:
     """Beat's timer waiter starts instances on time; the periodic sweep is optional."""
-    from beat.schedule import beat_schedule
+    from bpm.contrib.celery.schedule import beat_schedule
 
     assert "bpm.fire_timer_starts" not in beat_schedule({})
     schedule = beat_schedule({"BPM_BEAT_TIMER_SWEEP_SECONDS": "30"})

@@ -1,6 +1,6 @@
-"""Celery side of the engine: the app, the ``run_token`` task and the Celery dispatcher.
+"""The ready-made Celery app of the repository (``celery -A workers.app worker``).
 
-Start a worker with ``celery -A workers.app worker``; see ``docs/celery.md``.
+Built on :func:`bpm.contrib.celery.install`; see ``docs/celery.md``. Not in the wheel.
 """
 
 from __future__ import annotations

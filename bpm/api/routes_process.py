@@ -1,5 +1,6 @@
-"""Process endpoints of Camunda 7: deployments, definitions, starting and reading instances,
-variables, incidents."""
+"""Process-instance endpoints of Camunda 7: reading, deleting and the variables of
+running instances, and incidents. (Deployments: :mod:`bpm.api.routes_deployments`;
+definitions and starts: :mod:`bpm.api.routes_definitions`.)"""
 
 from __future__ import annotations
 
@@ -8,25 +9,22 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
 
-from bpm.api import bodies as b
 from bpm.api import openapi as oa
 from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params, page
-from bpm.api.errors import ApiError, bad_request
-from bpm.api.variables import format_date, from_camunda, to_camunda
-from bpm.engine import Deployment, Engine, Incident
+from bpm.api.errors import ApiError
+from bpm.api.variables import format_date, to_camunda
+from bpm.engine import Engine, Incident
 from bpm.engine.queries import IncidentQuery, InstanceQuery
 from bpm.errors import NotFound
-from bpm.runtime.records import Instance, ProcessDefinition
+from bpm.runtime.records import Instance
 from bpm.runtime.states import IncidentState, InstanceState
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
 Id = Annotated[str | None, Query(max_length=300)]
-MAX_BPMN_BYTES = 5 * 1024 * 1024
 
 
 def _engine(request: Request) -> Engine:
@@ -36,25 +34,6 @@ def _engine(request: Request) -> Engine:
 
 def _admin(who: Principal, what: str) -> None:
     who.check_unrestricted(what)
-
-
-def definition_json(d: ProcessDefinition) -> dict[str, Any]:
-    return {
-        "id": d.id,
-        "key": d.key,
-        "category": None,
-        "description": None,
-        "name": d.name,
-        "version": d.version,
-        "resource": d.resource,
-        "deploymentId": d.deployment_id,
-        "diagram": None,
-        "suspended": d.suspended,
-        "tenantId": None,
-        "versionTag": d.version_tag,
-        "historyTimeToLive": None,
-        "startableInTasklist": True,
-    }
 
 
 def instance_json(request: Request, inst: Instance) -> dict[str, Any]:
@@ -70,144 +49,6 @@ def instance_json(request: Request, inst: Instance) -> dict[str, Any]:
         "tenantId": None,
         "links": [{"method": "GET", "href": href, "rel": "self"}],
     }
-
-
-#: The body of ``deployment/create`` as Camunda's: a form with one or more BPMN files.
-DEPLOYMENT_FORM = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "deployment-name": {"type": "string"},
-                        "deployment-source": {"type": "string"},
-                        "data": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "a BPMN 2.0 XML file (any part name; 400 if not BPMN)",
-                        },
-                    },
-                    "required": ["data"],
-                }
-            }
-        },
-    }
-}
-
-
-@router.post("/deployment/create", openapi_extra=DEPLOYMENT_FORM)
-async def deployment_create(request: Request, who: Who) -> Response:
-    """Multipart: ``deployment-name`` and one or more ``*.bpmn`` file parts."""
-    _admin(who, "deploy")
-    ctype = request.headers.get("content-type", "")
-    if not ctype.lower().startswith("multipart/form-data"):
-        raise bad_request("deployment/create expects multipart/form-data with .bpmn file parts")
-    try:
-        form = await request.form(max_files=50, max_fields=100)
-    except Exception as exc:  # malformed multipart
-        raise bad_request(f"cannot read the multipart body: {exc}") from None
-    name = form.get("deployment-name")
-    source = form.get("deployment-source")
-    files: list[tuple[str, bytes]] = []
-    for key, value in form.multi_items():
-        if isinstance(value, UploadFile):
-            data = await value.read(MAX_BPMN_BYTES + 1)
-            if len(data) > MAX_BPMN_BYTES:
-                raise ApiError(
-                    413, "InvalidRequestException", f"resource {value.filename or key} is over 5 MB"
-                )
-            files.append((value.filename or key, data))
-    if not files:
-        raise bad_request("no resource: attach at least one .bpmn file part")
-    engine = _engine(request)
-    label = name if isinstance(name, str) else None
-    deployment = await run_in_threadpool(_deploy, engine, files, label)
-    first = deployment.definitions[0]
-    return JSONResponse(
-        {
-            "id": deployment.id,
-            "name": label,
-            "source": source if isinstance(source, str) else None,
-            "deploymentTime": format_date(deployment.created_at or first.created_at),
-            "tenantId": None,
-            "deployedProcessDefinitions": {
-                d.id: definition_json(d) for d in deployment.definitions
-            },
-            "deployedCaseDefinitions": None,
-            "deployedDecisionDefinitions": None,
-            "deployedDecisionRequirementsDefinitions": None,
-            "links": [],
-            # Not in Camunda's answer: settings of the models that are not honoured here.
-            "warnings": list(deployment.warnings),
-        }
-    )
-
-
-def _deploy(engine: Engine, files: list[tuple[str, bytes]], name: str | None) -> Deployment:
-    """Every executable process of every file, in one deployment (all or nothing)."""
-    return engine.create_deployment(*files, name=name)
-
-
-@router.get("/process-definition")
-async def definitions(
-    request: Request, who: Who, key: Id = None, latestVersion: bool | None = None
-) -> Response:
-    _admin(who, "read process definitions")
-    found = await run_in_threadpool(_engine(request).definitions, key)
-    if latestVersion:
-        latest: dict[str, ProcessDefinition] = {}
-        for d in found:
-            if d.key not in latest or d.version > latest[d.key].version:
-                latest[d.key] = d
-        found = list(latest.values())
-    return JSONResponse([definition_json(d) for d in found])
-
-
-@router.get(
-    "/process-definition/count",
-    response_model=s.CountDto,
-    openapi_extra=oa.query([("key", "string"), ("latestVersion", "boolean")]),
-)
-async def count_definitions(
-    request: Request, who: Who, key: Id = None, latestVersion: bool | None = None
-) -> Response:
-    _admin(who, "read process definitions")
-    found = await run_in_threadpool(_engine(request).definitions, key)
-    n = len({d.key for d in found}) if latestVersion else len(found)
-    return JSONResponse({"count": n})
-
-
-@router.get("/process-definition/key/{key}")
-async def definition_by_key(key: str, request: Request, who: Who) -> Response:
-    _admin(who, "read process definitions")
-    try:
-        d = await run_in_threadpool(_engine(request).definition, key)
-    except NotFound:
-        raise ApiError(
-            404, "RestException", f"No matching process definition with key: {key} and no tenant-id"
-        ) from None
-    return JSONResponse(definition_json(d))
-
-
-@router.post("/process-definition/key/{key}/start")
-async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Response:
-    _admin(who, "start instances")
-    variables = from_camunda(body.variables)
-    engine = _engine(request)
-    try:
-        inst = await run_in_threadpool(
-            lambda: engine.start(key, variables, business_key=body.businessKey)
-        )
-    except NotFound:
-        raise ApiError(
-            404, "RestException", f"No matching process definition with key: {key} and no tenant-id"
-        ) from None
-    out = instance_json(request, inst)
-    if body.withVariablesInReturn:
-        out["variables"] = to_camunda(inst.variables, types=inst.variable_types)
-    return JSONResponse(out)
 
 
 #: Camunda sort keys of /process-instance this engine orders by.

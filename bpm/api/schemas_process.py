@@ -88,6 +88,38 @@ class DeploymentDto(_Dto):
     source: str | None
     deploymentTime: str | None
     tenantId: str | None
+    links: list[LinkDto]
+
+
+class DeploymentResourceDto(_Dto):
+    id: str
+    name: str
+    deploymentId: str
+
+
+class ProcessDefinitionXmlDto(_Dto):
+    id: str
+    bpmn20Xml: str | None
+
+
+class CamundaFormRefDto(_Dto):
+    key: str
+    binding: str
+    version: str | None = None
+
+
+class FormDto(_Dto):
+    key: str | None
+    contextPath: str | None
+    camundaFormRef: CamundaFormRefDto | None
+
+
+class DeploymentWithDefinitionsDto(_Dto):
+    id: str | None
+    name: str | None
+    source: str | None
+    deploymentTime: str | None
+    tenantId: str | None
     deployedProcessDefinitions: dict[str, ProcessDefinitionDto]
     deployedCaseDefinitions: dict[str, Any] | None
     deployedDecisionDefinitions: dict[str, Any] | None
@@ -130,10 +162,22 @@ SUCCESS: dict[tuple[str, str], Any] = {
     ("get", "/engine-rest/external-task/count"): CountDto,
     ("get", "/engine-rest/external-task/{task_id}"): ExternalTaskDto,
     ("get", "/engine-rest/external-task/{task_id}/errorDetails"): str,
-    ("post", "/engine-rest/deployment/create"): DeploymentDto,
+    ("post", "/engine-rest/deployment/create"): DeploymentWithDefinitionsDto,
+    ("get", "/engine-rest/deployment"): list[DeploymentDto],
+    ("get", "/engine-rest/deployment/{deployment_id}"): DeploymentDto,
+    ("get", "/engine-rest/deployment/{deployment_id}/resources"): list[DeploymentResourceDto],
+    ("get", "/engine-rest/deployment/{deployment_id}/resources/{resource_id}"): (
+        DeploymentResourceDto
+    ),
     ("get", "/engine-rest/process-definition"): list[ProcessDefinitionDto],
     ("get", "/engine-rest/process-definition/key/{key}"): ProcessDefinitionDto,
+    ("get", "/engine-rest/process-definition/{definition_id}"): ProcessDefinitionDto,
+    ("get", "/engine-rest/process-definition/key/{key}/xml"): ProcessDefinitionXmlDto,
+    ("get", "/engine-rest/process-definition/{definition_id}/xml"): ProcessDefinitionXmlDto,
+    ("get", "/engine-rest/process-definition/key/{key}/startForm"): FormDto,
+    ("get", "/engine-rest/process-definition/{definition_id}/startForm"): FormDto,
     ("post", "/engine-rest/process-definition/key/{key}/start"): ProcessInstanceDto,
+    ("post", "/engine-rest/process-definition/{definition_id}/start"): ProcessInstanceDto,
     ("get", "/engine-rest/process-instance"): list[ProcessInstanceDto],
     ("get", "/engine-rest/process-instance/{instance_id}"): ProcessInstanceDto,
     ("get", "/engine-rest/process-instance/{instance_id}/variables"): dict[str, VariableValueDto],

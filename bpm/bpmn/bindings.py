@@ -5,6 +5,9 @@ In order of precedence, one binding per task:
 * ``zeebe:taskDefinition type="T" retries="3"`` -> external task on topic T, 3 attempts,
   with the ``zeebe:taskHeaders`` as extension properties;
 * ``bpm:handler="name"`` -> the inline handler ``name``;
+* ``bpm:celeryTask="shop.tasks.charge"`` -> that Celery task, run inline as the handler
+  ``celery:shop.tasks.charge`` (:mod:`bpm.contrib.celery.handlers`); ``bpm:resultVariable``
+  names the variable a result that is not a mapping goes to (default: the task id);
 * ``camunda:type="external" camunda:topic="T"`` (or ``flowable:type="external-worker"``)
   -> external task on topic T;
 * ``camunda:class``, ``camunda:expression``, ``camunda:delegateExpression``, and the same
@@ -35,6 +38,7 @@ from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import camunda, java_engine, ours
 from bpm.bpmn.retryspec import RetrySpecError, parse_retry, parse_retry_cycle
 from bpm.expressions import unwrap
+from bpm.handlers import CELERY_TASK, RESULT_VARIABLE
 from bpm.retry import FailureAction, RetryPolicy
 
 __all__ = ["USES", "ZEEBE_USES", "Binding", "bind"]
@@ -191,6 +195,12 @@ def bind(el: Element, ctx: Context, ext: Extensions) -> Binding:
     own = ours(el, "handler")
     if own:
         found.append(("bpm:handler", own))
+    celery_task = (ours(el, "celeryTask") or "").strip()
+    if celery_task:
+        found.append(("bpm:celeryTask", CELERY_TASK + celery_task))
+    result = (ours(el, "resultVariable") or "").strip()
+    if result:
+        out.properties[RESULT_VARIABLE] = result
     own_topic = ours(el, "topic")
     if own_topic:
         found.append(("bpm:topic", f"topic {own_topic}"))

@@ -19,6 +19,13 @@ from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.messages import EVENT_DEFINITIONS, event_ref, is_event
 from bpm.bpmn.namespaces import local, pretty
 from bpm.bpmn.scopes import activity_fields
+from bpm.bpmn.usertasks import (
+    FORM_DATA_USES,
+    FORM_USES,
+    ZEEBE_FORM_USES,
+    form_fields,
+    form_settings,
+)
 from bpm.model import nodes as n
 
 __all__ = [
@@ -123,18 +130,29 @@ def _spring_weekdays(text: str) -> str:
 def parse_start(el: Element, ctx: Context) -> n.Node:
     """``startEvent``: none, with a timer (instances start on its schedule), or, starting
     an event sub-process, with a timer, an error or an escalation (``isInterrupting``)."""
-    _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
     defs = event_definitions(
         el, ctx, _TIMER | EVENT_DEFINITIONS | {"errorEventDefinition", _ESCALATION, COMPENSATE}
     )
+    form_key: str | None = None
+    form_ref: dict[str, str] = {}
+    fields: tuple[n.FormFieldSpec, ...] = ()
+    if defs:
+        _common(el, ctx)
+    else:  # a none start event may have a start form
+        ext = read_extensions(el, ctx, ZEEBE_FORM_USES | FORM_DATA_USES)
+        warn_attributes(el, ctx, FORM_USES)
+        form_key, form_ref = form_settings(el, ctx, ext)
+        fields = form_fields(el, ctx, ext)
     interrupting = (el.get("isInterrupting") or "true").strip().lower() != "false"
     if len(ctx.problems) > before:
         # Reported (a conditional start...): still a start event, blamed for nothing else.
         ctx.placeholders.add(node_id)
     if not defs:
-        return n.StartEvent(node_id, name, line)
+        return n.StartEvent(
+            node_id, name, line, form_key=form_key, form_ref=form_ref, form_fields=fields
+        )
     if is_event(defs[0]):
         ref = event_ref(defs[0], el, ctx)
         if ref is None:

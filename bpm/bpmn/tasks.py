@@ -165,7 +165,7 @@ def parse_user(el: Element, ctx: Context) -> n.Node:
     """``userTask`` with its assignee, candidates, dates, priority and form."""
     event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    ext = read_extensions(el, ctx, usertasks.ZEEBE_USES | IO_USES)
+    ext = read_extensions(el, ctx, usertasks.ZEEBE_USES | usertasks.FORM_DATA_USES | IO_USES)
     warn_attributes(el, ctx, usertasks.USES)
     return n.UserTask(
         node_id,

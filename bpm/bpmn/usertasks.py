@@ -13,10 +13,20 @@ from xml.etree.ElementTree import Element
 
 from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
-from bpm.bpmn.namespaces import java_engine, local
+from bpm.bpmn.namespaces import java_engine, local, split
+from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 
-__all__ = ["USES", "ZEEBE_USES", "user_settings"]
+__all__ = [
+    "FORM_DATA_USES",
+    "FORM_USES",
+    "USES",
+    "ZEEBE_FORM_USES",
+    "ZEEBE_USES",
+    "form_fields",
+    "form_settings",
+    "user_settings",
+]
 
 USES = frozenset(
     {
@@ -114,6 +124,146 @@ def _check_date(value: str | None, what: str, el: Element, ctx: Context) -> str 
     return value
 
 
+#: The form settings a none start event honours (Camunda's start forms).
+FORM_USES = frozenset({"formKey", "formRef", "formRefBinding", "formRefVersion"})
+ZEEBE_FORM_USES = frozenset({"formDefinition"})
+#: Extension elements of generated forms (Camunda's formData, Activiti/Flowable's
+#: formProperty).
+FORM_DATA_USES = frozenset({"formData", "formProperty"})
+FIELD_TYPES = frozenset({"string", "long", "boolean", "date", "enum"})
+CONSTRAINTS = frozenset({"required", "min", "max", "minlength", "maxlength", "readonly"})
+
+
+def _name(el: Element) -> str:
+    """The local name of an extension element, whatever its namespace."""
+    return split(el.tag)[1]
+
+
+def _field_type(kind: str | None, el: Element, ctx: Context, field_id: str) -> str:
+    kind = (kind or "string").strip() or "string"
+    if kind == "int" or kind == "integer" or kind == "double" or kind == "number":
+        return "long" if kind in ("int", "integer") else "double"
+    if kind not in FIELD_TYPES and kind != "double":
+        ctx.warn(
+            el,
+            el,
+            f"form field '{field_id}' has type '{kind}', which this engine reads as a string "
+            f"(types: {', '.join(sorted(FIELD_TYPES))})",
+        )
+        return "string"
+    return kind
+
+
+def _camunda_fields(form: Element, el: Element, ctx: Context) -> list[n.FormFieldSpec]:
+    out = []
+    for item in form:
+        if _name(item) != "formField":
+            continue
+        fid = (item.get("id") or "").strip()
+        if not fid:
+            ctx.report(el, "a camunda:formField needs an id (the variable it fills)")
+            continue
+        constraints: list[tuple[str, str | None]] = []
+        values: list[tuple[str, str]] = []
+        for child in item:
+            if _name(child) == "validation":
+                for c in child:
+                    name = (c.get("name") or "").strip()
+                    if _name(c) != "constraint" or not name:
+                        continue
+                    if name not in CONSTRAINTS:
+                        ctx.warn(el, el, f"form field '{fid}': constraint '{name}' is not checked")
+                        continue
+                    constraints.append((name, c.get("config")))
+            elif _name(child) == "value" and child.get("id"):
+                values.append((str(child.get("id")), str(child.get("name") or child.get("id"))))
+        out.append(
+            n.FormFieldSpec(
+                id=fid,
+                type=_field_type(item.get("type"), el, ctx, fid),
+                label=item.get("label"),
+                default=item.get("defaultValue"),
+                date_pattern=item.get("datePattern"),
+                constraints=tuple(constraints),
+                values=tuple(values),
+            )
+        )
+    return out
+
+
+def _flowable_fields(props: list[Element], el: Element, ctx: Context) -> list[n.FormFieldSpec]:
+    out = []
+    for item in props:
+        fid = (item.get("id") or "").strip()
+        if not fid:
+            ctx.report(el, "a formProperty needs an id (the variable it fills)")
+            continue
+        constraints: list[tuple[str, str | None]] = []
+        if (item.get("required") or "").strip().lower() == "true":
+            constraints.append(("required", None))
+        if (item.get("writable") or "").strip().lower() == "false":
+            constraints.append(("readonly", None))
+        values = [
+            (str(v.get("id")), str(v.get("name") or v.get("id")))
+            for v in item
+            if _name(v) == "value" and v.get("id")
+        ]
+        out.append(
+            n.FormFieldSpec(
+                id=item.get("variable") or fid,
+                type=_field_type(item.get("type"), el, ctx, fid),
+                label=item.get("name"),
+                default=item.get("default"),
+                date_pattern=item.get("datePattern"),
+                constraints=tuple(constraints),
+                values=tuple(values),
+            )
+        )
+    return out
+
+
+def form_fields(el: Element, ctx: Context, ext: Extensions) -> tuple[n.FormFieldSpec, ...]:
+    """The fields of a generated form: ``camunda:formData`` (or Activiti/Flowable
+    ``formProperty`` elements)."""
+    fields: list[n.FormFieldSpec] = []
+    if "formData" in ext.java:
+        fields += _camunda_fields(ext.java["formData"], el, ctx)
+    fields += _flowable_fields(ext.java_all.get("formProperty", []), el, ctx)
+    seen: set[str] = set()
+    for f in fields:
+        if f.id in seen:
+            ctx.report(el, f"form field '{f.id}' appears twice: give each field its own id")
+        seen.add(f.id)
+    return tuple(fields)
+
+
+def form_settings(el: Element, ctx: Context, ext: Extensions) -> tuple[str | None, dict[str, str]]:
+    """The form of a user task or start event: ``camunda:formKey`` (or Zeebe's
+    ``formKey`` / ``externalReference``) and the Camunda Forms reference
+    (``camunda:formRef`` with its binding and version, or Zeebe's ``formId``)."""
+
+    def java(name: str) -> str | None:
+        found = java_engine(el, name)
+        return found[1] if found else None
+
+    form = ext.zeebe.get("formDefinition")
+    form_key = _value(java("formKey"), "formKey", el, ctx)
+    form_ref: dict[str, str] = {}
+    if java("formRef"):
+        form_ref = {"key": java("formRef") or "", "binding": java("formRefBinding") or "latest"}
+        if java("formRefVersion"):
+            form_ref["version"] = java("formRefVersion") or ""
+    if form is not None:
+        form_key = form_key or _value(
+            form.get("formKey") or form.get("externalReference"), "formKey", el, ctx
+        )
+        if form.get("formId"):
+            form_ref = {"key": form.get("formId", ""), "binding": form.get("bindingType", "latest")}
+            if form.get("versionTag"):
+                form_ref["version"] = form.get("versionTag", "")
+    return form_key, form_ref
+
+
 def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
     """Keyword arguments for :class:`bpm.model.nodes.UserTask` beyond id, name and line."""
 
@@ -124,7 +274,6 @@ def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
     zeebe = {name: item for name, item in ext.zeebe.items()}
     assign = zeebe.get("assignmentDefinition")
     schedule = zeebe.get("taskSchedule")
-    form = zeebe.get("formDefinition")
     performers = _formal(el, "humanPerformer") + _formal(el, "performer")
     assignee = _value(
         java("assignee")
@@ -162,20 +311,7 @@ def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
     ):
         ctx.report(el, f"priority '{priority}' must be a whole number or ${{variable}}")
         priority = None
-    form_key = _value(java("formKey"), "formKey", el, ctx)
-    form_ref: dict[str, str] = {}
-    if java("formRef"):
-        form_ref = {"key": java("formRef") or "", "binding": java("formRefBinding") or "latest"}
-        if java("formRefVersion"):
-            form_ref["version"] = java("formRefVersion") or ""
-    if form is not None:
-        form_key = form_key or _value(
-            form.get("formKey") or form.get("externalReference"), "formKey", el, ctx
-        )
-        if form.get("formId"):
-            form_ref = {"key": form.get("formId", ""), "binding": form.get("bindingType", "latest")}
-            if form.get("versionTag"):
-                form_ref["version"] = form.get("versionTag", "")
+    form_key, form_ref = form_settings(el, ctx, ext)
     return {
         "assignee": assignee,
         "candidate_users": tuple(dict.fromkeys(users)),
@@ -187,4 +323,5 @@ def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
         "priority": priority,
         "form_key": form_key,
         "form_ref": form_ref,
+        "form_fields": form_fields(el, ctx, ext),
     }

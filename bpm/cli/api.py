@@ -114,7 +114,8 @@ def external_worker(
     module: Annotated[str, typer.Argument(help="Module that defines an ExternalWorker.")],
 ) -> None:
     """Import MODULE and run the ExternalWorker it defines (``worker = ExternalWorker(...)``)
-    until SIGTERM / Ctrl-C: stop fetching, finish the tasks in flight, exit."""
+    until SIGTERM / Ctrl-C: stop fetching, finish the tasks in flight, exit. Exits 1 when
+    the engine refuses the worker for good (a wrong key, topics not allowed, a wrong URL)."""
     with user_errors():
         sys.path.insert(0, os.getcwd())
         try:
@@ -125,7 +126,12 @@ def external_worker(
         worker = _find_worker(mod)
         if worker is None:
             fail(f"module '{module}' defines no ExternalWorker (e.g. worker = ExternalWorker(...))")
-    worker.run()
+    from bpm.worker import WorkerRefused
+
+    try:
+        worker.run()
+    except WorkerRefused:
+        raise typer.Exit(1) from None  # the worker logged what to fix
 
 
 def start_dev_api(engine: Any, *, port: int = 8080) -> threading.Thread:

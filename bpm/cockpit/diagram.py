@@ -10,7 +10,7 @@ from xml.etree.ElementTree import Element, SubElement, register_namespace, tostr
 
 from defusedxml import ElementTree as SafeET
 
-from bpm.cockpit.layout import Layout, layout
+from bpm.cockpit.layout import Box, Layout, flow_label, layout
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 
@@ -181,8 +181,8 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
         _node_element(process, node)
     for flow in model.flows:
         attrs = {"id": flow.id, "sourceRef": flow.source, "targetRef": flow.target}
-        if flow.name:
-            attrs["name"] = flow.name
+        if flow_label(flow):  # drawn as its label: the name, else the condition
+            attrs["name"] = flow_label(flow)
         el = SubElement(process, _q(BPMN, "sequenceFlow"), attrs)
         if flow.condition:
             cond = SubElement(
@@ -207,19 +207,22 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
         if isinstance(model.nodes[node_id], n.ExclusiveGateway):
             attrs["isMarkerVisible"] = "true"
         shape = SubElement(plane, _q(BPMNDI, "BPMNShape"), attrs)
-        SubElement(
-            shape,
-            _q(DC, "Bounds"),
-            {"x": _num(box.x), "y": _num(box.y), "width": _num(box.w), "height": _num(box.h)},
-        )
+        _bounds(shape, box)
     for flow_id, points in placed.edges.items():
         edge = SubElement(
             plane, _q(BPMNDI, "BPMNEdge"), {"id": f"{flow_id}_di", "bpmnElement": flow_id}
         )
         for x, y in points:
             SubElement(edge, _q(DI, "waypoint"), {"x": _num(x), "y": _num(y)})
+        if flow_id in placed.labels:
+            _bounds(SubElement(edge, _q(BPMNDI, "BPMNLabel")), placed.labels[flow_id])
     text: str = tostring(root, encoding="unicode", xml_declaration=False)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + text
+
+
+def _bounds(parent: Element, box: Box) -> None:
+    attrs = {"x": _num(box.x), "y": _num(box.y), "width": _num(box.w), "height": _num(box.h)}
+    SubElement(parent, _q(DC, "Bounds"), attrs)
 
 
 def _num(value: float) -> str:

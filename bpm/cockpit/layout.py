@@ -12,13 +12,17 @@ A layered (Sugiyama-style) layout, small and deterministic:
    and a minimum gap; edges are orthogonal polylines.
 
 Boundary events sit on the bottom edge of their activity; their outgoing flows are laid out
-as if they left the activity. Pure: a :class:`ProcessModel` in, boxes and points out.
+as if they left the activity. A flow's label (its name, else its condition) sits above the
+first stretch after the flow leaves its source's column, where no sibling flow runs; the gap
+after a column widens to hold its labels. Pure: a :class:`ProcessModel` in, boxes and points
+out.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 from bpm.model import nodes as n
@@ -30,6 +34,10 @@ MARGIN = 40.0
 COLUMN_GAP = 70.0
 ROW_GAP = 40.0
 SWEEPS = 6
+# bpmn-js draws labels in an 11 px font: about 6.5 px a character, 14 px a line.
+LABEL_CHAR = 6.5
+LABEL_LINE = 14.0
+LABEL_MAX_WIDTH = 150.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,20 @@ class Layout:
     edges: dict[str, tuple[Point, ...]]
     width: float
     height: float
+    labels: dict[str, Box] = field(default_factory=dict)  # flow id -> its label's box
+
+
+def flow_label(flow: n.Flow) -> str:
+    """What a flow says on the diagram: its name, else its condition (Camunda Modeler
+    users name a flow after its condition). The default flow's slash comes from its
+    gateway's ``default``."""
+    return flow.name or flow.condition or ""
+
+
+def label_size(text: str) -> tuple[float, float]:
+    """Width and height of a label, wrapped at :data:`LABEL_MAX_WIDTH`."""
+    width = LABEL_CHAR * len(text) + 8.0
+    return min(width, LABEL_MAX_WIDTH), LABEL_LINE * math.ceil(width / LABEL_MAX_WIDTH)
 
 
 def size_of(node: n.Node) -> tuple[float, float]:
@@ -236,11 +258,12 @@ def layout(model: ProcessModel) -> Layout:
     rows = _order(g, first_seen)
     ys = _place(model, g, rows)
     widths = [max((_heights(model, x)[0] for x in row), default=0.0) for row in rows]
+    gaps = _column_gaps(model, g, len(rows))
     lefts: list[float] = []
     x = MARGIN
-    for w in widths:
+    for w, gap in zip(widths, gaps, strict=True):
         lefts.append(x)
-        x += w + COLUMN_GAP
+        x += w + gap
     top = min((ys[v] - _heights(model, v)[1] / 2 for v in ys), default=0.0)
     dy = MARGIN + 20 - top
     centers: dict[str, Point] = {}
@@ -266,10 +289,48 @@ def layout(model: ProcessModel) -> Layout:
             edges[f.id] = _from_boundary(shapes[f.source], shapes[f.target])
         else:
             rows_y = [centers[x][1] for x in chain]
-            gaps = [lefts[g.layer[x]] + widths[g.layer[x]] + COLUMN_GAP / 2 for x in chain[:-1]]
-            edges[f.id] = _route(shapes[f.source], shapes[f.target], rows_y, gaps)
-    right = max((b.x + b.w for b in shapes.values()), default=0.0)
-    return Layout(shapes, edges, right + MARGIN, bottom + 25 * loops + MARGIN)
+            bends = [
+                lefts[g.layer[x]] + widths[g.layer[x]] + gaps[g.layer[x]] / 2 for x in chain[:-1]
+            ]
+            edges[f.id] = _route(shapes[f.source], shapes[f.target], rows_y, bends)
+    labels: dict[str, Box] = {}
+    for f in model.flows:
+        text = flow_label(f)
+        if text and len(edges[f.id]) >= 2:
+            chain = g.chains[f.id]
+            after = None
+            if f.id not in g.back and not isinstance(model.nodes[f.source], n.BoundaryEvent):
+                column = g.layer[chain[0]]
+                after = lefts[column] + widths[column] + gaps[column] / 2
+            labels[f.id] = _label_box(edges[f.id], after, text)
+    right = max((b.x + b.w for b in [*shapes.values(), *labels.values()]), default=0.0)
+    return Layout(shapes, edges, right + MARGIN, bottom + 25 * loops + MARGIN, labels)
+
+
+def _column_gaps(model: ProcessModel, g: _Graph, columns: int) -> list[float]:
+    """The gap after each column: wide enough for the labels of the flows leaving it (a
+    label sits in the half of the gap after the bend)."""
+    gaps = [COLUMN_GAP] * columns
+    for f in model.flows:
+        text = flow_label(f)
+        source = g.chains[f.id][0]
+        if text and f.id not in g.back and source in g.layer:
+            column = g.layer[source]
+            gaps[column] = max(gaps[column], 2 * (label_size(text)[0] + 12.0))
+    return gaps
+
+
+def _label_box(points: tuple[Point, ...], after: float | None, text: str) -> Box:
+    """Above the first horizontal stretch that reaches past ``after`` (the bend where the
+    flow leaves its source's column, so siblings' stubs and turns stay clear), from its
+    start; without ``after`` (loops, flows of boundary events), above the first one."""
+    w, h = label_size(text)
+    start = -math.inf if after is None else after
+    for (x0, y0), (x1, y1) in pairwise(points):
+        if abs(y0 - y1) < 0.01 and max(x0, x1) > start + 1.0:
+            return Box(max(min(x0, x1), start) + 6.0, y0 - h - 3.0, w, h)
+    (x0, y0), (x1, y1) = points[0], points[1]
+    return Box(max(x0, x1) + 5.0, (y0 + y1) / 2 - h / 2, w, h)
 
 
 def _attach_boundaries(model: ProcessModel, shapes: dict[str, Box]) -> None:

@@ -2,7 +2,7 @@
 
 ``pip install 'bpm-celery[prometheus]'`` (the ``api`` and ``celery`` extras include it).
 The API serves ``/metrics`` (:mod:`bpm.api.metrics`); Celery workers and beat serve it on
-``BPM_METRICS_PORT`` (:mod:`workers.metrics`). See ``docs/metrics.md`` for every metric
+``BPM_METRICS_PORT`` (:mod:`bpm.contrib.celery.metrics`). See ``docs/metrics.md`` for every metric
 and the scrape setup.
 
 Counters and histograms come from :class:`PrometheusObserver`, an observer of

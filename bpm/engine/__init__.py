@@ -10,6 +10,8 @@ from sqlalchemy import Engine as SAEngine
 
 from bpm.dispatch import Dispatcher, default_dispatcher
 from bpm.engine import definitions as _defs
+from bpm.engine import deployment_admin as _dep_admin
+from bpm.engine import deployments as _deployments
 from bpm.engine import execution as _exec
 from bpm.engine import external_reports as _reports
 from bpm.engine import external_tasks as _ext
@@ -29,7 +31,8 @@ from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats
-from bpm.engine.definitions import Deployment
+from bpm.engine.deployment_admin import DeploymentQuery
+from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
 from bpm.engine.messages import Correlation
@@ -44,6 +47,8 @@ from bpm.model.process import ProcessModel
 from bpm.recurrence import Schedule
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.records import (
+    DeploymentRecord,
+    DeploymentResource,
     ExternalTask,
     HistoryEvent,
     Incident,
@@ -59,6 +64,9 @@ __all__ = [
     "Completion",
     "Correlation",
     "Deployment",
+    "DeploymentQuery",
+    "DeploymentRecord",
+    "DeploymentResource",
     "Engine",
     "EngineConfig",
     "ExternalTask",
@@ -167,11 +175,69 @@ class Engine:
         the warnings."""
         return _defs.deploy(self.core, source, name=name, resource=resource)
 
-    def create_deployment(self, *sources: Any, name: str | None = None) -> Deployment:
-        """Deploy every executable process of every source in one transaction (all or
-        nothing). A source is what :meth:`deploy` takes, or a ``(resource name, source)``
-        pair; the :class:`Deployment` lists each definition and every warning."""
-        return _defs.create_deployment(self.core, sources, name=name)
+    def create_deployment(
+        self,
+        *sources: Any,
+        name: str | None = None,
+        source: str | None = None,
+        tenant_id: str | None = None,
+        duplicate_filtering: bool = False,
+        changed_only: bool = False,
+    ) -> Deployment:
+        """Deploy every resource of every source in one transaction (all or nothing).
+
+        A source is what :meth:`deploy` takes, or a ``(resource name, source)`` pair: BPMN
+        files become definitions, every other file (``.form``, ``.dmn``...) is kept as a
+        resource. ``source`` and ``tenant_id`` are labels (Camunda's deployment source and
+        tenant); ``duplicate_filtering`` and ``changed_only`` are Camunda's filters
+        (:mod:`bpm.engine.deployments`). The :class:`Deployment` lists each definition,
+        the resources and every warning."""
+        return _deployments.create_deployment(
+            self.core,
+            sources,
+            name=name,
+            source=source,
+            tenant_id=tenant_id,
+            duplicate_filtering=duplicate_filtering,
+            changed_only=changed_only,
+        )
+
+    def deployments(
+        self, query: DeploymentQuery | None = None, *, offset: int = 0, limit: int = 100
+    ) -> list[DeploymentRecord]:
+        """A page of deployments matching ``query`` (oldest first unless sorted)."""
+        return _dep_admin.deployments(
+            self.core, query or DeploymentQuery(), offset=offset, limit=limit
+        )
+
+    def count_deployments(self, query: DeploymentQuery | None = None) -> int:
+        return _dep_admin.count_deployments(self.core, query or DeploymentQuery())
+
+    def deployment(self, deployment_id: str) -> DeploymentRecord:
+        """One deployment; :class:`NotFound` when there is none with this id."""
+        return _dep_admin.deployment(self.core, deployment_id)
+
+    def deployment_definitions(self, deployment_id: str) -> list[ProcessDefinition]:
+        """The process definitions a deployment created."""
+        return _dep_admin.deployment_definitions(self.core, deployment_id)
+
+    def deployment_resources(self, deployment_id: str) -> list[DeploymentResource]:
+        """A deployment's resources (names and checksums, without their bytes)."""
+        return _dep_admin.resources(self.core, deployment_id)
+
+    def deployment_resource(self, deployment_id: str, resource_id: str) -> DeploymentResource:
+        """One resource of a deployment, with its bytes."""
+        return _dep_admin.resource(self.core, deployment_id, resource_id)
+
+    def deployment_resource_named(self, deployment_id: str, name: str) -> DeploymentResource | None:
+        """The resource called ``name`` in a deployment, with its bytes (None: none)."""
+        return _dep_admin.resource_named(self.core, deployment_id, name)
+
+    def delete_deployment(self, deployment_id: str, *, cascade: bool = False) -> None:
+        """Delete a deployment, its resources and definitions; refused while its
+        definitions have instances, unless ``cascade`` (then they are terminated and
+        deleted with their history)."""
+        _dep_admin.delete_deployment(self.core, deployment_id, cascade=cascade)
 
     def suspend_definition(self, key: str) -> list[ProcessDefinition]:
         """Suspend every version of ``key``: no new instances, timer starts paused."""
@@ -185,6 +251,14 @@ class Engine:
     def definition(self, key: str) -> ProcessDefinition:
         return _defs.latest(self.core, key)
 
+    def definition_by_id(self, definition_id: str) -> ProcessDefinition | None:
+        """One version of a process by its id (None: no such definition)."""
+        return _defs.by_id(self.core, definition_id)
+
+    def definition_source(self, definition_id: str) -> str | None:
+        """The BPMN XML of a definition ('' for builder models; None: no such one)."""
+        return _defs.source_of(self.core, definition_id)
+
     def definitions(self, key: str | None = None) -> list[ProcessDefinition]:
         return _defs.definitions(self.core, key)
 
@@ -192,6 +266,25 @@ class Engine:
         return _defs.model_of(self.core, definition_id)
 
     # -- instances ------------------------------------------------------------------------
+    def start_definition(
+        self,
+        definition_id: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        now: datetime | None = None,
+        start_event: str | None = None,
+    ) -> Instance:
+        """Start this version of a process (not necessarily the latest)."""
+        return _inst.start_definition(
+            self.core,
+            definition_id,
+            variables,
+            business_key=business_key,
+            now=now,
+            start_event=start_event,
+        )
+
     def start(
         self,
         key: str,

@@ -31,7 +31,7 @@ from bpm.engine.heartbeat import LeaseKeeper
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.unit import Unit, unit_of_work
-from bpm.errors import BpmError, BpmnError
+from bpm.errors import BpmError, BpmnError, StepFailed
 from bpm.handlers import TaskContext
 from bpm.model import nodes as n
 from bpm.observe import StepOutcome
@@ -73,6 +73,7 @@ class Outcome:
     seconds: float | None = None  # how long the handler ran
     locals: dict[str, Any] | None = None  # ctx.set_local(...)
     thrown: BpmnError | None = None  # the handler raised a BPMN error (not retried)
+    asked: StepFailed | None = None  # the handler said what comes next (StepFailed)
 
 
 def _inline(node: n.Node) -> n.ServiceTask | None:
@@ -164,6 +165,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         business_key=step.business_key,
         _extend=extend,
         script=getattr(step.node, "script", None),  # script tasks run as handlers
+        properties=step.node.properties,
     )
     started = time.perf_counter()
     if core.observers:
@@ -173,12 +175,13 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         result = spec.fn(ctx)
     except Exception as exc:  # a handler may raise anything: it is the user's code
         outcome = Outcome(
-            error=f"{type(exc).__name__}: {exc}",
+            error=exc.message if isinstance(exc, StepFailed) else f"{type(exc).__name__}: {exc}",
             details=traceback.format_exc(limit=20),
             finished_at=core.now(),
             error_code=_error_code(exc),
             seconds=_ran_for(core, started),
             thrown=exc if isinstance(exc, BpmnError) else None,
+            asked=exc if isinstance(exc, StepFailed) else None,
         )
     else:
         outcome = Outcome(
@@ -251,18 +254,21 @@ def _apply(
         walker.leave(current)
         return StepOutcome.COMPLETED
     policy = policy_for(step.node, unit.core.registry.find(step.node.handler or ""))
-    fail_attempt(
-        walker,
-        current,
-        policy,
-        Failure(
-            error=error,
-            failed_at=outcome.finished_at or unit.now,
-            details=details,
-            error_code=code,
-        ),
+    asked = outcome.asked if error == outcome.error else None
+    failure = Failure(
+        error=error,
+        failed_at=outcome.finished_at or unit.now,
+        details=details,
+        error_code=code,
+        final=asked is not None and not asked.retry,
+        delay=asked.delay if asked else None,
+        max_attempts=asked.max_attempts if asked else None,
     )
-    return StepOutcome.RETRIED if policy.has_attempt_after(current.attempt) else StepOutcome.FAILED
+    fail_attempt(walker, current, policy, failure)
+    if failure.max_attempts is not None:
+        policy = replace(policy, max_attempts=failure.max_attempts)
+    retried = not failure.final and policy.has_attempt_after(current.attempt)
+    return StepOutcome.RETRIED if retried else StepOutcome.FAILED
 
 
 def _throw_bpmn_error(

@@ -69,6 +69,32 @@ def start(
     return work.instance
 
 
+def start_definition(
+    core: EngineCore,
+    definition_id: str,
+    variables: dict[str, Any] | None = None,
+    *,
+    business_key: str | None = None,
+    now: datetime | None = None,
+    start_event: str | None = None,
+) -> Instance:
+    """Start this version of a process (Camunda's ``/process-definition/{id}/start``)."""
+    cfg = core.config
+    clean = check_variables(
+        variables,
+        cfg.max_variable_bytes,
+        min(cfg.max_update_bytes, cfg.max_instance_variable_bytes),
+    )
+    with unit_of_work(core, now) as unit:
+        definition = defs_store.by_id(unit.conn, definition_id)
+        if definition is None:
+            raise NotFound(f"no process definition with id '{definition_id}' is deployed")
+        work = begin_instance(
+            unit, definition, clean, business_key=business_key, start_event=start_event
+        )
+    return work.instance
+
+
 def begin_instance(
     unit: Unit,
     definition: ProcessDefinition,

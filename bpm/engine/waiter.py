@@ -8,7 +8,7 @@ notifies the waiters (PostgreSQL ``NOTIFY``), which look again at once. Firing i
 :meth:`Engine.fire_due_timers`: ``SKIP LOCKED`` and the re-check under the instance lock, so
 two waiters (two beats), or a waiter and a poller, never fire one timer twice.
 
-Celery beat runs one in a thread (:mod:`beat.waiter`), ``bpm timers`` runs one in the
+Celery beat runs one in a thread (:mod:`bpm.contrib.celery.waiter`), ``bpm timers`` runs one in the
 foreground.
 """
 

@@ -35,6 +35,35 @@ class Node:
 
 
 @dataclass(frozen=True)
+class FormFieldSpec:
+    """One field of a generated form (``camunda:formField``, Flowable's
+    ``formProperty``): its variable ``id``, ``type`` (``string``, ``long``, ``boolean``,
+    ``date``, ``enum``), ``constraints`` as (name, config) pairs (``required``, ``min``,
+    ``max``, ``minlength``, ``maxlength``, ``readonly``) and ``values`` (id, name) of an
+    enum. Texts as written in the model; ``${name}`` defaults read a variable."""
+
+    id: str
+    type: str = "string"
+    label: str | None = None
+    default: str | None = None
+    date_pattern: str | None = None
+    constraints: tuple[tuple[str, str | None], ...] = ()
+    values: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FormFieldSpec:
+        return cls(
+            id=data["id"],
+            type=data.get("type", "string"),
+            label=data.get("label"),
+            default=data.get("default"),
+            date_pattern=data.get("date_pattern"),
+            constraints=tuple((c[0], c[1]) for c in data.get("constraints", ())),
+            values=tuple((v[0], v[1]) for v in data.get("values", ())),
+        )
+
+
+@dataclass(frozen=True)
 class StartEvent(Node):
     """Where an instance (or a sub-process) starts. A ``timer`` start event of the process
     also starts instances on a schedule (beat); without one it is a none start event.
@@ -60,6 +89,12 @@ class StartEvent(Node):
     compensation_start: bool = field(default=False, metadata=SPARSE)
     """Starts a compensation event sub-process: it runs when its sub-process is
     compensated, instead of compensating the activities inside it."""
+    form_key: str | None = field(default=None, metadata=SPARSE)
+    """The start form (``camunda:formKey``) of a process's none start event."""
+    form_ref: Mapping[str, str] = field(default_factory=dict, metadata=SPARSE)
+    """Its Camunda Forms reference: ``key``, ``binding``, ``version``."""
+    form_fields: tuple[FormFieldSpec, ...] = field(default=(), metadata=SPARSE)
+    """Its generated start form (``camunda:formData``)."""
 
     @property
     def is_trigger(self) -> bool:
@@ -193,6 +228,8 @@ class UserTask(Activity):
     priority: str | None = None
     form_key: str | None = None
     form_ref: Mapping[str, str] = field(default_factory=dict)  # key, binding, version
+    form_fields: tuple[FormFieldSpec, ...] = field(default=(), metadata=SPARSE)
+    """A generated form (``camunda:formData``): the fields, types and constraints."""
 
     @property
     def waits(self) -> bool:

@@ -338,6 +338,8 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
             value = n.MultiInstance(**value)
         elif f.name in _MAPPING_FIELDS:
             value = tuple(n.VariableMapping(**x) for x in value)
+        elif f.name == "form_fields":
+            value = tuple(n.FormFieldSpec.from_dict(x) for x in value)
         elif f.name == "binding":
             value = n.CallBinding(value)
         elif isinstance(value, list):

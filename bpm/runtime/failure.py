@@ -8,7 +8,7 @@ Camunda), and both end up in :func:`exhausted` when no attempt is left.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,6 +40,11 @@ class Failure:
     failed_at: datetime
     details: str | None = None
     error_code: str | None = None  # a BPMN error code an error boundary may catch
+    # What the handler asked for (bpm.errors.StepFailed): no further attempt, the next
+    # one after this delay instead of the policy's, this many attempts in all.
+    final: bool = False
+    delay: timedelta | None = None
+    max_attempts: int | None = None
 
 
 def fail_attempt(walker: Walker, tok: Token, policy: RetryPolicy, failure: Failure) -> None:
@@ -55,10 +60,15 @@ def fail_attempt(walker: Walker, tok: Token, policy: RetryPolicy, failure: Failu
         node_id=tok.node_id,
         payload={"attempt": tok.attempt, "error": failure.error, "details": failure.details},
     )
-    if not policy.has_attempt_after(tok.attempt):
+    if failure.max_attempts is not None:
+        policy = replace(policy, max_attempts=failure.max_attempts)
+    if failure.final or not policy.has_attempt_after(tok.attempt):
         exhausted(walker, tok, policy.on_exhausted, failure, attempts=tok.attempt)
         return
-    delay = policy.delay(tok.attempt, w.instance.id, tok.node_id)
+    if failure.delay is not None:
+        delay = failure.delay
+    else:
+        delay = policy.delay(tok.attempt, w.instance.id, tok.node_id)
     if delay <= timedelta(0):
         w.transition(
             tok.id,

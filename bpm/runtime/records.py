@@ -166,6 +166,34 @@ class ProcessDefinition:
     deployment_id: str | None = None
     version_tag: str | None = None
     suspended: bool = False
+    tenant_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DeploymentRecord:
+    """A stored deployment: what was deployed together, when, from where."""
+
+    TABLE: ClassVar[str] = "deployment"
+
+    id: str
+    created_at: datetime
+    name: str | None = None
+    source: str | None = None
+    """Camunda's ``deployment-source``: who deployed (``Camunda Modeler``...)."""
+    tenant_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DeploymentResource:
+    """One file of a deployment, kept as it was given (``data`` None when not read)."""
+
+    TABLE: ClassVar[str] = "deployment_resource"
+
+    id: str
+    deployment_id: str
+    name: str
+    checksum: str
+    data: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
@@ -86,14 +85,6 @@ def next_version(conn: Connection, key: str) -> int:
         select(func.max(t.process_definition.c.version)).where(t.process_definition.c.key == key)
     ).scalar_one_or_none()
     return int(current or 0) + 1
-
-
-def insert_deployment(
-    conn: Connection, deployment_id: str, name: str | None, source: str | None, now: datetime
-) -> None:
-    conn.execute(
-        insert(t.deployment).values(id=deployment_id, name=name, source=source, created_at=now)
-    )
 
 
 def insert_definition(conn: Connection, **values: Any) -> None:

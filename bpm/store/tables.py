@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -59,8 +60,22 @@ deployment = Table(
     metadata,
     Column("id", String(64), primary_key=True),
     Column("name", String(255)),
-    Column("source", String(255)),
+    Column("source", String(255)),  # Camunda's deployment-source ("Camunda Modeler")
     Column("created_at", UTCDateTime, nullable=False),
+    Column("tenant_id", String(64)),  # a name, for filtering
+    Index("ix_deployment_name", "name"),
+)
+
+deployment_resource = Table(  # every file of a deployment, as it was uploaded
+    "deployment_resource",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("deployment_id", String(64), ForeignKey("deployment.id"), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Column("checksum", String(64), nullable=False),  # SHA-256 of data, hex
+    UniqueConstraint("deployment_id", "name", name="uq_deployment_resource_name"),
+    Index("ix_deployment_resource_name", "name"),
 )
 
 process_definition = Table(
@@ -79,6 +94,7 @@ process_definition = Table(
     Column("created_at", UTCDateTime, nullable=False),
     # Suspended definitions start no instances and their timer start events pause.
     Column("suspended", Boolean, nullable=False, server_default=false()),
+    Column("tenant_id", String(64)),  # the deployment's
     UniqueConstraint("key", "version", name="uq_process_definition_key_version"),
 )
 
@@ -435,5 +451,6 @@ worker_binding = Table(  # which API key a worker id belongs to (docs/rest-api.m
 TABLES_IN_DROP_ORDER = (
     worker_binding, history, message_buffer, event_subscription, incident, user_task,
     external_task, timer, compensable, scope, token,
-    process_instance, schedule_fire, timer_schedule, process_definition, deployment,
+    process_instance, schedule_fire, timer_schedule, process_definition, deployment_resource,
+    deployment,
 )  # fmt: skip

@@ -11,6 +11,6 @@
 from __future__ import annotations
 
 from bpm.worker.task import BpmnError, Task
-from bpm.worker.worker import ExternalWorker, Subscription
+from bpm.worker.worker import ExternalWorker, Subscription, WorkerRefused
 
-__all__ = ["BpmnError", "ExternalWorker", "Subscription", "Task"]
+__all__ = ["BpmnError", "ExternalWorker", "Subscription", "Task", "WorkerRefused"]

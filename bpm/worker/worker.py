@@ -7,6 +7,10 @@
 * complete / failure / bpmnError are retried with backoff on network errors and 5xx: the
   engine makes them idempotent for the worker that sent them.
 * SIGTERM / SIGINT: stop fetching, finish the tasks in flight, exit.
+* A fetch the engine refuses for good (a wrong key: 401; a key not allowed these topics: 403;
+  no REST API at the URL: 404; a request it cannot take: 400) stops the worker with one
+  ERROR line saying what to fix, and :meth:`ExternalWorker.run` raises
+  :class:`WorkerRefused`: the same request would be refused for ever.
 """
 
 from __future__ import annotations
@@ -28,9 +32,23 @@ from typing import Any
 
 import httpx
 
+from bpm.errors import BpmError
 from bpm.worker.task import BpmnError, Task, typed_variables
 
 log = logging.getLogger("bpm.worker")
+# Refusals that repeat for ever: the fetch request is the same every time. 408, 409, 425
+# and 429 pass with time, so they are retried like 5xx and network errors.
+_RETRIED_CLIENT_ERRORS = frozenset({408, 409, 425, 429})
+
+
+class WorkerRefused(BpmError):
+    """The engine refused this worker's fetch for good (credentials, topics, URL); the
+    worker stopped. The message says what to fix."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
 
 Handler = Callable[[Task], Mapping[str, Any] | None]
 
@@ -159,6 +177,7 @@ class ExternalWorker:
         self._slots = threading.Semaphore(self.concurrency)
         self._pool: ThreadPoolExecutor | None = None
         self._beats: _Heartbeats | None = None
+        self._refused: WorkerRefused | None = None
         self.completed = 0
         self.failed = 0
 
@@ -195,9 +214,24 @@ class ExternalWorker:
 
     # -- running --------------------------------------------------------------------------
     def run(self, *, install_signals: bool = True) -> None:
-        """Fetch and run tasks until :meth:`stop` (or SIGTERM / SIGINT)."""
+        """Fetch and run tasks until :meth:`stop` (or SIGTERM / SIGINT).
+
+        Logs one start line (worker id, topics, URL) on ``bpm.worker`` at INFO; when the
+        application set up no logging, the worker's lines go to stderr. Raises
+        :class:`WorkerRefused` after finishing the tasks in flight when the engine refuses
+        the fetch for good (wrong key, topics not allowed, wrong URL).
+        """
         if not self._subs:
             raise RuntimeError("no topic subscribed: use @worker.subscribe('topic')")
+        _ensure_log_output()
+        self._refused = None
+        log.info(
+            "worker %s fetching topics %s from %s (up to %d tasks at once)",
+            self.worker_id,
+            ", ".join(self._subs),
+            self.base_url,
+            self.concurrency,
+        )
         if install_signals and threading.current_thread() is threading.main_thread():
 
             def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -220,6 +254,9 @@ class ExternalWorker:
             self._pool.shutdown(wait=True)  # finish in flight
             self._beats.close()
             self._http.close()
+        if self._refused is not None:
+            raise self._refused
+        log.info("worker %s stopped", self.worker_id)
 
     def start_background(self) -> threading.Thread:
         """Run in a daemon thread (no signal handlers); stop with :meth:`stop`."""
@@ -258,12 +295,19 @@ class ExternalWorker:
                     "/external-task/fetchAndLock", json=self._fetch_body(free)
                 )
                 if resp.status_code != 200:
-                    raise _HttpRefused(resp)
+                    raise _Refusal(resp)
                 tasks = resp.json()
                 backoff = 0.5
-            except (httpx.HTTPError, _HttpRefused, ValueError) as exc:
+            except (httpx.HTTPError, _Refusal, ValueError) as exc:
                 for _ in range(free):
                     self._slots.release()
+                if isinstance(exc, _Refusal) and _for_good(exc.response):
+                    self._refused = WorkerRefused(
+                        _refusal_message(exc.response, self.base_url), exc.response.status_code
+                    )
+                    log.error("%s; the worker stops", self._refused)
+                    self._stop.set()
+                    return
                 log.warning("fetchAndLock failed (%s); retrying in %.1fs", _describe(exc), backoff)
                 self._stop.wait(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, 30.0)
@@ -401,9 +445,41 @@ class ExternalWorker:
             self._http.post(f"/external-task/{task_id}/unlock")
 
 
-class _HttpRefused(Exception):
+class _Refusal(Exception):
+    """A non-200 answer to fetchAndLock, carried to the loop's one error path."""
+
     def __init__(self, resp: httpx.Response) -> None:
         super().__init__(_describe(resp))
+        self.response = resp
+
+    def __str__(self) -> str:
+        return _describe(self.response)
+
+
+def _for_good(resp: httpx.Response) -> bool:
+    return 400 <= resp.status_code < 500 and resp.status_code not in _RETRIED_CLIENT_ERRORS
+
+
+def _refusal_message(resp: httpx.Response, base_url: str) -> str:
+    """What a permanent refusal of fetchAndLock means, and what to change."""
+    said = _describe(resp)
+    if resp.status_code == 401:
+        return (
+            f"{base_url} refused this worker's credentials ({said}): pass the api_key= "
+            "(or basic_auth=) of a key in the server's BPM_API_KEYS"
+        )
+    if resp.status_code == 403:
+        return (
+            f"{base_url} refused this worker ({said}): its key may not fetch these topics "
+            "(the topic list of its entry in BPM_API_KEYS), or its worker_id belongs to "
+            "another key"
+        )
+    if resp.status_code in (404, 405):
+        return (
+            f"no Camunda REST API at {base_url} ({said}): the URL ends in /engine-rest, "
+            "e.g. http://127.0.0.1:8080/engine-rest"
+        )
+    return f"{base_url} refused fetchAndLock ({said}): fix the worker's settings"
 
 
 def _describe(thing: httpx.Response | BaseException) -> str:
@@ -413,4 +489,22 @@ def _describe(thing: httpx.Response | BaseException) -> str:
         except Exception:
             message = thing.text[:200]
         return f"HTTP {thing.status_code}: {message}"
+    if isinstance(thing, _Refusal):
+        return str(thing)
+    if isinstance(thing, httpx.ConnectError):
+        return f"cannot connect: {thing}"
+    if isinstance(thing, httpx.TimeoutException):
+        return f"timed out: {thing}" if str(thing) else "timed out"
     return f"{type(thing).__name__}: {thing}"
+
+
+def _ensure_log_output() -> None:
+    """Give the worker's lines a place to go when the application set up no logging (a
+    plain ``python my_worker.py``): stderr, from INFO. Configured logging is left alone."""
+    if log.hasHandlers():
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    if log.level == logging.NOTSET:
+        log.setLevel(logging.INFO)

@@ -16,12 +16,15 @@ from tests.support import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = [sys.executable, "-m", "celery", "-A", "workers.app"]
+APP = "workers.app"
 
 
 class CeleryProcess:
     """One ``celery`` command in its own process group, logging to a file."""
 
-    def __init__(self, args: list[str], env: Mapping[str, str], log_path: Path) -> None:
+    def __init__(
+        self, args: list[str], env: Mapping[str, str], log_path: Path, *, app: str = APP
+    ) -> None:
         self.log_path = log_path
         self._terminated = False
         # The repository first; an example project may add its own folder after it.
@@ -29,7 +32,7 @@ class CeleryProcess:
         full_env = {**os.environ, **env, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
         with open(log_path, "wb") as log:  # the process has its own copy of the descriptor
             self.proc = subprocess.Popen(
-                [*CELERY, *args],
+                [sys.executable, "-m", "celery", "-A", app, *args],
                 cwd=ROOT,
                 env=full_env,
                 stdout=log,
@@ -85,10 +88,15 @@ def stop_all(procs: list[CeleryProcess]) -> None:
 
 
 def start_worker(
-    env: Mapping[str, str], queue: str, log_dir: Path, *, children: int = 1
+    env: Mapping[str, str],
+    queue: str | None,
+    log_dir: Path,
+    *,
+    children: int = 1,
+    app: str = APP,
 ) -> CeleryProcess:
-    """A prefork worker with ``children`` children (one by default), consuming only
-    ``queue``; returns once it is ready."""
+    """A prefork worker of ``app`` with ``children`` children (one by default), consuming
+    only ``queue`` (None: the app's queues, no ``-Q``); returns once it is ready."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     worker = CeleryProcess(
         [
@@ -97,8 +105,7 @@ def start_worker(
             "prefork",
             "-c",
             str(children),
-            "-Q",
-            queue,
+            *(["-Q", queue] if queue else []),
             "-n",
             f"{name}@%h",
             "-l",
@@ -109,12 +116,13 @@ def start_worker(
         ],
         env,
         log_dir / f"{name}.log",
+        app=app,
     )
     worker.wait_for_log(r"ready\.")
     return worker
 
 
-def start_beat(env: Mapping[str, str], log_dir: Path) -> CeleryProcess:
+def start_beat(env: Mapping[str, str], log_dir: Path, *, app: str = APP) -> CeleryProcess:
     name = f"beat-{uuid.uuid4().hex[:8]}"
     beat = CeleryProcess(
         [
@@ -128,6 +136,7 @@ def start_beat(env: Mapping[str, str], log_dir: Path) -> CeleryProcess:
         ],
         env,
         log_dir / f"{name}.log",
+        app=app,
     )
     beat.wait_for_log(r"beat: Starting")
     return beat

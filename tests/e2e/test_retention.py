@@ -99,8 +99,8 @@ def test_two_purges_at_once_delete_each_instance_once(local_engine: Engine) -> N
 
 
 def test_beat_schedule_reads_intervals_and_retention(monkeypatch: pytest.MonkeyPatch) -> None:
-    from beat.schedule import beat_schedule
-    from beat.tasks import retention
+    from bpm.contrib.celery.beat_tasks import retention
+    from bpm.contrib.celery.schedule import beat_schedule
 
     sched = beat_schedule({"BPM_BEAT_REDISPATCH_SECONDS": "2", "BPM_BEAT_PURGE_SECONDS": "0"})
     assert sched["bpm.redispatch_stale_ready"]["schedule"] == timedelta(seconds=2)

@@ -37,11 +37,16 @@ def test_a_good_worker_still_starts(worker_env: dict[str, str], queue: str, tmp_
         worker.stop()
 
 
-def test_task_modules_do_not_import_the_app() -> None:
-    """The task modules are found through ``include=``: importing them alone loads no app."""
+def test_the_engine_package_registers_nothing_by_import() -> None:
+    """Importing :mod:`bpm.contrib.celery` loads neither ``workers`` nor ``beat`` and puts no
+    ``bpm.*`` task on any app: only ``install(app, ...)`` does, on that app."""
     code = (
-        "import sys, workers.tasks, beat.tasks\n"
-        "assert 'workers.app' not in sys.modules, sorted(m for m in sys.modules if 'work' in m)\n"
+        "import sys, celery, bpm.contrib.celery\n"
+        "from celery import Celery\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('workers', 'beat')]\n"
+        "other = Celery('other', set_as_current=False)\n"
+        "names = set(celery.current_app.tasks) | set(other.tasks)\n"
+        "assert not [n for n in names if n.startswith('bpm.')], names\n"
         "print('ok')"
     )
     out = subprocess.run(

@@ -9,7 +9,7 @@ their sum. Beat serves its own (the timer waiter runs in it). See ``docs/metrics
 ``BPM_LOG_FORMAT=json``: Celery's log handlers write JSON lines, and every step outcome
 is logged (:mod:`bpm.structured_logs`).
 
-:func:`prepare` runs in :func:`workers.app.create_app`, before the handler modules are
+:func:`prepare` runs in :func:`bpm.contrib.celery.install`, before the handler modules are
 imported: whatever imports prometheus-client first decides its mode.
 """
 
@@ -21,8 +21,9 @@ from typing import Any
 from celery.signals import after_setup_logger, after_setup_task_logger, beat_init, worker_ready
 
 from bpm import structured_logs
+from bpm.contrib.celery.runtime import ATTRIBUTE, Installation
+from bpm.contrib.celery.settings import WorkerSettings
 from bpm.contrib.prometheus_dir import ensure_multiprocess_dir
-from workers.settings import WorkerSettings
 
 log = logging.getLogger("bpm.metrics")
 
@@ -44,11 +45,11 @@ def prepare(settings: WorkerSettings) -> None:
 
 def _serve(sender: Any = None, **_: Any) -> None:
     from bpm.contrib import prometheus
-    from workers.runtime import settings_of
 
-    if sender is None:
-        return
-    settings = settings_of(sender.app)
+    installation = getattr(getattr(sender, "app", None), ATTRIBUTE, None)
+    if not isinstance(installation, Installation):
+        return  # another app of this process, not installed
+    settings = installation.settings
     if settings.metrics_port is None:
         return
     try:

@@ -1,8 +1,8 @@
-"""The periodic tasks. Each is thin, idempotent and safe to run twice at once.
+"""The periodic sweeps beat sends. Each is thin, idempotent and safe to run twice at once.
 
 Safety under concurrency comes from the engine: every operation re-checks its rows under the
 instance lock (or skips rows another sweeper holds with ``SKIP LOCKED``), so two copies of a
-task split or repeat work without applying anything twice.
+sweep split or repeat work without applying anything twice.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import timedelta
+from typing import Any
 
-from celery import Task, shared_task
+from celery import Task
 
-from workers.runtime import engine_for
-from workers.settings import env_number
-from workers.unreachable import backing_off
+from bpm.contrib.celery.settings import env_number
+from bpm.contrib.celery.unreachable import backing_off
+from bpm.engine import Engine
 
 # Stop a sweep after this many full batches; the next tick carries on. Keeps a task short.
 MAX_BATCHES = 20
@@ -29,7 +30,8 @@ def sweep(step: Callable[..., int], batch: int, task: Task | None = None) -> int
     """Call ``step(limit=batch)`` until a batch comes back short (or MAX_BATCHES ran).
 
     ``task``: a worker that cannot reach the database leaves the next ticks to the others
-    (:mod:`workers.unreachable`); the tick itself is not repeated, the next one comes."""
+    (:mod:`bpm.contrib.celery.unreachable`); the tick itself is not repeated, the next one
+    comes."""
     total = 0
     with backing_off(task, publish_again=False) if task else nullcontext():
         for _ in range(MAX_BATCHES):
@@ -40,36 +42,31 @@ def sweep(step: Callable[..., int], batch: int, task: Task | None = None) -> int
     return total
 
 
-@shared_task(name="bpm.fire_due_timers", bind=True)
-def fire_due_timers(self: Task) -> int:  # type: ignore[type-arg]
+def fire_due_timers(engine: Engine, task: Task | None = None) -> int:  # type: ignore[type-arg]
     """Fire every due timer (claimed with SKIP LOCKED, fired and applied in one
     transaction per batch); returns how many fired. Two beats at once fire each once."""
-    return sweep(engine_for(self.app).fire_due_timers, TIMER_BATCH, self)
+    return sweep(engine.fire_due_timers, TIMER_BATCH, task)
 
 
-@shared_task(name="bpm.fire_timer_starts", bind=True)
-def fire_timer_starts(self: Task) -> int:  # type: ignore[type-arg]
+def fire_timer_starts(engine: Engine, task: Task | None = None) -> int:  # type: ignore[type-arg]
     """Start an instance for every due timer start event (each schedule locked with SKIP
     LOCKED, each due time recorded under a unique key); returns how many started. Two
     beats at once start each due time once. (The beat's timer waiter does this on time;
     this task is the optional sweep.)"""
-    return sweep(engine_for(self.app).fire_due_schedules, TIMER_START_BATCH, self)
+    return sweep(engine.fire_due_schedules, TIMER_START_BATCH, task)
 
 
-@shared_task(name="bpm.redispatch_stale_ready", bind=True)
-def redispatch_stale_ready(self: Task) -> int:  # type: ignore[type-arg]
+def redispatch_stale_ready(engine: Engine, task: Task | None = None) -> int:  # type: ignore[type-arg]
     """Publish again Ready steps whose publish was lost; returns how many."""
-    return sweep(engine_for(self.app).redispatch_stale_ready, REDISPATCH_BATCH, self)
+    return sweep(engine.redispatch_stale_ready, REDISPATCH_BATCH, task)
 
 
-@shared_task(name="bpm.reclaim_expired_locks", bind=True)
-def reclaim_expired_locks(self: Task) -> dict[str, int]:  # type: ignore[type-arg]
+def reclaim_expired_locks(engine: Engine, task: Task | None = None) -> dict[str, int]:  # type: ignore[type-arg]
     """Expired leases become failed attempts ("worker lost"); counts by kind of lock."""
-    engine = engine_for(self.app)
     return {
-        "token_leases": sweep(engine.reclaim_expired_leases, RECLAIM_BATCH, self),
+        "token_leases": sweep(engine.reclaim_expired_leases, RECLAIM_BATCH, task),
         # expired external-task locks go back to ready and wake pollers
-        "external_task_locks": sweep(engine.reclaim_expired_external_locks, RECLAIM_BATCH, self),
+        "external_task_locks": sweep(engine.reclaim_expired_external_locks, RECLAIM_BATCH, task),
     }
 
 
@@ -79,10 +76,19 @@ def retention() -> timedelta | None:
     return timedelta(days=days) if days > 0 else None
 
 
-@shared_task(name="bpm.purge_history", bind=True)
-def purge_history(self: Task) -> int:  # type: ignore[type-arg]
+def purge_history(engine: Engine, task: Task | None = None) -> int:  # type: ignore[type-arg]
     """Delete ended instances (and their history) older than the retention; returns how many."""
     keep = retention()
     if keep is None:
         return 0
-    return engine_for(self.app).purge_history(keep)
+    return engine.purge_history(keep)
+
+
+SWEEPS: dict[str, Callable[..., Any]] = {
+    "bpm.fire_due_timers": fire_due_timers,
+    "bpm.fire_timer_starts": fire_timer_starts,
+    "bpm.redispatch_stale_ready": redispatch_stale_ready,
+    "bpm.reclaim_expired_locks": reclaim_expired_locks,
+    "bpm.purge_history": purge_history,
+}
+"""The sweeps by task name (the names of the beat schedule in :mod:`.schedule`)."""

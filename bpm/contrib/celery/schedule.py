@@ -1,6 +1,7 @@
 """The beat schedule: one :class:`Periodic` per task, each interval overridable from the env.
 
-To add a periodic task, define it in :mod:`beat.tasks` and add one line to :data:`PERIODIC`.
+To add a periodic task, define it in :mod:`bpm.contrib.celery.beat_tasks` (one entry of its
+``SWEEPS``) and add one line to :data:`PERIODIC`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from workers.settings import env_number
+from bpm.contrib.celery.settings import env_number
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,8 @@ class CeleryPublisher:
         pool_limit: int = 4,
         clock: Callable[[], float] = time.monotonic,
         background: bool = False,
+        broker_use_ssl: Any = None,
+        transport_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.broker_url = broker_url
         self.queue = queue
@@ -101,7 +103,12 @@ class CeleryPublisher:
             broker_connection_retry=False,
             broker_connection_max_retries=0,
             broker_pool_limit=pool_limit,
-            broker_transport_options=_transport_options(broker_url, connect_timeout),
+            # the app's own options (Sentinel, SQS regions...), with our short timeouts on top
+            broker_transport_options={
+                **dict(transport_options or {}),
+                **_transport_options(broker_url, connect_timeout),
+            },
+            broker_use_ssl=broker_use_ssl,
             task_serializer="json",
             accept_content=["json"],
             task_publish_retry=False,
@@ -155,6 +162,28 @@ class CeleryPublisher:
             if found is None:
                 found = cls(broker_url, queue=queue, background=True)
                 cls._shared[(broker_url, queue)] = found
+                found.warm_up()
+            return found
+
+    @classmethod
+    def for_app(cls, app: Celery, *, queue: str = DEFAULT_QUEUE) -> CeleryPublisher:
+        """The shared publisher for ``app``'s broker: its URL, SSL and transport options
+        (read now: the app is configured by the time the engine first publishes)."""
+        conf = app.conf
+        url = str(conf.broker_write_url or conf.broker_url or "")
+        if not url:
+            url = "amqp://guest:guest@localhost:5672//"  # Celery's own default
+        with cls._shared_lock:
+            found = cls._shared.get((url, queue))
+            if found is None:
+                found = cls(
+                    url,
+                    queue=queue,
+                    background=True,
+                    broker_use_ssl=conf.broker_use_ssl,
+                    transport_options=conf.broker_transport_options,
+                )
+                cls._shared[(url, queue)] = found
                 found.warm_up()
             return found
 

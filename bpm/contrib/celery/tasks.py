@@ -1,0 +1,67 @@
+"""The engine's tasks, registered on an installed app: ``bpm.run_token`` and the sweeps.
+
+Only these tasks get what the engine needs: late acks and a requeue when the worker process
+dies (``acks_late``, ``reject_on_worker_lost``), JSON, no result, the engine's queue. The
+app's other tasks keep their own settings. Each task is thin: the engine (through the app's
+:class:`~bpm.contrib.celery.runtime.Installation`) decides everything, so a duplicated or
+redelivered message does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from celery import Celery, Task
+
+from bpm.contrib.celery import beat_tasks
+from bpm.contrib.celery.publisher import RUN_TOKEN
+from bpm.contrib.celery.runtime import Installation
+from bpm.contrib.celery.unreachable import backing_off
+
+ENGINE_TASK_OPTIONS: dict[str, Any] = {
+    "bind": True,
+    # A message is acknowledged only after the task returned, and a message whose worker
+    # process died is requeued: the database lease, not the broker, decides whether the
+    # redelivered message may still run anything.
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "serializer": "json",
+    # outcomes live in the database; a result backend would be overhead
+    "ignore_result": True,
+    # on this app only: a shared task would be added to every app of the process
+    "shared": False,
+}
+
+
+def register(installation: Installation) -> dict[str, Task]:  # type: ignore[type-arg]
+    """Register the engine's tasks on ``installation.app``; returns them by name."""
+    app: Celery = installation.app
+    options = {**ENGINE_TASK_OPTIONS, "queue": installation.queue}
+    tasks: dict[str, Task] = {}  # type: ignore[type-arg]
+
+    def add(name: str, fn: Callable[..., Any]) -> None:
+        decorate: Callable[[Callable[..., Any]], Task] = app.task(name=name, **options)  # type: ignore[type-arg]
+        tasks[name] = decorate(fn)
+
+    def run_token(self: Task, token_id: str) -> int:  # type: ignore[type-arg]
+        """Claim, run and finish ``token_id``; returns how many steps ran (0: claim lost).
+
+        A worker that cannot reach the database puts the message back for another
+        worker (:mod:`bpm.contrib.celery.unreachable`)."""
+        with backing_off(self, publish_again=True):
+            return installation.engine().run_token(token_id)
+
+    add(RUN_TOKEN, run_token)
+    for name, sweep in beat_tasks.SWEEPS.items():
+        add(name, _sweep_task(installation, sweep))
+    return tasks
+
+
+def _sweep_task(installation: Installation, sweep: Callable[..., Any]) -> Callable[..., Any]:
+    def task(self: Task) -> Any:  # type: ignore[type-arg]
+        return sweep(installation.engine(), self)
+
+    task.__doc__ = sweep.__doc__
+    task.__name__ = sweep.__name__
+    return task
