@@ -19,8 +19,8 @@ from datetime import timedelta
 import pytest
 import redis
 
-from beat.schedule import beat_schedule
 from bpm import Engine, EngineConfig, TokenState
+from bpm.contrib.celery.schedule import beat_schedule
 from tests.e2e.checks import assert_trail_consistent, events, token_at, wait_ended
 from tests.e2e.conftest import StartWorkers
 from tests.e2e.handlers import pid_key, runs_key
