@@ -5,6 +5,7 @@ process (``bench.order``); ``chord(group(item.s(i) for i in items), collected.s(
 parallel multi-instance over the items (``bench.scopes``). The app keeps
 Celery's default settings (early acks, prefetch 4): the fastest ordinary setup, so the
 comparison never flatters the engine. Worker: ``celery -A bench.canvas worker``.
+``python -m bench.canvas`` (``__main__.py``) is the durable chord against this one.
 """
 
 from __future__ import annotations
