@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from bpm.dmn.boxed import function_value
@@ -133,6 +134,7 @@ class DecisionModel:
         limits: Limits = DEFAULT_LIMITS,
         trace: bool = False,
         by_namespace: Mapping[str, Mapping[str, Any]] | None = None,
+        now: datetime | None = None,
     ) -> Evaluation:
         """Like :meth:`evaluate`, with every decision's value and (``trace``) table hits.
 
@@ -140,7 +142,7 @@ class DecisionModel:
         (``{namespace: {name: value}}``), whichever import path leads to them.
         """
         target = self.element(name)
-        run = Run(limits, f"decision {target.name!r}")
+        run = Run(limits, f"decision {target.name!r}", now)
         if trace:
             run.trace = []
         session = _Session(self, _inputs(inputs), run)

@@ -256,7 +256,9 @@ def evaluate_in(
 ) -> DecisionResult:
     """Evaluate on ``conn`` and append the history; FEEL errors raise (nothing written)."""
     model = MODELS.get(conn, definition)
-    evaluation = model.evaluate_detailed(definition.key, feel_inputs(variables), trace=True)
+    evaluation = model.evaluate_detailed(
+        definition.key, feel_inputs(variables), trace=True, now=now
+    )
     rules = model.rules_of(definition.key, evaluation)
     rows = _history(model, definition, evaluation, rules, now, caller or Caller())
     store.insert_instances(conn, rows)
