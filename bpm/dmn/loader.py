@@ -99,7 +99,11 @@ class _Linker:
             self._compile(element, names)
         source = self.main.root.attr("name")
         model = DecisionModel(
-            source, self.main.namespace, self.elements, self.main.resource or source
+            source,
+            self.main.namespace,
+            self.elements,
+            self.main.resource or source,
+            self.main.root.attr("id"),
         )
         model.problems = list(self.deferred or ())
         return model

@@ -31,6 +31,7 @@ from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats
+from bpm.engine.decisions import Decisions
 from bpm.engine.deployment_admin import DeploymentQuery
 from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion
@@ -137,6 +138,11 @@ class Engine:
     @dispatcher.setter
     def dispatcher(self, value: Dispatcher) -> None:
         self.core.dispatcher = value
+
+    @property
+    def decisions(self) -> Decisions:
+        """Deployed DMN decisions: definitions, evaluation, the decision history."""
+        return Decisions(self.core)
 
     @property
     def queries(self) -> Queries:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -278,12 +279,15 @@ BIG = "x" * (17 * 1024 * 1024)
         ("patch", "/external-task/{id}/complete", {}, 405),
     ],
 )
+@pytest.mark.xdist_group("rest-bad-input")  # one worker, one server for every case
 def test_bad_input_gets_a_camunda_error_and_changes_nothing(
-    api: Api, method: str, path: str, kwargs: dict[str, Any], status: int
+    module_api: Api, method: str, path: str, kwargs: dict[str, Any], status: int
 ) -> None:
-    api.deploy(one_task("bad", "bad"))
+    api = module_api
+    topic = f"bad-{uuid.uuid4().hex[:12]}"  # this case's own task on the shared server
+    api.deploy(one_task("bad", topic))
     iid = api.start("bad", {"amount": 1})
-    [task] = api.fetch("w1", "bad")
+    [task] = api.fetch("w1", topic)
     before = _snapshot(api, task["id"], iid)
     r = api.http.request(method.upper(), path.format(id=task["id"]), **kwargs)
     assert r.status_code == status, r.text
