@@ -291,6 +291,8 @@ class _Session:
             if len(args) != len(params):
                 return None
             given = {p: conform(a, p.type) for p, a in zip(params, args, strict=True)}
+            if any(v is None and a is not None for v, a in zip(given.values(), args, strict=True)):
+                return None  # an argument of the wrong type: the invocation is an error
             inner = _Session(model, {}, run, given)
             run.tick()
             run.enter()
@@ -299,7 +301,7 @@ class _Session:
             finally:
                 run.leave()
             if len(element.outputs) == 1:
-                return next(iter(values.values()))
-            return values
+                return conform(next(iter(values.values())), element.result_type)
+            return conform(values, element.result_type)
 
         return Function(element.name, names, call, tuple(p.type or types.ANY for p in params))
