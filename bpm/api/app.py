@@ -43,6 +43,7 @@ from bpm.api.routes_cockpit import pages as cockpit_pages
 from bpm.api.routes_cockpit import router as cockpit_router
 from bpm.api.routes_cockpit_actions import router as cockpit_actions
 from bpm.api.routes_cockpit_decisions import router as cockpit_decisions
+from bpm.api.routes_decision_history import router as decision_history_router
 from bpm.api.routes_decisions import router as decisions_router
 from bpm.api.routes_definitions import router as definitions_router
 from bpm.api.routes_deployments import router as deployments_router
@@ -255,6 +256,7 @@ def create_app(
     app.include_router(deployments_router, prefix=PREFIX)
     app.include_router(definitions_router, prefix=PREFIX)
     app.include_router(decisions_router, prefix=PREFIX)
+    app.include_router(decision_history_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
     app.include_router(messages_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from bpm.dmn.boxed import function_value
@@ -133,6 +134,7 @@ class DecisionModel:
         limits: Limits = DEFAULT_LIMITS,
         trace: bool = False,
         by_namespace: Mapping[str, Mapping[str, Any]] | None = None,
+        now: datetime | None = None,
     ) -> Evaluation:
         """Like :meth:`evaluate`, with every decision's value and (``trace``) table hits.
 
@@ -140,7 +142,7 @@ class DecisionModel:
         (``{namespace: {name: value}}``), whichever import path leads to them.
         """
         target = self.element(name)
-        run = Run(limits, f"decision {target.name!r}")
+        run = Run(limits, f"decision {target.name!r}", now)
         if trace:
             run.trace = []
         session = _Session(self, _inputs(inputs), run)
@@ -289,6 +291,8 @@ class _Session:
             if len(args) != len(params):
                 return None
             given = {p: conform(a, p.type) for p, a in zip(params, args, strict=True)}
+            if any(v is None and a is not None for v, a in zip(given.values(), args, strict=True)):
+                return None  # an argument of the wrong type: the invocation is an error
             inner = _Session(model, {}, run, given)
             run.tick()
             run.enter()
@@ -297,7 +301,7 @@ class _Session:
             finally:
                 run.leave()
             if len(element.outputs) == 1:
-                return next(iter(values.values()))
-            return values
+                return conform(next(iter(values.values())), element.result_type)
+            return conform(values, element.result_type)
 
         return Function(element.name, names, call, tuple(p.type or types.ANY for p in params))

@@ -22,17 +22,16 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
 
 from bpm import dmn
 from bpm.bpmn.xmlread import decode_xml
-from bpm.dmn.model import Element, Evaluation
 from bpm.dmn.results import map_result
-from bpm.dmn.tables import TableHit
 from bpm.engine.core import EngineCore
+from bpm.engine.decision_history import Caller, history_rows
 from bpm.errors import DeploymentError, NotFound
 from bpm.feel.jsonvalues import to_json
 from bpm.runtime.records import (
@@ -185,17 +184,6 @@ class DecisionResult:
     instance_id: str
 
 
-@dataclass(frozen=True)
-class Caller:
-    """Who evaluates, for the history: a business rule task of a process instance."""
-
-    process_definition_id: str | None = None
-    process_definition_key: str | None = None
-    process_instance_id: str | None = None
-    activity_id: str | None = None
-    tenant_id: str | None = None
-
-
 def find_definition(
     conn: Connection,
     *,
@@ -256,9 +244,11 @@ def evaluate_in(
 ) -> DecisionResult:
     """Evaluate on ``conn`` and append the history; FEEL errors raise (nothing written)."""
     model = MODELS.get(conn, definition)
-    evaluation = model.evaluate_detailed(definition.key, feel_inputs(variables), trace=True)
+    evaluation = model.evaluate_detailed(
+        definition.key, feel_inputs(variables), trace=True, now=now
+    )
     rules = model.rules_of(definition.key, evaluation)
-    rows = _history(model, definition, evaluation, rules, now, caller or Caller())
+    rows = history_rows(model, definition, evaluation, rules, now, caller or Caller())
     store.insert_instances(conn, rows)
     return DecisionResult(definition, rules, evaluation.value, rows[0].id)
 
@@ -275,95 +265,6 @@ def evaluate(
     with core.tx() as conn:
         definition = find_definition(conn, key=key, definition_id=definition_id, version=version)
         return evaluate_in(conn, definition, variables or {}, core.now())
-
-
-def _history(
-    model: dmn.DecisionModel,
-    definition: DecisionDefinition,
-    evaluation: Evaluation,
-    rules: list[dict[str, Any]],
-    now: dt.datetime,
-    caller: Caller,
-) -> list[DecisionInstance]:
-    root = _instance(definition.key, definition.name, definition, evaluation, now, caller, None)
-    root = _with_outputs(root, _find(model, definition.key), evaluation, rules)
-    rows = [root]
-    for element in model.decision_elements:
-        if element.id == definition.key or element.name not in evaluation.decisions:
-            continue
-        child = _instance(element.id, element.name, definition, evaluation, now, caller, root.id)
-        value = evaluation.decisions[element.name]
-        rows.append(_with_outputs(child, element, evaluation, [{element.name: value}]))
-    return rows
-
-
-def _find(model: dmn.DecisionModel, key: str) -> Element:
-    return model.element(key)
-
-
-def _instance(
-    key: str,
-    name: str | None,
-    definition: DecisionDefinition,
-    evaluation: Evaluation,
-    now: dt.datetime,
-    caller: Caller,
-    root_id: str | None,
-) -> DecisionInstance:
-    return DecisionInstance(
-        id=str(uuid.uuid4()),
-        definition_id=definition.id if root_id is None else f"{definition.drd_id}#{key}",
-        definition_key=key,
-        evaluated_at=now,
-        inputs=(),
-        outputs=(),
-        definition_name=name,
-        drd_id=definition.drd_id,
-        drd_key=definition.drd_key,
-        process_definition_id=caller.process_definition_id,
-        process_definition_key=caller.process_definition_key,
-        process_instance_id=caller.process_instance_id,
-        activity_id=caller.activity_id,
-        root_id=root_id,
-        tenant_id=caller.tenant_id or definition.tenant_id,
-    )
-
-
-def _with_outputs(
-    row: DecisionInstance,
-    element: Element,
-    evaluation: Evaluation,
-    rules: list[dict[str, Any]],
-) -> DecisionInstance:
-    hit: TableHit | None = None
-    if element.table is not None:
-        hit = next((h for h in reversed(evaluation.hits) if h.table_id == element.table.id), None)
-    if hit is None:
-        plain = tuple(
-            {"id": None, "name": name, "rule_id": None, "rule_order": None, "variable": name,
-             "value": to_json(value)}
-            for rule in rules
-            for name, value in rule.items()
-        )  # fmt: skip
-        return _replace(row, outputs=plain)
-    inputs = tuple(
-        {"id": clause_id, "name": label, "value": to_json(value)}
-        for clause_id, (label, value) in zip(hit.input_ids, hit.inputs, strict=True)
-    )
-    outputs: list[dict[str, Any]] = []
-    aggregated = element.table is not None and element.table.aggregation is not None
-    for order, (rule_id, row_values) in enumerate(zip(hit.matched, hit.outputs, strict=True)):
-        for (name, value), clause_id in zip(row_values.items(), hit.output_ids, strict=True):
-            outputs.append(
-                {"id": clause_id, "name": name, "rule_id": rule_id,
-                 "rule_order": hit.orders[order], "variable": name, "value": to_json(value)}
-            )  # fmt: skip
-    collect = to_json(hit.result) if aggregated else None
-    return _replace(row, inputs=inputs, outputs=tuple(outputs), collect_result=collect)
-
-
-def _replace(row: DecisionInstance, **changes: Any) -> DecisionInstance:
-    return replace(row, **changes)
 
 
 class Decisions:
