@@ -131,7 +131,23 @@ def side(
     finished = min(int(eff.scard(f"bench-canvas:{run}:chords")), chords)
     applied = eff.hlen(f"bench-canvas:{run}:applied")
     runs = sum(int(v) for v in eff.hvals(f"bench-canvas:{run}:runs"))
+    why = ""
+    if name == "durable" and finished < chords:
+        # what the unfinished durable chords wait for: still running, or an incident
+        from bpm import Engine
+
+        engine = Engine(os.environ["BPM_DATABASE_URL"])
+        try:
+            incidents = engine.incidents(limit=10_000)
+            active = len(engine.instances("active", limit=100_000))
+        finally:
+            engine.dispose()
+        lost = sum(1 for i in incidents if "worker lost" in (i.message or ""))
+        why = (
+            f" (active instances {active}, incidents {len(incidents)}, {lost} of them worker lost)"
+        )
     return {
+        "why": why,
         "side": name,
         "chords": chords,
         "finished": finished,
@@ -229,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{r['side']:>8}: {r['finished']}/{r['chords']} chords finished, {r['hung']} hung; "
             f"effects applied {r['applied']}/{r['expected']}, member runs {r['runs']}; "
             f"{r['kills']} kills, {r['redis_restarts']} Redis restart(s), {r['seconds']:.0f}s"
+            f"{r['why']}"
         )
     durable = [r for r in reports if r["side"] == "durable"]
     ok = all(r["finished"] == r["chords"] and r["applied"] == r["expected"] for r in durable)

@@ -59,11 +59,11 @@ def _as_postgres() -> Callable[[], None] | None:
 class PrivatePostgres:
     """A PostgreSQL cluster in a temporary directory, on a free port (see module doc)."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="bpm-faults-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "postgres.log"
-        self.port = free_port()
+        self.port = port or free_port()
         self._demote = _as_postgres()
         if self._demote is not None:
             user = pwd.getpwnam("postgres")
@@ -177,8 +177,8 @@ class PrivatePostgres:
 class PrivateRedis:
     """``redis-server`` on a free port without persistence (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.root = Path(tempfile.mkdtemp(prefix="bpm-faults-redis-"))
         self.proc: subprocess.Popen[bytes] | None = None
 

@@ -69,12 +69,20 @@ Handler = Callable[[TaskContext], Mapping[str, Any] | None]
 
 @dataclass(frozen=True)
 class HandlerSpec:
-    """A registered handler with its own retry policy and lease (both optional)."""
+    """A registered handler with its own retry policy and lease (both optional).
+
+    ``lost_worker_delay``: when the worker running an attempt is lost (its lease ran out,
+    or its process was proven dead), the next attempt is due after this delay instead of
+    the retry policy's. The lost attempt still counts: when none is left, the failure
+    action (an incident by default) follows. None: the policy's delay. Celery tasks run
+    as handlers use 0, as Celery redelivers a lost worker's message at once.
+    """
 
     name: str
     fn: Handler
     retry: RetryPolicy | None = None
     lease: timedelta | None = None
+    lost_worker_delay: timedelta | None = None
 
 
 CELERY_TASK = "celery:"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the project with its dev extras, starts PostgreSQL and
-# Redis when they are down, installs Debian's chromium for the browser tests, then runs
-# ruff, mypy --strict and pytest. Extra arguments go
-# to pytest (e.g. `bash scripts/test.sh -k join`).
+# Redis when they are down, installs Debian's chromium (browser tests) and nodejs/npm (the
+# real JavaScript client test), then runs ruff, mypy --strict and pytest: in parallel
+# (pytest-xdist, BPM_TEST_WORKERS processes), printing the twenty slowest tests. Extra
+# arguments go to pytest (e.g. `bash scripts/test.sh -k join`, or `-n 0` for one process).
 source "$(dirname "$0")/env.sh"
 install_project "[dev]"
 bash scripts/services.sh
 bash scripts/browser.sh
+bash scripts/node.sh
 echo "== ruff" >&2
 "$BIN/ruff" check .
 "$BIN/ruff" format --check .
@@ -24,7 +26,10 @@ else
 fi
 echo "== pytest" >&2
 set +e
-"$BIN/pytest" -q "$@"
+# Workers: measured on this 2-core machine (docs/testing.md); most of the slow tests wait
+# on real processes (Celery workers, API servers), so more workers than cores pay off.
+# --dist loadgroup: a test marked xdist_group runs on its group's one worker.
+"$BIN/pytest" -q -n "${BPM_TEST_WORKERS:-3}" --dist loadgroup --durations=20 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

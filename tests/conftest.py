@@ -74,7 +74,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # shell must not make the tests publish to their broker. Tests that publish say where.
     os.environ.pop("BPM_BROKER_URL", None)
     os.environ.pop("BPM_QUEUE", None)
-    if os.environ.get("BPM_TEST_CONTAINERS") == "1":
+    # Under pytest-xdist the controller starts the containers; its workers inherit the
+    # environment that points at them.
+    if os.environ.get("BPM_TEST_CONTAINERS") == "1" and "PYTEST_XDIST_WORKER" not in os.environ:
         from tests.containers import start_services
 
         start_services()

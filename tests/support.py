@@ -1,8 +1,11 @@
-"""Helpers shared by tests: polling with a deadline, and throwaway PostgreSQL databases."""
+"""Helpers shared by tests: polling with a deadline, throwaway PostgreSQL databases, and
+what keeps parallel test processes (pytest-xdist workers) apart: ports and Redis numbers."""
 
 from __future__ import annotations
 
 import os
+import random
+import socket
 import time
 import uuid
 from collections import Counter
@@ -20,6 +23,44 @@ def pg_admin_dsn() -> str:
 
 
 R = TypeVar("R")
+
+
+def xdist_worker() -> int:
+    """This pytest-xdist worker's number (``gw3`` is 3); 0 without xdist."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+
+
+def redis_url() -> str:
+    """This worker's database on the shared Redis (``BPM_TEST_REDIS_URL`` overrides it).
+
+    Tests also name their keys uniquely (a queue or a tag per test); a database per worker
+    keeps one worker's scans and Celery's shared keys (``unacked``, bindings) apart from
+    another's. 0 is left to developers; 1-15, one per worker (they wrap past 15)."""
+    own = f"redis://127.0.0.1:6379/{1 + xdist_worker() % 15}"
+    return os.environ.get("BPM_TEST_REDIS_URL") or own
+
+
+# Ports below the kernel's ephemeral range (32768-60999 here): a port the kernel hands out
+# for an outgoing connection could be one a stopped server must bind again, so tests pick
+# theirs from 10000-32767, in a block of this worker's own (other worktrees' tests pick
+# at random within the same blocks: a port that does not bind is skipped).
+PORT_BLOCK = 2000
+PORT_BASE = 10_000
+PORT_BLOCKS = (32_768 - PORT_BASE) // PORT_BLOCK
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 nothing listens on, from this xdist worker's own block."""
+    start = PORT_BASE + (xdist_worker() % PORT_BLOCKS) * PORT_BLOCK
+    for _ in range(200):
+        port = start + random.randrange(PORT_BLOCK)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {start}-{start + PORT_BLOCK - 1}")
 
 
 def eventually(

@@ -267,3 +267,67 @@ def test_a_task_name_bound_twice_is_refused_at_deploy(database_url: str) -> None
     with pytest.raises(NotFound):  # nothing was deployed
         engine.start("twice")
     assert CELERY_TASK == "celery:"
+
+
+def test_a_lost_worker_is_an_attempt_run_again_at_once_not_after_the_retry_delay(
+    database_url: str, app: Celery, registry: HandlerRegistry
+) -> None:
+    """``shop.charge`` keeps Celery's defaults (3 retries, 180 s apart): a worker lost
+    mid-attempt (its lease ran out) brings the step back Ready at once, published, with
+    the attempt counted; the fourth lost attempt opens an incident instead of a loop."""
+    from tests.engine_helpers import claim_one
+
+    engine, q = make_engine(database_url, registry)
+    engine.deploy(one("lost", "shop.charge"))
+    inst = engine.start("lost", variables={"amount": 3}, now=T0)
+    token = q.queue.popleft()
+    now = T0
+    for attempt in (1, 2, 3):
+        assert claim_one(engine.core, token, f"worker-{attempt}", now) is not None
+        now += engine.core.config.default_lease + timedelta(seconds=1)
+        assert engine.reclaim_expired_leases(now=now) == 1
+        (tok,) = [t for t in engine.get_instance(inst.id).tokens if t.node_id == "work"]
+        assert (tok.state, tok.attempt) == (TokenState.READY, attempt)
+        assert engine.timers(inst.id) == []  # no 180 s backoff timer
+        assert list(q.queue) == [token]  # published again
+        q.queue.clear()
+    assert engine.run_token(token, now=now) == 1  # the fourth attempt runs and succeeds
+    done = engine.get_instance(inst.id)
+    assert done.state is InstanceState.COMPLETED and done.variables["charged"] == 3
+    assert [s["retries"] for s in seen] == [3]
+
+    again = engine.start("lost", variables={"amount": 4}, now=now)
+    token = q.queue.popleft()
+    for attempt in (1, 2, 3, 4):
+        assert claim_one(engine.core, token, f"worker-{attempt}", now) is not None
+        now += engine.core.config.default_lease + timedelta(seconds=1)
+        assert engine.reclaim_expired_leases(now=now) == 1
+    (inc,) = engine.incidents(again.id)
+    assert "worker lost" in inc.message
+    (tok,) = [t for t in engine.get_instance(again.id).tokens if t.node_id == "work"]
+    assert (tok.state, tok.attempt) == (TokenState.FAILED, 4)
+
+
+def test_a_lost_worker_of_a_plain_handler_still_waits_its_policys_delay(
+    database_url: str,
+) -> None:
+    """Only Celery tasks run again at once: a handler's own policy keeps its delay."""
+    from tests.engine_helpers import claim_one
+
+    reg = HandlerRegistry()
+    reg.register("slow-retry", lambda ctx: None, retry=RetryPolicy.fixed(3, timedelta(minutes=2)))
+    engine, q = make_engine(database_url, reg)
+    engine.deploy(
+        Process("plain-lost")
+        .start("s")
+        .service_task("work", handler="slow-retry")
+        .end("e")
+        .sequence("s", "work", "e")
+    )
+    inst = engine.start("plain-lost", now=T0)
+    token = q.queue.popleft()
+    assert claim_one(engine.core, token, "worker-1", T0) is not None
+    now = T0 + engine.core.config.default_lease + timedelta(seconds=1)
+    assert engine.reclaim_expired_leases(now=now) == 1
+    (timer,) = engine.timers(inst.id)
+    assert timer.kind == "retry_backoff" and timer.fire_at == now + timedelta(minutes=2)

@@ -107,6 +107,18 @@ def test_deploy_start_show_on_postgresql(pg_database_url: str) -> None:
     assert [t["node_id"] for t in shown["tokens"] if t["state"] == "ready"] == ["validate"]
 
 
+def test_deploy_a_dmn_file_and_refuse_a_broken_one(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    assert bpm("db", "upgrade", "--db", db).returncode == 0
+    pricing = ROOT / "tests" / "data" / "dmn" / "pricing.dmn"
+    res = bpm("deploy", str(pricing), "--db", db)
+    assert res.returncode == 0, res.stderr
+    assert "deployed decision d_Discount version 1" in res.stdout
+    broken = tmp_path / "broken.dmn"
+    broken.write_bytes(pricing.read_bytes().replace(b"(1 - Discount)", b"(1 -"))
+    assert_user_error(bpm("deploy", str(broken), "--db", db), "FEEL syntax error")
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, pg_database_url: str) -> None:
     db = f"sqlite:///{tmp_path / 'x.db'}"
     assert_user_error(bpm("run", "nope.bpmn", "--db", db), "nope.bpmn is not a file")

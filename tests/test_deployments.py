@@ -56,8 +56,9 @@ def test_a_form_only_deployment_and_the_bpmn_test_by_suffix(engine: Engine) -> N
     # the same files under the same name again: nothing new
     again = engine.create_deployment(("expense-review.form", REVIEW), name="forms")
     assert not again.new and again.id == d.id
-    # an .xml that is BPMN is read as BPMN; a .dmn is kept as a file
-    x = engine.create_deployment(("process.xml", BPMN), ("rules.dmn", b"<definitions/>"))
+    # an .xml that is BPMN is read as BPMN; a .dmn is kept (and loaded: tests/test_decisions.py)
+    dmn = (Path(__file__).resolve().parent / "data" / "dmn" / "pricing.dmn").read_bytes()
+    x = engine.create_deployment(("process.xml", BPMN), ("rules.dmn", dmn))
     assert [p.key for p in x.definitions] == ["approval"]
     with pytest.raises(DeploymentError, match="no executable process"):
         engine.deploy(b'{"id": "x"}', resource="x.form")

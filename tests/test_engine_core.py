@@ -471,8 +471,9 @@ def test_claiming_user_tasks(database_url: str) -> None:
     inst = engine.start("claim")
     (task,) = engine.user_tasks(inst.id)
     assert engine.claim_user_task(task.id, "ann").assignee == "ann"
-    assert engine.claim_user_task(task.id, "ann").assignee == "ann"  # idempotent for ann
     before = table_dump(engine)
+    assert engine.claim_user_task(task.id, "ann").assignee == "ann"  # idempotent for ann
+    assert table_dump(engine) == before
     with pytest.raises(InvalidOperation, match="already claimed"):
         engine.claim_user_task(task.id, "bob")
     with pytest.raises(NotFound):

@@ -9,6 +9,7 @@ import pytest
 from bpm import Engine, InstanceState
 from bpm.builder import Process
 from bpm.dispatch import NullDispatcher
+from bpm.errors import NotFound
 from bpm.events import instance_listeners
 from bpm.runtime.records import Instance
 
@@ -42,7 +43,7 @@ def test_listeners_hear_after_commit_and_a_failing_listener_is_only_logged(
             (inst.id, InstanceState.COMPLETED, InstanceState.COMPLETED)
         ]
         assert "listener bug" in caplog.text
-        with pytest.raises(Exception, match="not open"):
+        with pytest.raises(NotFound, match="not open"):
             engine.complete_user_task(task.id)  # rejected: nothing ends, nothing heard
         assert len(heard) == 1
     finally:

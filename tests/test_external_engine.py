@@ -81,7 +81,9 @@ def test_complete_merges_variables_and_ends_the_instance(engine: Engine) -> None
     engine.complete_external_task(task.id, "w1", {"b": 2}, now=T0)
     inst = engine.get_instance(iid)
     assert inst.state.value == "completed" and inst.variables == {"a": 1, "b": 2}
+    before = table_dump(engine)
     engine.complete_external_task(task.id, "w1", {"b": 2}, now=T0)  # a repeat is a no-op
+    assert table_dump(engine) == before
 
 
 def test_failure_with_retries_comes_back_after_the_timeout_then_an_incident(

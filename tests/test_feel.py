@@ -196,3 +196,9 @@ def test_singleton_lists_convert_where_one_value_is_expected() -> None:
     assert ev('upper case(["bob"])') == "BOB"
     assert ev('string join("a")') == "a"
     assert ev("reverse(1)") == [Decimal(1)]
+
+
+def test_now_and_today_read_the_clock_given() -> None:
+    at = dt.datetime(2030, 5, 6, 7, 8, 9, tzinfo=dt.UTC)
+    expr = feel.compile_expression("[now(), today()]")
+    assert expr.evaluate(now=at) == [at, dt.date(2030, 5, 6)]

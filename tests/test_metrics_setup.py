@@ -13,7 +13,7 @@ import pytest
 
 from bpm import ConfigurationError
 from tests.e2e.procs import CeleryProcess
-from tests.support import eventually
+from tests.support import eventually, redis_url
 from workers.settings import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def test_a_worker_with_a_bad_metrics_port_does_not_start(
 ) -> None:
     env = {
         "BPM_DATABASE_URL": pg_database_url,
-        "BPM_BROKER_URL": "redis://127.0.0.1:6379/10",
+        "BPM_BROKER_URL": redis_url(),
         "BPM_METRICS_PORT": "not-a-port",
     }
     proc = CeleryProcess(["worker", "--pool", "solo", "-Q", "bpm-never"], env, tmp_path / "w.log")

@@ -51,7 +51,9 @@ def test_a_cycle_fires_once_per_due_time_and_ends(database_url: str) -> None:
     assert (schedule.node_id, schedule.state, schedule.next_due) == ("every_hour", "active", T0 + H)
     assert engine.fire_due_schedules(now=T0 + H - timedelta(seconds=1)) == 0
     assert engine.fire_due_schedules(now=T0 + H) == 1
+    before = table_dump(engine)
     assert engine.fire_due_schedules(now=T0 + H) == 0  # the same due time never again
+    assert table_dump(engine) == before
     [inst] = engine.instances(definition_key="nightly")
     assert [t.node_id for t in engine.user_tasks(inst.id)] == ["report"]
     assert engine.history(inst.id)[0].payload["start_event"] == "every_hour"

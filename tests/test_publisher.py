@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -19,16 +18,10 @@ import redis
 from bpm import Engine, EngineConfig
 from bpm.contrib.celery import RUN_TOKEN, CeleryPublisher
 from bpm.dispatch import NoBrokerDispatcher
-from tests.support import eventually
+from tests.support import eventually, free_port, redis_url
 
-REDIS = "redis://127.0.0.1:6379/11"
+REDIS = redis_url()
 RABBIT = "amqp://guest:guest@127.0.0.1:5672//"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

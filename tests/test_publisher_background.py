@@ -23,8 +23,9 @@ import redis
 from bpm import Engine, EngineConfig, TokenState
 from bpm.builder import Process
 from bpm.contrib.celery import CeleryPublisher
+from tests.support import redis_url
 
-REDIS = "redis://127.0.0.1:6379/11"
+REDIS = redis_url()
 ROOT = Path(__file__).resolve().parents[1]
 
 

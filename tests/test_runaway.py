@@ -201,7 +201,9 @@ def test_bpm_run_timeout_ends_a_step_that_loops(tmp_path: Path) -> None:
             f"sqlite:///{tmp_path / 'bpm.db'}",
         ],
     )
-    assert time.monotonic() - started < 10
+    # ended by its 1 s timeout, not by the test's (a loop runs until pytest-timeout's 300 s);
+    # a loaded CI machine took 13 s here, so the bound only tells the two apart
+    assert time.monotonic() - started < 60
     assert result.exit_code == 1, result.output
     assert "gave up after --timeout 1 s" in result.output
     assert "work" in result.output

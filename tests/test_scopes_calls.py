@@ -9,6 +9,7 @@ import pytest
 
 from bpm import Engine, EngineConfig
 from bpm.builder import Process
+from bpm.errors import InvalidOperation
 from bpm.handlers import HandlerRegistry
 from bpm.runtime.states import InstanceState, TokenState
 from tests.engine_helpers import QueueDispatcher, make_engine, table_dump
@@ -269,6 +270,6 @@ def test_a_rejected_call_changes_nothing(local: tuple[Engine, QueueDispatcher]) 
     kid_id = only_child(engine, inst.id)
     engine.terminate(inst.id)
     before = table_dump(engine)
-    with pytest.raises(Exception, match="already terminated"):
+    with pytest.raises(InvalidOperation, match="already terminated"):
         engine.terminate(kid_id)
     assert table_dump(engine) == before

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from bpm import Engine, TaskContext
 from bpm.bpmn import parse_bpmn
 from bpm.builder import Process
+from bpm.errors import VariableError
 from bpm.handlers import HandlerRegistry
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.states import InstanceState, ScopeKind, ScopeState
@@ -375,7 +376,7 @@ def test_a_rejected_user_task_completion_changes_nothing(
     inst = engine.start("incl", {"x": 1, "y": 0})
     task = engine.user_tasks(inst.id)[0]
     before = table_dump(engine)
-    with pytest.raises(Exception, match="not JSON"):
+    with pytest.raises(VariableError, match="not JSON"):
         engine.complete_user_task(task.id, {"bad": object()})
     assert table_dump(engine) == before
 

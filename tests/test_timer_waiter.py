@@ -3,7 +3,6 @@ created due sooner than the next look-ahead woken through NOTIFY."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import event
@@ -65,7 +64,9 @@ def test_timers_fire_when_due_and_a_sooner_one_is_noticed_at_once(pg_database_ur
     waiter = TimerWaiter(engine, tick=timedelta(seconds=30))
     waiter.start()
     try:
-        time.sleep(0.2)  # the waiter has made its look-ahead and sleeps
+        # The waiter has made its look-ahead and its listener is on: the listener's first
+        # wake-up makes a second look-ahead, whichever came first.
+        eventually(lambda: waiter.queries >= 2, timeout=10, what="the look-ahead, listening")
         later = engine.start(
             "soon", {"due_at": (datetime.now(UTC) + timedelta(seconds=0.6)).isoformat()}
         ).id

@@ -21,9 +21,12 @@ from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params, page
 from bpm.api.errors import ApiError, bad_request
+from bpm.api.routes_decisions import definition_json as decision_json
+from bpm.api.routes_decisions import drd_json
 from bpm.api.routes_definitions import definition_json
 from bpm.api.variables import format_date
 from bpm.engine import Deployment, DeploymentQuery, DeploymentRecord, Engine
+from bpm.engine.decisions import DMN_SUFFIX
 from bpm.engine.deployments import BPMN_SUFFIXES
 from bpm.errors import DeploymentError, NotFound
 
@@ -161,7 +164,7 @@ async def deployment_create(request: Request, who: Who) -> Response:
             )
         )
     except DeploymentError as exc:
-        if exc.resource and exc.resource.lower().endswith(BPMN_SUFFIXES):
+        if exc.resource and exc.resource.lower().endswith((*BPMN_SUFFIXES, DMN_SUFFIX)):
             exc.args = (PARSE_PREFIX + str(exc),)
         raise
     warnings = list(deployment.warnings)
@@ -181,8 +184,10 @@ def _created_json(request: Request, d: Deployment, warnings: list[str]) -> dict[
         "tenantId": d.tenant_id,
         "deployedProcessDefinitions": {x.id: definition_json(x) for x in d.definitions},
         "deployedCaseDefinitions": None,
-        "deployedDecisionDefinitions": None,
-        "deployedDecisionRequirementsDefinitions": None,
+        "deployedDecisionDefinitions": {x.id: decision_json(x) for x in d.decisions} or None,
+        "deployedDecisionRequirementsDefinitions": (
+            {x.id: drd_json(x) for x in d.requirements} or None
+        ),
         "links": _link(request, d.id) if d.id else [],
         # Not in Camunda's answer: settings of the models that are not honoured here.
         "warnings": warnings,

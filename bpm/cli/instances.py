@@ -53,9 +53,12 @@ def db_upgrade(db: DbOpt = None) -> None:
 
 
 @app.command()
-def deploy(file: Annotated[Path, typer.Argument(help="A .bpmn file.")], db: DbOpt = None) -> None:
-    """Deploy every executable process of a BPMN file. Unchanged content keeps its version;
-    changed content adds one. Settings the engine does not honour are printed as warnings."""
+def deploy(
+    file: Annotated[Path, typer.Argument(help="A .bpmn or .dmn file.")], db: DbOpt = None
+) -> None:
+    """Deploy every executable process of a BPMN file, or every decision of a DMN file.
+    Unchanged content keeps its version; changed content adds one. Settings the engine does
+    not honour are printed as warnings."""
     with user_errors():
         if not file.is_file():
             fail(f"{file} is not a file")
@@ -63,6 +66,8 @@ def deploy(file: Annotated[Path, typer.Argument(help="A .bpmn file.")], db: DbOp
         deployment = engine.create_deployment(file)
         for d in deployment.definitions:
             console.print(f"deployed [bold]{d.key}[/] version {d.version} ({d.id})")
+        for x in deployment.decisions:
+            console.print(f"deployed decision [bold]{x.key}[/] version {x.version} ({x.id})")
         for warning in deployment.warnings:
             console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
 

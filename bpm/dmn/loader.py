@@ -18,6 +18,7 @@ from bpm.dmn.itemdefs import ItemDefinitions
 from bpm.dmn.model import DecisionModel, Element, TableShape
 from bpm.dmn.xml import Node, problem, read_dmn_xml
 from bpm.errors import DeploymentError, Problem
+from bpm.feel import types
 
 Source = str | bytes | Path
 DRG_TAGS = ("decision", "inputData", "businessKnowledgeModel", "decisionService")
@@ -99,7 +100,11 @@ class _Linker:
             self._compile(element, names)
         source = self.main.root.attr("name")
         model = DecisionModel(
-            source, self.main.namespace, self.elements, self.main.resource or source
+            source,
+            self.main.namespace,
+            self.elements,
+            self.main.resource or source,
+            self.main.root.attr("id"),
         )
         model.problems = list(self.deferred or ())
         return model
@@ -255,6 +260,11 @@ class _Linker:
                 out = logic.get("typeRef")
                 element.result_type = c.type_of(out, logic) if out else None
         elif element.kind == "decisionService":
+            # The service's variable types the function it is: its output type is what
+            # the service must return.
+            declared = element.type
+            base = declared.base if isinstance(declared, types.Custom) else declared
+            element.result_type = base.result if isinstance(base, types.FunctionOf) else None
             element.type = None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from bpm.dmn.boxed import function_value
@@ -71,7 +72,11 @@ class Evaluation:
 class DecisionModel:
     """A DMN model ready to evaluate: ``model.evaluate("Approval", {"Age": 30})``."""
 
-    def __init__(self, name: str, namespace: str, elements: list[Element], source: str) -> None:
+    def __init__(
+        self, name: str, namespace: str, elements: list[Element], source: str, id: str = ""
+    ) -> None:
+        self.id = id or name
+        """The ``<definitions>`` id (Camunda's decision requirements definition key)."""
         self.name = name
         self.namespace = namespace
         self.source = source
@@ -84,6 +89,11 @@ class DecisionModel:
     def decisions(self) -> list[str]:
         """Names of the model's own decisions, in document order."""
         return [e.name for e in self._main if e.kind == "decision"]
+
+    @property
+    def decision_elements(self) -> list[Element]:
+        """The model's own decisions (id, name, type...), in document order."""
+        return [e for e in self._main if e.kind == "decision"]
 
     @property
     def input_data(self) -> list[str]:
@@ -124,6 +134,7 @@ class DecisionModel:
         limits: Limits = DEFAULT_LIMITS,
         trace: bool = False,
         by_namespace: Mapping[str, Mapping[str, Any]] | None = None,
+        now: datetime | None = None,
     ) -> Evaluation:
         """Like :meth:`evaluate`, with every decision's value and (``trace``) table hits.
 
@@ -131,7 +142,7 @@ class DecisionModel:
         (``{namespace: {name: value}}``), whichever import path leads to them.
         """
         target = self.element(name)
-        run = Run(limits, f"decision {target.name!r}")
+        run = Run(limits, f"decision {target.name!r}", now)
         if trace:
             run.trace = []
         session = _Session(self, _inputs(inputs), run)
@@ -147,8 +158,11 @@ class DecisionModel:
         per matched rule of its decision table, in the hit policy's order (one dict for an
         aggregation, the default outputs when no rule matched), or ``[{name: value}]`` for
         any other decision logic. :mod:`bpm.dmn.results` maps these onto variables."""
+        return self.rules_of(name, self.evaluate_detailed(name, inputs, limits=limits, trace=True))
+
+    def rules_of(self, name: str, detailed: Evaluation) -> list[dict[str, Any]]:
+        """:meth:`evaluate_rules` of an evaluation made with ``trace=True``."""
         target = self.element(name)
-        detailed = self.evaluate_detailed(name, inputs, limits=limits, trace=True)
         shape = target.table
         if shape is None:
             return [{target.name: detailed.value}]
@@ -277,6 +291,8 @@ class _Session:
             if len(args) != len(params):
                 return None
             given = {p: conform(a, p.type) for p, a in zip(params, args, strict=True)}
+            if any(v is None and a is not None for v, a in zip(given.values(), args, strict=True)):
+                return None  # an argument of the wrong type: the invocation is an error
             inner = _Session(model, {}, run, given)
             run.tick()
             run.enter()
@@ -285,7 +301,7 @@ class _Session:
             finally:
                 run.leave()
             if len(element.outputs) == 1:
-                return next(iter(values.values()))
-            return values
+                return conform(next(iter(values.values())), element.result_type)
+            return conform(values, element.result_type)
 
         return Function(element.name, names, call, tuple(p.type or types.ANY for p in params))

@@ -39,13 +39,21 @@ class TableHit:
     table_id: str | None
     decision: str | None
     inputs: tuple[tuple[str, Any], ...]
+    """(label, value) of each input clause."""
     matched: tuple[str, ...]
+    """Ids of the matched rules, in the order of ``outputs``."""
     outputs: tuple[dict[str, Any], ...]
+    """Each matched rule's outputs by output name."""
     result: Any
+    input_ids: tuple[str | None, ...] = ()
+    output_ids: tuple[str | None, ...] = ()
+    orders: tuple[int, ...] = ()
+    """Each matched rule's position in the table (1-based)."""
 
 
 @dataclass(frozen=True)
 class _Input:
+    id: str | None
     label: str
     value: Logic
     kind: types.FeelType | None
@@ -54,6 +62,7 @@ class _Input:
 
 @dataclass(frozen=True)
 class _Output:
+    id: str | None
     name: str | None
     kind: types.FeelType | None
     allowed: Test | None
@@ -63,6 +72,7 @@ class _Output:
 
 @dataclass(frozen=True)
 class _Rule:
+    order: int
     id: str
     tests: tuple[tuple[int, Test], ...]
     outputs: tuple[Logic, ...]
@@ -90,7 +100,7 @@ def compile_table(node: Node, c: Compiling) -> Logic:
         raise c.fail(node, "a table with several outputs must name each <output name=...>")
     if aggregation is not None and len(outputs) > 1:
         raise c.fail(node, "an aggregation needs a single output")
-    rules = [_rule(r, len(inputs), len(outputs), c) for r in node.all("rule")]
+    rules = [_rule(n, r, len(inputs), len(outputs), c) for n, r in enumerate(node.all("rule"), 1)]
     table = _Table(node.get("id"), policy, aggregation, inputs, outputs, rules)
     return table.evaluate
 
@@ -105,7 +115,7 @@ def _input(node: Node, c: Compiling) -> _Input:
     values = node.first("inputValues")
     allowed = c.tests(values.child_text("text"), values).test if values is not None else None
     label = node.get("label") or text or ""
-    return _Input(label, expression.run_in, kind, allowed)
+    return _Input(node.get("id"), label, expression.run_in, kind, allowed)
 
 
 def _output(node: Node, c: Compiling) -> _Output:
@@ -123,10 +133,10 @@ def _output(node: Node, c: Compiling) -> _Output:
             priorities = ()
     default_node = node.first("defaultOutputEntry")
     default = c.feel(default_node.child_text("text"), default_node).run_in if default_node else None
-    return _Output(node.get("name"), kind, allowed, priorities, default)
+    return _Output(node.get("id"), node.get("name"), kind, allowed, priorities, default)
 
 
-def _rule(node: Node, n_inputs: int, n_outputs: int, c: Compiling) -> _Rule:
+def _rule(order: int, node: Node, n_inputs: int, n_outputs: int, c: Compiling) -> _Rule:
     entries = node.all("inputEntry")
     results = node.all("outputEntry")
     if len(entries) != n_inputs or len(results) != n_outputs:
@@ -142,7 +152,7 @@ def _rule(node: Node, n_inputs: int, n_outputs: int, c: Compiling) -> _Rule:
             continue
         tests.append((i, c.tests(text, entry).test))
     outputs = tuple(c.feel(r.child_text("text"), r).run_in for r in results)
-    return _Rule(node.get("id") or "", tuple(tests), outputs)
+    return _Rule(order, node.get("id") or "", tuple(tests), outputs)
 
 
 class _Table:
@@ -200,6 +210,9 @@ class _Table:
                     tuple(r.id for r in matched),
                     tuple(rows),
                     result,
+                    tuple(s.id for s in self.inputs),
+                    tuple(o.id for o in self.outputs),
+                    tuple(r.order for r in matched),
                 )
             )
         return result

@@ -31,6 +31,7 @@ from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
 from bpm.engine.core import EngineCore, Stats
+from bpm.engine.decisions import Decisions
 from bpm.engine.deployment_admin import DeploymentQuery
 from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion
@@ -137,6 +138,11 @@ class Engine:
     @dispatcher.setter
     def dispatcher(self, value: Dispatcher) -> None:
         self.core.dispatcher = value
+
+    @property
+    def decisions(self) -> Decisions:
+        """Deployed DMN decisions: definitions, evaluation, the decision history."""
+        return Decisions(self.core)
 
     @property
     def queries(self) -> Queries:
@@ -660,10 +666,14 @@ class Engine:
         task_id: str,
         *,
         topics: Collection[str] | None = None,
+        may_release: Callable[[str], bool] | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Give a locked task back at once."""
-        _ext.unlock(self.core, task_id, topics=topics, now=now)
+        """Give a locked task back at once.
+
+        ``may_release``: whether the caller may end a live lock held by that worker id
+        (``Forbidden`` otherwise); None: anyone may."""
+        _ext.unlock(self.core, task_id, topics=topics, may_release=may_release, now=now)
 
     def set_external_task_retries(
         self,
@@ -671,10 +681,15 @@ class Engine:
         retries: int,
         *,
         topics: Collection[str] | None = None,
+        may_release: Callable[[str], bool] | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Set retries left; > 0 resolves the task's incident, 0 opens one."""
-        _ext.set_retries(self.core, task_id, retries, topics=topics, now=now)
+        """Set retries left; > 0 resolves the task's incident, 0 opens one.
+
+        ``may_release``: as for :meth:`unlock_external_task`, for a task under a live lock."""
+        _ext.set_retries(
+            self.core, task_id, retries, topics=topics, may_release=may_release, now=now
+        )
 
     def reclaim_expired_external_locks(
         self, *, now: datetime | None = None, limit: int = 100

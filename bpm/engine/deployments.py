@@ -36,16 +36,25 @@ from bpm.bpmn import parse_bpmn_file
 from bpm.bpmn.namespaces import BPMN_NS
 from bpm.bpmn.xmlread import decode_xml
 from bpm.engine.core import EngineCore
+from bpm.engine.decisions import DmnFile, read_dmn_files, store_decisions
 from bpm.engine.schedules import schedule_rows
 from bpm.errors import DeploymentError
 from bpm.model.process import ProcessModel
 from bpm.model.timer_floor import too_frequent
 from bpm.model.validate import validate
-from bpm.runtime.records import DeploymentRecord, DeploymentResource, ProcessDefinition
+from bpm.runtime.records import (
+    DecisionDefinition,
+    DecisionRequirementsDefinition,
+    DeploymentRecord,
+    DeploymentResource,
+    ProcessDefinition,
+)
+from bpm.store import decisions as decision_store
 from bpm.store import definitions as store
 from bpm.store import deployments as deployment_store
 from bpm.store import messages as message_store
 from bpm.store import schedules as schedule_store
+from bpm.store.decisions import DefinitionQuery
 
 __all__ = ["BPMN_SUFFIXES", "Deployment", "create_deployment", "is_bpmn_resource"]
 
@@ -70,6 +79,10 @@ class Deployment:
     tenant_id: str | None = None
     resources: tuple[DeploymentResource, ...] = field(default=(), repr=False)
     new: bool = True
+    decisions: tuple[DecisionDefinition, ...] = ()
+    """The decision definitions of its ``.dmn`` files (unchanged files: their versions)."""
+    requirements: tuple[DecisionRequirementsDefinition, ...] = ()
+    """The decision requirements definitions (one per ``.dmn`` file) they belong to."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +199,7 @@ class _Request:
     tenant_id: str | None
     duplicate_filtering: bool
     changed_only: bool
+    decisions: tuple[DmnFile, ...] = ()
 
     @property
     def processes(self) -> list[_Process]:
@@ -230,7 +244,10 @@ def create_deployment(
                 f"resource '{file.name}' is in the deployment twice: give each file its own name"
             )
         names.add(file.name)
-    request = _Request(files, loose, name, source, tenant_id, duplicate_filtering, changed_only)
+    dmn_files = tuple(read_dmn_files([(f.name, f.data) for f in files]))
+    request = _Request(
+        files, loose, name, source, tenant_id, duplicate_filtering, changed_only, dmn_files
+    )
     _check_processes(core, request.processes)
     for _ in range(5):  # concurrent deploys of one key race on (key, version)
         try:
@@ -304,7 +321,22 @@ def _answer(conn: Connection, record: DeploymentRecord, req: _Request, *, new: b
         record.tenant_id,
         tuple(deployment_store.resources_of(conn, record.id)),
         new,
+        *_decisions_of(conn, record.id),
     )
+
+
+def _decisions_of(
+    conn: Connection, deployment_id: str
+) -> tuple[tuple[DecisionDefinition, ...], tuple[DecisionRequirementsDefinition, ...]]:
+    found = decision_store.definitions(conn, DefinitionQuery(deployment_id=deployment_id))
+    return tuple(found), _requirements_of(conn, found)
+
+
+def _requirements_of(
+    conn: Connection, decisions: Sequence[DecisionDefinition]
+) -> tuple[DecisionRequirementsDefinition, ...]:
+    ids = tuple(dict.fromkeys(d.drd_id for d in decisions if d.drd_id))
+    return tuple(decision_store.requirements(conn, DefinitionQuery(ids=ids))) if ids else ()
 
 
 def _store(core: EngineCore, conn: Connection, req: _Request) -> Deployment:
@@ -363,6 +395,10 @@ def _store(core: EngineCore, conn: Connection, req: _Request) -> Deployment:
             for f in files
         ],
     )
+    stored_names = {f.name for f in files}
+    decisions = store_decisions(
+        conn, record, [d for d in req.decisions if d.name in stored_names], now
+    )
     defs: list[ProcessDefinition] = []
     for p, checksum, current in plans:
         if current is not None and current.checksum == checksum:
@@ -385,6 +421,8 @@ def _store(core: EngineCore, conn: Connection, req: _Request) -> Deployment:
         record.tenant_id,
         tuple(deployment_store.resources_of(conn, record.id)),
         True,
+        tuple(decisions),
+        _requirements_of(conn, decisions),
     )
 
 

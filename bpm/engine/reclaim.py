@@ -3,6 +3,8 @@
 Either way it is a failed attempt ("worker lost") under the step's retry policy, so the
 step runs again, or ends in an incident when its attempts are used up: a handler that
 kills its worker every time does not loop. History gets a ``lease_lost`` event first.
+The next attempt is due after the policy's delay, or after the handler's
+``lost_worker_delay`` when it has one (Celery tasks: at once, as Celery redelivers).
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def take_back(
                 return False
             walker = unit.walker(work)
             node = walker.model.node(tok.node_id)
-            policy = policy_for(node, core.registry.find(getattr(node, "handler", None) or ""))
+            spec = core.registry.find(getattr(node, "handler", None) or "")
+            policy = policy_for(node, spec)
             if cause == "lease_expired":
                 error = f"worker lost: lease of {tok.lease_owner} expired"
             else:
@@ -84,7 +87,8 @@ def take_back(
                     ),
                 },
             )
-            fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at))
+            delay = spec.lost_worker_delay if spec is not None else None
+            fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at, delay=delay))
             walker.run()
     except NotFound:  # purged since the scan
         return False

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -57,10 +58,15 @@ class Expression:
     node: Node = field(repr=False, compare=False)
 
     def evaluate(
-        self, variables: Mapping[str, Any] | None = None, *, limits: Limits = DEFAULT_LIMITS
+        self,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        now: datetime | None = None,
     ) -> Any:
-        """The value with these variables (Python values, converted: ``int`` -> ``Decimal``)."""
-        run = Run(limits, self.source)
+        """The value with these variables (Python values, converted: ``int`` -> ``Decimal``);
+        ``now`` is what ``now()`` and ``today()`` read (default: the system clock)."""
+        run = Run(limits, self.source, now)
         names = {k: to_feel(v) for k, v in (variables or {}).items()}
         return self.run_in(Env(names, None, run))
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from bpm.feel import temporal
 from bpm.feel.library import builtin, integer, text
+from bpm.feel.runtime import Run
 from bpm.feel.values import Range, YearsMonths, compare, equal
 
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -111,14 +112,15 @@ def _week_of_year(value: Any) -> Decimal | None:
     return Decimal(value.isocalendar()[1]) if isinstance(value, dt.date) else None
 
 
-@builtin("now")
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+@builtin("now", needs_run=True)
+def _now(run: Run) -> dt.datetime:
+    """The evaluation's clock (an engine operation passes its own), else the system's."""
+    return run.now or dt.datetime.now(dt.UTC)
 
 
-@builtin("today")
-def _today() -> dt.date:
-    return dt.datetime.now(dt.UTC).date()
+@builtin("today", needs_run=True)
+def _today(run: Run) -> dt.date:
+    return (run.now or dt.datetime.now(dt.UTC)).date()
 
 
 # --- ranges (DMN 1.5 §10.3.4.10): each takes points or ranges --------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from bpm.errors import ExpressionError
@@ -40,13 +41,17 @@ MISSING: Any = object()
 class Run:
     """The budget of one evaluation."""
 
-    __slots__ = ("depth", "limits", "source", "steps", "trace")
+    __slots__ = ("depth", "limits", "now", "source", "steps", "trace")
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS, source: str = "") -> None:
+    def __init__(
+        self, limits: Limits = DEFAULT_LIMITS, source: str = "", now: datetime | None = None
+    ) -> None:
         self.limits = limits
         self.source = source
         self.steps = 0
         self.depth = 0
+        self.now = now
+        """The clock reading ``now()`` and ``today()`` give (the operation's, when set)."""
         self.trace: list[Any] | None = None
         """Set to a list to collect what DMN decision tables matched (for the history)."""
 

@@ -381,3 +381,65 @@ class Compensable:
 
 #: The work items besides tokens: each has a table, a state and a transition table.
 WorkItem = ExternalTask | Timer | UserTask | Incident | Scope | Subscription | Compensable
+
+
+@dataclass(frozen=True)
+class DecisionRequirementsDefinition:
+    """A deployed DMN ``<definitions>`` (Camunda's decision requirements definition)."""
+
+    TABLE: ClassVar[str] = "decision_requirements_definition"
+
+    id: str
+    key: str
+    version: int
+    checksum: str
+    resource: str
+    deployment_id: str
+    created_at: datetime
+    name: str | None = None
+    namespace: str | None = None
+    tenant_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DecisionDefinition:
+    """A deployed version of one decision of a DMN file."""
+
+    TABLE: ClassVar[str] = "decision_definition"
+
+    id: str
+    key: str
+    version: int
+    checksum: str
+    resource: str
+    deployment_id: str
+    created_at: datetime
+    name: str | None = None
+    drd_id: str | None = None
+    drd_key: str | None = None
+    version_tag: str | None = None
+    tenant_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DecisionInstance:
+    """One evaluated decision, as the history keeps it (inputs, matched rules, outputs)."""
+
+    TABLE: ClassVar[str] = "decision_instance"
+
+    id: str
+    definition_id: str
+    definition_key: str
+    evaluated_at: datetime
+    inputs: tuple[Mapping[str, Any], ...]
+    outputs: tuple[Mapping[str, Any], ...]
+    definition_name: str | None = None
+    drd_id: str | None = None
+    drd_key: str | None = None
+    process_definition_id: str | None = None
+    process_definition_key: str | None = None
+    process_instance_id: str | None = None
+    activity_id: str | None = None
+    root_id: str | None = None
+    tenant_id: str | None = None
+    collect_result: Any = None

@@ -228,5 +228,7 @@ def delete_deployment(conn: Connection, deployment_id: str, definition_ids: Sequ
             delete(es).where(es.c.instance_id.is_(None), es.c.definition_id.in_(definition_ids))
         )
         conn.execute(delete(pd).where(pd.c.id.in_(definition_ids)))
+    for decisions in (t.decision_definition, t.decision_requirements_definition):
+        conn.execute(delete(decisions).where(decisions.c.deployment_id == deployment_id))
     conn.execute(delete(r).where(r.c.deployment_id == deployment_id))
     conn.execute(delete(d).where(d.c.id == deployment_id))

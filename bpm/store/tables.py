@@ -448,7 +448,68 @@ worker_binding = Table(  # which API key a worker id belongs to (docs/rest-api.m
     Column("bound_at", UTCDateTime, nullable=False),
 )
 
+decision_requirements_definition = Table(  # a DMN <definitions>, versioned by its id
+    "decision_requirements_definition",
+    metadata,
+    Column("id", String(300), primary_key=True),
+    Column("key", String(255), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("name", String(255)),
+    Column("namespace", String(255)),
+    Column("checksum", String(64), nullable=False),  # of the DMN resource
+    Column("resource", String(255), nullable=False),
+    Column("deployment_id", String(64), ForeignKey("deployment.id"), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("tenant_id", String(64)),
+    UniqueConstraint("key", "version", name="uq_drd_key_version"),
+)
+
+decision_definition = Table(  # one decision of a deployed DMN file, versioned by its id
+    "decision_definition",
+    metadata,
+    Column("id", String(300), primary_key=True),
+    Column("key", String(255), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("name", String(255)),
+    Column("checksum", String(64), nullable=False),  # of the DMN resource
+    Column("resource", String(255), nullable=False),
+    Column("deployment_id", String(64), ForeignKey("deployment.id"), nullable=False),
+    Column("drd_id", String(300), ForeignKey("decision_requirements_definition.id")),
+    Column("drd_key", String(255)),
+    Column("version_tag", String(255)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("tenant_id", String(64)),
+    UniqueConstraint("key", "version", name="uq_decision_definition_key_version"),
+    Index("ix_decision_definition_deployment", "deployment_id"),
+)
+
+decision_instance = Table(  # history: one evaluated decision (Camunda's decision instance)
+    "decision_instance",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("definition_id", String(300), nullable=False),
+    Column("definition_key", String(255), nullable=False),
+    Column("definition_name", String(255)),
+    Column("drd_id", String(300)),
+    Column("drd_key", String(255)),
+    Column("evaluated_at", UTCDateTime, nullable=False),
+    Column("process_definition_id", String(300)),
+    Column("process_definition_key", String(255)),
+    Column("process_instance_id", String(64)),
+    Column("activity_id", String(255)),
+    Column("root_id", String(64)),  # the decision evaluated first: its required ones point to it
+    Column("tenant_id", String(64)),
+    # [{"id", "name", "value"}] per table input; [{"id", "name", "rule_id", "rule_order",
+    # "variable", "value"}] per output of each matched rule
+    Column("inputs", JSONDoc, nullable=False),
+    Column("outputs", JSONDoc, nullable=False),
+    Column("collect_result", JSONDoc),  # a COLLECT aggregation's value
+    Index("ix_decision_instance_definition", "definition_key", "evaluated_at"),
+    Index("ix_decision_instance_process", "process_instance_id"),
+)
+
 TABLES_IN_DROP_ORDER = (
+    decision_instance, decision_definition, decision_requirements_definition,
     worker_binding, history, message_buffer, event_subscription, incident, user_task,
     external_task, timer, compensable, scope, token,
     process_instance, schedule_fire, timer_schedule, process_definition, deployment_resource,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -17,16 +16,10 @@ import httpx
 import pytest
 
 from bpm import Engine
-from tests.support import eventually
+from tests.support import create_database, drop_database, eventually, free_port, pg_url
 
 ROOT = Path(__file__).resolve().parents[2]
 BPM = [sys.executable, "-c", "from bpm.cli import main; main()"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -58,8 +51,9 @@ class ApiServer:
             args.append("--insecure-no-auth")
         else:
             env["BPM_API_KEYS"] = self.keys
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=out, stderr=out)
+        # The server writes to its own copy of the file descriptor: ours is closed at once.
+        with open(self.log or os.devnull, "ab") as out:
+            self.proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=out, stderr=out)
 
         def up() -> bool:
             assert self.proc is not None
@@ -159,6 +153,20 @@ def api(api_server: ApiServer, pg_database_url: str) -> Iterator[Api]:
     engine.close()
 
 
+@pytest.fixture(scope="module")
+def module_api(pg_template: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """One server and database for a whole module (``api`` starts one per test): for a
+    module of many cheap cases, each with its own process key and topic."""
+    name = create_database(template=pg_template)
+    server = ApiServer(pg_url(name), log=tmp_path_factory.mktemp("api") / "api.log").start()
+    engine = Engine(pg_url(name))
+    with httpx.Client(base_url=server.base, timeout=30) as http:
+        yield Api(server, engine, http)
+    engine.close()
+    server.kill()
+    drop_database(name)
+
+
 def bpmn(key: str, body: str, defs: str = "") -> str:
     """A BPMN document with one process ``key`` whose elements are ``body``."""
     return (
@@ -208,7 +216,7 @@ def write_worker(path: Path, name: str, body: str) -> Path:
 
 def start_worker(module_dir: Path, module: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{module_dir}"}
-    out = open(log, "ab")  # noqa: SIM115
-    return subprocess.Popen(
-        [*BPM, "external-worker", module], env=env, cwd=module_dir, stdout=out, stderr=out
-    )
+    with open(log, "ab") as out:  # the worker has its own copy of the descriptor
+        return subprocess.Popen(
+            [*BPM, "external-worker", module], env=env, cwd=module_dir, stdout=out, stderr=out
+        )

@@ -14,7 +14,7 @@ from bpm.handlers import HandlerRegistry
 from bpm.health import check_broker, check_database, check_handlers, check_migrations
 from tests.api.conftest import BPM, ROOT, ApiServer
 from tests.engine_helpers import order_process
-from tests.support import create_database, drop_database, pg_url
+from tests.support import create_database, drop_database, pg_url, redis_url
 
 
 def test_live_and_ready(
@@ -38,7 +38,7 @@ def test_live_and_ready(
 def test_ready_checks_the_broker(
     pg_database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for url, status in (("redis://127.0.0.1:6379/0", 200), ("redis://127.0.0.1:1/0", 503)):
+    for url, status in ((redis_url(), 200), ("redis://127.0.0.1:1/0", 503)):
         monkeypatch.setenv("BPM_BROKER_URL", url)
         server = ApiServer(pg_database_url, keys="ops:s", log=tmp_path / "api.log").start()
         try:
@@ -72,7 +72,7 @@ def test_checks_report_instead_of_raising(pg_database_url: str) -> None:
         assert check_database(engine).ok and check_migrations(engine).ok
         down = check_broker("redis://127.0.0.1:1/0", timeout=1)
         assert not down.ok and down.detail
-        assert check_broker("redis://127.0.0.1:6379/0").ok
+        assert check_broker(redis_url()).ok
         engine.deploy(order_process())
         missing = check_handlers(engine, HandlerRegistry())
         assert not missing.ok and "validate-order" in missing.detail
@@ -90,7 +90,7 @@ def test_bpm_doctor(pg_database_url: str) -> None:
     engine.close()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BPM_DATABASE_URL": pg_database_url}
     env.pop("BPM_HANDLERS", None)
-    env["BPM_BROKER_URL"] = "redis://127.0.0.1:6379/0"
+    env["BPM_BROKER_URL"] = redis_url()
     bad = subprocess.run([*BPM, "doctor"], env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAILED" in bad.stdout and "validate-order" in bad.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,15 @@ def test_worker_killed_mid_task_is_fetched_again_after_lease(api: Api, tmp_path:
     try:
         eventually(marker.exists, timeout=20, what="the worker to start the task")
         task_id = marker.read_text()
-        # the heartbeat keeps the lease alive well past one lock duration
-        time.sleep(2.0)
+        # the heartbeat keeps the lease alive past one lock duration: wait until the lock
+        # expires later than the first lock's expiry plus one more lock duration (so more
+        # than 1.5 s have passed since it was taken, and the heartbeat extended it)
+        first = _lock_expiry(api, task_id)
+        eventually(
+            lambda: _lock_expiry(api, task_id) > first + timedelta(milliseconds=1500),
+            timeout=20,
+            what="the heartbeat to extend the lock past one lock duration",
+        )
         assert api.fetch("rescuer", "kill9") == []
         task = api.http.get(f"/external-task/{task_id}").json()
         assert task["workerId"] == "doomed"
@@ -66,6 +74,11 @@ def test_worker_killed_mid_task_is_fetched_again_after_lease(api: Api, tmp_path:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _lock_expiry(api: Api, task_id: str) -> datetime:
+    raw = api.http.get(f"/external-task/{task_id}").json()["lockExpirationTime"]
+    return datetime.strptime(raw, "%Y-%m-%dT%H:%M:%S.%f%z")
 
 
 def test_finished_worker_whose_complete_was_lost_retries_once(api: Api) -> None:

@@ -13,12 +13,14 @@ import redis
 from bpm import Engine
 from bpm.contrib.celery import CeleryPublisher
 from bpm.dispatch import NullDispatcher
-from tests.e2e.procs import CeleryProcess, start_beat, start_worker
+from tests.e2e.procs import CeleryProcess, start_beat, start_worker, stop_all
+from tests.support import redis_url
 
 # The test process never sets BPM_BROKER_URL for itself (an engine built from the
 # environment would then publish to the default queue): the workers get it in their env.
-BROKER_URL = os.environ.get("BPM_TEST_BROKER_URL", "redis://127.0.0.1:6379/10")
-os.environ.setdefault("BPM_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+# Broker and the handlers' ledger share this worker's Redis database (keys are per test).
+BROKER_URL = os.environ.get("BPM_TEST_BROKER_URL") or redis_url()
+os.environ.setdefault("BPM_TEST_REDIS_URL", redis_url())
 
 StartWorkers = Callable[..., list[CeleryProcess]]
 
@@ -73,8 +75,7 @@ def start_workers(worker_env: dict[str, str], queue: str, tmp_path: Path) -> Ite
         return new
 
     yield start
-    for proc in started:
-        proc.stop()
+    stop_all(started)
 
 
 @pytest.fixture
@@ -89,8 +90,7 @@ def start_beat_process(
         return proc
 
     yield start
-    for proc in started:
-        proc.stop()
+    stop_all(started)
 
 
 @pytest.fixture

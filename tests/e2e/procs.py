@@ -26,18 +26,19 @@ class CeleryProcess:
         self, args: list[str], env: Mapping[str, str], log_path: Path, *, app: str = APP
     ) -> None:
         self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._terminated = False
         # The repository first; an example project may add its own folder after it.
         path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         full_env = {**os.environ, **env, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", app, *args],
-            cwd=ROOT,
-            env=full_env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with open(log_path, "wb") as log:  # the process has its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", app, *args],
+                cwd=ROOT,
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     @property
     def pid(self) -> int:
@@ -59,19 +60,31 @@ class CeleryProcess:
 
         return eventually(check, timeout=timeout, what=f"{pattern!r} in {self.log_path}")
 
-    def stop(self) -> None:
-        """SIGTERM the process group, then SIGKILL whatever is left of it."""
-        if self.proc.poll() is None:
-            try:
+    def terminate(self) -> None:
+        """SIGTERM the process group (a warm shutdown starts; :meth:`stop` waits for it)."""
+        if self.proc.poll() is None and not self._terminated:
+            self._terminated = True
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=5)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                pass
+
+    def stop(self) -> None:
+        """SIGTERM the process group, then SIGKILL whatever is left of it after 5 s."""
+        self.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
         # Children may outlive the main process (e.g. a blocked pool child).
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=5)
-        self._log.close()
+
+
+def stop_all(procs: list[CeleryProcess]) -> None:
+    """Stop every process, their warm shutdowns side by side (one after the other, each
+    can take seconds)."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.stop()
 
 
 def start_worker(

@@ -211,8 +211,10 @@ def test_the_shops_own_task_runs_as_a_step_with_one_request_id_across_a_crash(
     tmp_path: Path,
 ) -> None:
     """``bpm:celeryTask`` / ``task=``: the worker runs the shop's task inline (no second
-    message); its worker process is killed on the first attempt, the step runs again, and
-    the task sees the same ``self.request.id`` (the step's idempotency key) both times."""
+    message); its worker process is killed on the first attempt, the step runs again at
+    once (the task keeps Celery's default 180 s retry delay; no beat runs, so no lease
+    reclaim: the redelivered message finds its holder dead), and the task sees the same
+    ``self.request.id`` (the step's idempotency key) both times."""
     process = (
         Process("shop-charge")
         .start("start")
@@ -221,14 +223,14 @@ def test_the_shops_own_task_runs_as_a_step_with_one_request_id_across_a_crash(
         .sequence("start", "charge", "end")
     )
     celery_engine.deploy(process)
+    assert shop.tasks["shop.charge"].default_retry_delay == 180
     worker = start_worker(shop_env, None, tmp_path, app=SHOP)
-    beat = start_beat(shop_env, tmp_path, app=SHOP)  # fires the retry's backoff timer
     try:
         inst = celery_engine.start("shop-charge", variables={"amount": 7, "die_once": True})
         eventually(
             lambda: celery_engine.get_instance(inst.id).state is InstanceState.COMPLETED,
-            timeout=60,
-            what="the step to run again after its worker process was killed",
+            timeout=90,  # well under the 180 s retry delay
+            what="the step to run again at once after its worker process was killed",
         )
         done = celery_engine.get_instance(inst.id)
         (tok,) = [t for t in done.tokens if t.node_id == "charge"]
@@ -237,8 +239,10 @@ def test_the_shops_own_task_runs_as_a_step_with_one_request_id_across_a_crash(
         assert done.variables["charged"] == 7
         assert "Task shop.charge[" not in worker.log()  # never a message of its own
         assert worker.log().count("Task bpm.run_token[") >= 2
+        assert celery_engine.timers(inst.id) == []
+        lost = [e for e in celery_engine.history(inst.id) if e.type == "lease_lost"]
+        assert [e.payload["cause"] for e in lost] == ["holder_died"]
     finally:
-        beat.stop()
         worker.stop()
 
 

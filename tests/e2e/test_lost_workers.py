@@ -3,7 +3,9 @@
 A whole worker killed with ``kill -9`` (its message is not redelivered: the broker still
 thinks it is being worked on) is recovered by its lease running out: beat's reclaimer
 makes the attempt a failed one and another worker re-runs the step, within 40 s at the
-default settings. A handler that runs longer than its lease keeps it by the heartbeat.
+default settings (a 30 s lease, a reclaim every 5 s: checked without processes below; the
+real kill runs on a 3 s lease, which takes the same path). A handler that runs longer than
+its lease keeps it by the heartbeat.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from datetime import timedelta
 import pytest
 import redis
 
-from bpm import Engine, TokenState
+from bpm import Engine, EngineConfig, TokenState
+from bpm.contrib.celery.schedule import beat_schedule
 from tests.e2e.checks import assert_trail_consistent, events, token_at, wait_ended
 from tests.e2e.conftest import StartWorkers
 from tests.e2e.handlers import pid_key, runs_key
@@ -28,27 +31,42 @@ from tests.support import eventually
 pytestmark = pytest.mark.slow
 
 
-def test_a_worker_killed_with_its_children_reruns_the_step_within_40s(
+def test_the_defaults_recover_a_lost_worker_within_40s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the real kill below shortens: workers and beat read these when unset."""
+    monkeypatch.delenv("BPM_DEFAULT_LEASE_SECONDS", raising=False)
+    lease = EngineConfig.from_env().default_lease
+    assert lease == timedelta(seconds=30)
+    reclaim = beat_schedule({})["bpm.reclaim_expired_locks"]["schedule"]
+    assert reclaim == timedelta(seconds=5)
+    # a lease that ran out is taken back by the next reclaim, then re-run at once
+    assert lease + reclaim < timedelta(seconds=40)
+
+
+SHORT_LEASE = 3  # seconds; the default is 30 (checked above)
+
+
+def test_a_worker_killed_with_its_children_reruns_the_step_when_its_lease_runs_out(
     celery_engine: Engine,
     start_workers: StartWorkers,
     start_beat_process: Callable[..., CeleryProcess],
     rds: redis.Redis,
     tag: str,
 ) -> None:
-    """Default lease (30 s) and beat schedule (reclaim every 5 s): kill -9 the worker
-    process group that runs the step; the other worker re-runs it within 40 s. Slow on
-    purpose (about 30 s): it waits for a real lease to run out."""
-    workers = start_workers(2)
-    start_beat_process()
+    """A 3 s lease and a reclaim every half second: kill -9 the worker process group that
+    runs the step; the other worker re-runs it once the lease ran out."""
+    lease_env = {"BPM_DEFAULT_LEASE_SECONDS": str(SHORT_LEASE)}
+    workers = start_workers(2, **lease_env)
+    start_beat_process(BPM_BEAT_RECLAIM_SECONDS="0.5", **lease_env)
     celery_engine.deploy(order_model())
     inst = celery_engine.start("order", {"amount": 120, "tag": tag, "block_at": "validate"})
     child = int(eventually(lambda: rds.get(pid_key(tag, "validate")), what="handler to block"))
     (victim,) = [w for w in workers if os.getpgid(child) == w.pid]
     tok = token_at(celery_engine, inst.id, "validate")
     assert tok.state is TokenState.EXECUTING and tok.lease_expires_at is not None
-    # The default lease: 30 s from the claim (a heartbeat may have moved it on since).
+    # The workers' lease: 3 s from the claim (a heartbeat may have moved it on since).
     lease = tok.lease_expires_at - tok.updated_at
-    assert timedelta(seconds=29) <= lease <= timedelta(seconds=45), lease
+    short = timedelta(seconds=SHORT_LEASE)
+    assert short - timedelta(seconds=1) <= lease <= short * 1.5, lease
 
     os.killpg(victim.pid, signal.SIGKILL)
     killed_at = time.monotonic()

@@ -80,13 +80,15 @@ def test_every_inner_step_is_applied_once_whatever_is_killed(
     rds: redis.Redis,
     tag: str,
 ) -> None:
-    workers = start_workers(3, **CHAOS_ENV)
-    start_beat_process(**CHAOS_ENV)
+    # The instances first, the workers after: on a busy machine starting 100 instances can
+    # take longer than running them, and the chaos below must find work still to do.
     celery_engine.deploy(batch_model())
     ids = [
         celery_engine.start("batch", {"items": ITEMS, "tag": tag, "pause": 0.05}).id
         for _ in range(INSTANCES)
     ]
+    workers = start_workers(3, **CHAOS_ENV)
+    start_beat_process(**CHAOS_ENV)
     rng = random.Random(10)
     kills = {"handler": 0, "worker": 0}
     deadline = time.monotonic() + 240

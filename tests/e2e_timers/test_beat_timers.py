@@ -136,17 +136,19 @@ def test_two_timer_loops_fire_each_timer_once(pg_database_url: str, tmp_path: Pa
     engine.deploy(nap_model(with_retry=False))
     ids = [engine.start("nap", {"wait_for": (1 + i % 20) / 10}).id for i in range(100)]
     env = {**os.environ, "BPM_DATABASE_URL": pg_database_url, "PYTHONPATH": str(ROOT)}
-    loops = [
-        subprocess.Popen(
-            [sys.executable, "-m", "bpm", "timers", "--max-sleep", "0.05"],
-            cwd=ROOT,
-            env=env,
-            stdout=open(tmp_path / f"loop{i}.log", "w"),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        for i in range(2)
-    ]
+    loops = []
+    for i in range(2):
+        with open(tmp_path / f"loop{i}.log", "w") as log:  # the loop has its own descriptor
+            loops.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "bpm", "timers", "--max-sleep", "0.05"],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
     try:
         eventually(lambda: all_completed(engine, ids), timeout=60, what="every timer to fire")
     finally:

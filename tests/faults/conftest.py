@@ -24,6 +24,7 @@ from bpm.store import db as bpm_db
 from bpm.store import migrate
 from tests.api.conftest import ApiServer
 from tests.e2e.procs import CeleryProcess, start_beat, start_worker
+from tests.support import free_port
 
 # Short enough that a lost lease or a lost message is noticed within seconds: the whole
 # directory has a CI budget of about three minutes.
@@ -39,7 +40,7 @@ FAST = {
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[PrivatePostgres]:
-    pg = PrivatePostgres()
+    pg = PrivatePostgres(free_port())
     pg.start()
     pg.execute("CREATE DATABASE bpm_template")
     eng = bpm_db.connect(pg.url("bpm_template"))
@@ -78,7 +79,7 @@ def pg(cluster: PrivatePostgres) -> Iterator[Database]:
 
 @pytest.fixture(scope="session")
 def broker_server() -> Iterator[PrivateRedis]:
-    server = PrivateRedis()
+    server = PrivateRedis(free_port())
     server.start()
     yield server
     server.close()
@@ -94,7 +95,7 @@ def broker(broker_server: PrivateRedis) -> PrivateRedis:
 @pytest.fixture(scope="session")
 def ledger_server() -> Iterator[PrivateRedis]:
     """Where the handlers count their runs: it outlives every fault of a test."""
-    server = PrivateRedis()
+    server = PrivateRedis(free_port())
     server.start()
     yield server
     server.close()

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from bpm import ConfigurationError, Engine, InstanceState, NotFound
+from bpm.errors import VariableError
 from bpm.runtime.records import Instance
 from tests.engine_helpers import QueueDispatcher
 from tests.support import eventually
@@ -84,7 +85,7 @@ def test_an_engine_error_rolls_back_only_its_own_savepoint(
         product = new_product()
         with pytest.raises(NotFound, match="no process definition"):
             start_process("no-such-process")
-        with pytest.raises(Exception, match="not JSON"):
+        with pytest.raises(VariableError, match="not JSON"):
             start_process("checkout", {"bad": object()})
     assert Product.objects.filter(pk=product.pk).exists()  # the view's rows committed
     assert queued.published == []

@@ -17,6 +17,7 @@ from bpm.contrib.flask import (
     process_completed,
     start_process,
 )
+from bpm.errors import VariableError
 from bpm.runtime.records import Instance
 from tests.engine_helpers import QueueDispatcher, order_process
 
@@ -79,7 +80,7 @@ def test_the_session_transaction_decides_and_publishing_waits_for_its_commit(
     with app.app_context():
         kept = start_process("order", {"amount": 150}, business_key="kept")
         # A failing engine call inside the same session undoes only its savepoint.
-        with pytest.raises(Exception, match="not JSON"):
+        with pytest.raises(VariableError, match="not JSON"):
             start_process("order", {"bad": object()})
         assert q.published == []
         db.session.commit()

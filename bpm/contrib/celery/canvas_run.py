@@ -13,7 +13,7 @@ from typing import Any
 from celery import Celery, Task
 
 from bpm.contrib.celery.canvas_compile import CANVAS_TASK
-from bpm.contrib.celery.handlers import call_inline, function_of, retry_policy
+from bpm.contrib.celery.handlers import REDELIVER, call_inline, function_of, retry_policy
 from bpm.errors import StepFailed
 from bpm.handlers import HandlerRegistry, HandlerSpec, TaskContext
 
@@ -91,7 +91,9 @@ class CanvasResolver:
         def handler(ctx: TaskContext) -> Mapping[str, Any] | None:
             return run_step(task, ctx)
 
-        spec = HandlerSpec(CANVAS_TASK + task_name, handler, retry=retry_policy(task))
+        spec = HandlerSpec(
+            CANVAS_TASK + task_name, handler, retry=retry_policy(task), lost_worker_delay=REDELIVER
+        )
         self._specs[task_name] = spec
         return spec
 

@@ -18,6 +18,10 @@ that holds the step's lease, under its idempotency key; no second message is sen
   is a retry of the same token after that countdown; any other exception fails the step
   for good (the task's failure action, an incident by default), as it fails the task in
   Celery. A retry policy on the model (``bpm:retry``) replaces the number and the delays.
+* **A lost worker** (its process killed, its lease run out) is a failed attempt too, counted
+  like any other (an incident when none is left, so a task that kills its worker does not
+  loop), but the next attempt is due at once, without the task's retry delay: Celery, with
+  late acks, redelivers a lost worker's message at once as well.
 * **The request**: a bound task sees ``self.request.id`` = the step's idempotency key
   (``instance:node:token``, the same on every attempt and after every crash),
   ``self.request.retries`` = attempt - 1, ``root_id`` = the instance id, and the step in
@@ -44,6 +48,9 @@ from bpm.retry import RetryPolicy
 
 # Celery's max_retries=None retries for ever; the engine counts attempts.
 FOREVER = 2**31 - 1
+# A lost worker's attempt is run again at once (HandlerSpec.lost_worker_delay), as
+# Celery's late acks redeliver its message at once: never after default_retry_delay.
+REDELIVER = timedelta(0)
 _MARKER = "bpm_step"
 
 
@@ -205,7 +212,7 @@ def spec_for(task: Task, name: str) -> HandlerSpec:  # type: ignore[type-arg]
         kwargs = arguments_from(task, ctx.variables)
         return result_variables(call_inline(task, ctx, (), kwargs), ctx)
 
-    return HandlerSpec(name, handler, retry=retry_policy(task))
+    return HandlerSpec(name, handler, retry=retry_policy(task), lost_worker_delay=REDELIVER)
 
 
 class TaskResolver:

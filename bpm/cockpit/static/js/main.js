@@ -3,6 +3,7 @@
 
 import { ApiError, loadSession, login, logout, session } from './api.js';
 import { clear, h } from './dom.js';
+import { decisionPage, decisionsPage } from './pages/decisions.js';
 import { definitionPage, definitionsPage } from './pages/definitions.js';
 import { incidentsPage } from './pages/incidents.js';
 import { instancePage } from './pages/instance.js';
@@ -21,6 +22,8 @@ const routes = [
   [/^#\/instances\/([^?]+)$/, (m) => instancePage(decodeURIComponent(m[1])), 'instances'],
   [/^#\/instances(\?.*)?$/, (m) => instancesPage(new URLSearchParams((m[1] || '').slice(1))), 'instances'],
   [/^#\/incidents$/, () => incidentsPage(), 'incidents'],
+  [/^#\/decisions\/(.+)$/, (m) => decisionPage(decodeURIComponent(m[1])), 'decisions'],
+  [/^#\/decisions$/, () => decisionsPage(), 'decisions'],
   [/^#\/work$/, () => workPage(), 'work'],
 ];
 
