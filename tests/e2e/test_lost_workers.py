@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from bpm import Engine, EngineConfig, TokenState
-from bpm.contrib.celery.schedule import beat_schedule
+from bpm.contrib.celery.maintenance import intervals
 from tests.e2e.checks import assert_trail_consistent, events, token_at, wait_ended
 from tests.e2e.conftest import StartWorkers
 from tests.e2e.handlers import pid_key, runs_key
@@ -36,7 +36,7 @@ def test_the_defaults_recover_a_lost_worker_within_40s(monkeypatch: pytest.Monke
     monkeypatch.delenv("BPM_DEFAULT_LEASE_SECONDS", raising=False)
     lease = EngineConfig.from_env().default_lease
     assert lease == timedelta(seconds=30)
-    reclaim = beat_schedule({})["bpm.reclaim_expired_locks"]["schedule"]
+    reclaim = intervals({})["reclaim"]  # beat's reclaimer thread
     assert reclaim == timedelta(seconds=5)
     # a lease that ran out is taken back by the next reclaim, then re-run at once
     assert lease + reclaim < timedelta(seconds=40)
