@@ -130,3 +130,25 @@ def test_a_business_rule_task_call_binds_maps_and_records_its_caller(engine: Eng
     bad = DecisionCall("d_Discount", result_variable="x", map_result="everything")
     with pytest.raises(DecisionResultError), engine.core.tx() as conn:
         call_decision(conn, bad, inputs, engine.core.now(), caller)
+
+
+def test_purging_an_ended_instance_purges_the_decisions_it_evaluated(engine: Engine) -> None:
+    from datetime import timedelta
+
+    from bpm.builder import Process
+    from bpm.engine.decisions import Caller, DecisionCall, call_decision
+
+    engine.create_deployment(("pricing.dmn", PRICING))
+    engine.deploy(Process("quick").start("s").end("e").sequence("s", "e").build())
+    inst = engine.start("quick")
+    assert engine.get_instance(inst.id).state.value == "completed"
+    with engine.core.tx() as conn:
+        call = DecisionCall("d_Discount", result_variable="r")
+        inputs = {"Amount": 5, "Customer": "x"}
+        call_decision(conn, call, inputs, engine.core.now(), Caller(process_instance_id=inst.id))
+    engine.decisions.evaluate(key="d_Discount", variables={"Amount": 5, "Customer": "x"})
+    assert engine.decisions.count_history() == 2
+    later = engine.core.now() + timedelta(days=2)
+    assert engine.purge_history(timedelta(days=1), now=later) == 1
+    assert engine.decisions.history(InstanceQuery(process_instance_id=inst.id)) == []
+    assert engine.decisions.count_history() == 1  # the REST evaluation has no instance

@@ -6,8 +6,10 @@
 Configuration comes from arguments or the environment: ``BPM_DATABASE_URL``,
 ``BPM_API_KEYS`` (see :mod:`bpm.api.auth`), ``BPM_API_INSECURE_NO_AUTH=1`` to serve without
 keys, ``BPM_API_MAX_PENDING_POLLS`` (default 1000), ``BPM_API_MAX_POLLS_PER_KEY`` (default:
-an equal share of those per key that may poll), ``BPM_API_MAX_BODY_BYTES`` (default 16 MiB)
-and ``BPM_API_MAX_FETCH_BYTES`` (default 8 MiB: a fetch-and-lock answer stops before the task
+an equal share of those per key that may poll), ``BPM_API_MAX_BODY_BYTES`` (default: what
+one request may store, ``BPM_MAX_UPDATE_BYTES`` (1 MiB), plus 64 KiB for the JSON around
+it), ``BPM_API_MAX_DEPLOYMENT_BYTES`` (``/deployment/create``, default 16 MiB) and
+``BPM_API_MAX_FETCH_BYTES`` (default 8 MiB: a fetch-and-lock answer stops before the task
 that would go over it, and gives that task and the rest back).
 """
 
@@ -33,6 +35,8 @@ from bpm.api.batching import CompletionBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
+from bpm.api.headers import SecurityHeaders
+from bpm.api.keyless import DEFAULT_BURST, DEFAULT_RATE, KeylessLimit
 from bpm.api.longpoll import LongPollHub
 from bpm.api.routes_cockpit import STATIC
 from bpm.api.routes_cockpit import pages as cockpit_pages
@@ -43,6 +47,7 @@ from bpm.api.routes_decision_history import router as decision_history_router
 from bpm.api.routes_decisions import router as decisions_router
 from bpm.api.routes_definitions import router as definitions_router
 from bpm.api.routes_deployments import router as deployments_router
+from bpm.api.routes_docs import router as docs_router
 from bpm.api.routes_external import router as external_router
 from bpm.api.routes_health import router as health_router
 from bpm.api.routes_history import router as history_router
@@ -58,7 +63,11 @@ from bpm.runtime.external import NOTIFY_CHANNEL
 from bpm.store.db import libpq_dsn
 
 PREFIX = "/engine-rest"
-DEFAULT_MAX_BODY = 16 * 1024 * 1024
+#: Room for the JSON around the variables of a request (names, type wrappers, fields).
+BODY_ENVELOPE = 64 * 1024
+#: Deployments carry BPMN files (each at most 5 MB), not variables: their own limit.
+DEFAULT_MAX_DEPLOYMENT_BODY = 16 * 1024 * 1024
+DEPLOYMENT_PATH = PREFIX + "/deployment/create"
 DEFAULT_MAX_FETCH_BYTES = 8 * 1024 * 1024
 
 
@@ -72,30 +81,43 @@ def _env_int(name: str, default: int) -> int:
         raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
 
 
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number") from None
+
+
 class BodyLimit:
     """Refuse request bodies over ``limit`` bytes with 413, reading no more than that.
 
-    A body announced with ``Content-Length`` is judged by it (the server never hands over
-    more). A body without one (chunked) is read here, chunk by chunk, up to the limit: at
-    one byte more the answer is 413 and the rest is never read; under it the app gets the
-    body as one message (it would have read it all anyway)."""
+    A body announced with ``Content-Length`` is judged by it before a byte of it is read
+    (the server never hands over more). A body without one (chunked) is read here, chunk
+    by chunk, up to the limit: at one byte more the answer is 413 and the rest is never
+    read; under it the app gets the body as one message (it would have read it all
+    anyway). ``per_path`` gives some paths a limit of their own (deployments)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, per_path: dict[str, int] | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.per_path = dict(per_path or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.per_path.get(scope["path"], self.limit)
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
                     size = int(value)
                 except ValueError:
-                    size = self.limit + 1
-                if size > self.limit:
-                    await self._too_large(scope, receive, send)
+                    size = limit + 1
+                if size > limit:
+                    await self._too_large(limit, scope, receive, send)
                     return
                 await self.app(scope, receive, send)
                 return
@@ -107,8 +129,8 @@ class BodyLimit:
                 return
             chunk = msg.get("body", b"")
             seen += len(chunk)
-            if seen > self.limit:
-                await self._too_large(scope, receive, send)
+            if seen > limit:
+                await self._too_large(limit, scope, receive, send)
                 return
             chunks.append(chunk)
             if not msg.get("more_body", False):
@@ -124,11 +146,11 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _too_large(self, limit: int, scope: Scope, receive: Receive, send: Send) -> None:
         resp = error_response(
             413,
             "InvalidRequestException",
-            f"request body over the limit of {self.limit} bytes",
+            f"request body over the limit of {limit} bytes",
             headers={"Connection": "close"},  # the rest of the body is never read
         )
         await resp(scope, receive, send)
@@ -201,12 +223,15 @@ def create_app(
         description="Camunda-7-compatible external-task and process endpoints.",
         version="0.1.0",
         lifespan=lifespan,
+        # FastAPI's own pages load their scripts from a CDN: ours ship in the wheel
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.engine = eng
     app.state.auth = auth
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
-    app.state.worker_ids = WorkerIds(eng, keys)
+    app.state.worker_ids = WorkerIds(keys)
     app.state.max_fetch_bytes = max_fetch_bytes or _env_int(
         "BPM_API_MAX_FETCH_BYTES", DEFAULT_MAX_FETCH_BYTES
     )
@@ -243,12 +268,24 @@ def create_app(
     app.include_router(cockpit_decisions, prefix="/api")
     app.include_router(cockpit_pages)
     app.include_router(health_router)
+    app.include_router(docs_router)
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
-    limit = max_body_bytes or _env_int("BPM_API_MAX_BODY_BYTES", DEFAULT_MAX_BODY)
-    app.add_middleware(BodyLimit, limit=limit)
+    limit = max_body_bytes or _env_int(
+        "BPM_API_MAX_BODY_BYTES", eng.core.config.max_update_bytes + BODY_ENVELOPE
+    )
+    deployments = _env_int("BPM_API_MAX_DEPLOYMENT_BYTES", DEFAULT_MAX_DEPLOYMENT_BODY)
+    app.add_middleware(BodyLimit, limit=limit, per_path={DEPLOYMENT_PATH: deployments})
     # outside BodyLimit: 401 first
     app.add_middleware(AuthGate, auth=auth, prefix=PREFIX, templates=lambda: app.openapi()["paths"])
-    api_metrics.install(app)  # /metrics, and the outermost layer: times every answer
+    # outside the AuthGate: an anonymous flood is refused before anything else runs
+    app.add_middleware(
+        KeylessLimit,
+        rate=_env_float("BPM_API_KEYLESS_RATE", DEFAULT_RATE),
+        burst=_env_int("BPM_API_KEYLESS_BURST", DEFAULT_BURST),
+        open_api=auth.open,
+    )
+    api_metrics.install(app)  # /metrics, and the layer that times every answer
+    app.add_middleware(SecurityHeaders)  # outermost: every answer, refusals too
     return app
 
 

@@ -9,9 +9,8 @@ Roles: a key without topics is an ``operator`` (it may read and act: deploy, sta
 terminate, retry...). ``id:secret:role=viewer`` is a read-only key: it may only read
 (GET), everything else answers 403. A key with topics is a worker key.
 
-Worker ids: ``workers=w1|w2`` binds those worker ids to the key (it may use no other);
-without it, a worker id belongs to the first key that fetches, locks or reports under it.
-Another key acting under an owned worker id gets 403 (:mod:`bpm.api.worker_ids`).
+Worker ids are namespaced by key (:mod:`bpm.api.worker_ids`): ``k1``'s worker ``w`` is
+``k1:w``. ``workers=w1|w2`` limits a key to those worker ids (403 for any other).
 """
 
 from __future__ import annotations
@@ -48,8 +47,8 @@ class ApiKey:
     topics: frozenset[str] | None = None
     role: str = OPERATOR
     workers: frozenset[str] | None = None
-    """The worker ids this key owns (``workers=a|b``) and the only ones it may use; None:
-    a worker id belongs to the first key that uses it (:mod:`bpm.api.worker_ids`)."""
+    """The only worker ids this key may use (``workers=a|b``); None: any (namespaced by
+    the key, :mod:`bpm.api.worker_ids`)."""
 
 
 @dataclass(frozen=True)

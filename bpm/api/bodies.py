@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from bpm.api.documented import VariableFilter, Variables
+from bpm.api.limits import MAX_SORTING, MAX_TOPICS, Names, at_most
 
 __all__ = ["Variables"]  # routes import the documented variables type from here too
 
@@ -49,7 +50,7 @@ class SortingBody(Body):
 class TopicBody(Body):
     topicName: Name
     lockDuration: Duration
-    variables: list[str] | None = None
+    variables: Names | None = None
     processVariables: VariableFilter = None
     businessKey: str | None = Field(None, max_length=MAX_ID)
     processDefinitionId: str | None = Field(None, max_length=300)
@@ -64,8 +65,8 @@ class FetchBody(Body):
     maxTasks: int = Field(1, ge=0, le=MAX_TASKS)
     usePriority: bool | None = False
     asyncResponseTimeout: int | None = Field(None, ge=0, le=MAX_POLL_MS)
-    topics: list[TopicBody] | None = None
-    sorting: list[SortingBody] | None = None
+    topics: Annotated[list[TopicBody], at_most(MAX_TOPICS)] | None = None
+    sorting: Annotated[list[SortingBody], at_most(MAX_SORTING)] | None = None
 
 
 class CompleteBody(Body):

@@ -19,6 +19,7 @@ from typing import Any
 from starlette.datastructures import QueryParams
 
 from bpm.api.errors import bad_request
+from bpm.api.limits import MAX_CONDITIONS, MAX_SORTING
 
 #: The most rows one page returns (a larger ``maxResults`` answers 400; without one, a
 #: page holds this many: read ``/count`` for the total).
@@ -111,7 +112,7 @@ class Params:
                 raise bad_request(f"{name} must be a list of strings")
             out.append(item)
         if len(out) > MAX_RESULTS:
-            raise bad_request(f"{name} lists more than {MAX_RESULTS} values")
+            raise bad_request(f"{name} lists more than {MAX_RESULTS} values (the limit)")
         return tuple(out)
 
     def flag(self, name: str) -> bool | None:
@@ -171,6 +172,8 @@ class Params:
             if not isinstance(item, Mapping):
                 raise bad_request("sorting must be a list of {sortBy, sortOrder}")
             pairs.append((item.get("sortBy"), item.get("sortOrder")))
+        if len(pairs) > MAX_SORTING:
+            raise bad_request(f"sorting lists more than {MAX_SORTING} entries (the limit)")
         out = []
         for by, order in pairs:
             if by not in keys:
@@ -220,6 +223,8 @@ class Params:
                 out.append((item["name"], op, val))
         else:
             raise bad_request(f"{name} must be name_operator_value conditions")
+        if len(out) > MAX_CONDITIONS:
+            raise bad_request(f"{name} lists more than {MAX_CONDITIONS} conditions (the limit)")
         for _, op, val in out:
             if op == "like" and not isinstance(val, str):
                 raise bad_request(f"{name}: like compares with a text pattern")

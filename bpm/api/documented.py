@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import WithJsonSchema
 
+from bpm.api.limits import MAX_CONDITIONS, MAX_SORTING, MAX_VARIABLES, at_most
+
 #: Text without NUL characters (PostgreSQL text and jsonb cannot hold them: 400).
 NO_NUL = "^[^\\x00]*$"
 INT32 = (-(2**31), 2**31 - 1)
@@ -56,14 +58,17 @@ VARIABLES: dict[str, Any] = _nullable(
         "type": "object",
         "propertyNames": {"minLength": 1, "pattern": NO_NUL},
         "additionalProperties": VARIABLE_VALUE,
+        "maxProperties": MAX_VARIABLES,
     }
 )
 
 #: A name the engine reads as given: not only whitespace (and no NUL).
 NAMED = "^[^\\x00]*[!-~][^\\x00]*$"
 
-#: A map of name -> Camunda typed value (or null).
-Variables = Annotated[dict[str, Any] | None, WithJsonSchema(VARIABLES)]
+#: A map of name -> Camunda typed value (or null), at most ``MAX_VARIABLES`` of them.
+Variables = Annotated[
+    Annotated[dict[str, Any], at_most(MAX_VARIABLES)] | None, WithJsonSchema(VARIABLES)
+]
 
 #: A Camunda date (``yyyy-MM-dd'T'HH:mm:ss.SSSZ``; any ISO 8601 date-time is read).
 DateText = Annotated[
@@ -86,8 +91,16 @@ LIKE_CONDITION: dict[str, Any] = {
     "required": ["name", "operator", "value"],
 }
 Conditions = Annotated[
-    list[dict[str, Any]] | None,
-    WithJsonSchema(_nullable({"type": "array", "items": {"anyOf": [CONDITION, LIKE_CONDITION]}})),
+    Annotated[list[dict[str, Any]], at_most(MAX_CONDITIONS)] | None,
+    WithJsonSchema(
+        _nullable(
+            {
+                "type": "array",
+                "items": {"anyOf": [CONDITION, LIKE_CONDITION]},
+                "maxItems": MAX_CONDITIONS,
+            }
+        )
+    ),
 ]
 
 #: A message's time to live: milliseconds, or an ISO 8601 duration such as ``PT30S``.
@@ -130,19 +143,36 @@ def sorting(keys: tuple[str, ...]) -> WithJsonSchema:
         },
         "required": ["sortBy"],
     }
-    schema = _nullable({"anyOf": [{"type": "array", "items": item}, item]})
+    listed = {"type": "array", "items": item, "maxItems": MAX_SORTING}
+    schema = _nullable({"anyOf": [listed, item]})
     return WithJsonSchema(schema)
 
 
 #: ``processVariables`` of a fetch-and-lock topic: name -> the value to equal.
 VariableFilter = Annotated[
-    dict[str, Any] | None,
+    Annotated[dict[str, Any], at_most(MAX_CONDITIONS)] | None,
     WithJsonSchema(
         _nullable(
             {
                 "type": "object",
                 "propertyNames": {"minLength": 1, "pattern": NO_NUL},
                 "additionalProperties": SCALAR,
+                "maxProperties": MAX_CONDITIONS,
+            }
+        )
+    ),
+]
+
+#: ``correlationKeys`` of a message: name -> the value an instance's variable must equal.
+CorrelationKeys = Annotated[
+    Annotated[dict[str, Any], at_most(MAX_CONDITIONS)] | None,
+    WithJsonSchema(
+        _nullable(
+            {
+                "type": "object",
+                "propertyNames": {"minLength": 1, "pattern": NO_NUL},
+                "additionalProperties": VARIABLE_VALUE,
+                "maxProperties": MAX_CONDITIONS,
             }
         )
     ),

@@ -3,7 +3,8 @@
 ``/metrics`` shows the process's counters and histograms (every process's, under
 ``PROMETHEUS_MULTIPROC_DIR``, e.g. ``bpm api --workers 4``) and the database gauges.
 Like ``/health``, it needs no credentials and holds no secrets (process keys, node ids,
-topics, route templates): restrict it at the network, as for any exporter.
+topics, route templates): restrict it at the network, as for any exporter. It is rendered
+at most once a second, and anonymous callers are rate-limited (:mod:`bpm.api.keyless`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,27 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpm.api.errors import ApiError
+from bpm.api.keyless import Cached
 from bpm.observe import Observers, RequestServed, observers
 
 router = APIRouter()
 
 UNMATCHED = "unmatched"  # the route label of requests no route matched (404s)
+#: The method label's values: the methods this app answers, and ``other`` for any method
+#: a client makes up (HTTP lets a method be any token: each would be a new series).
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
+OTHER_METHOD = "other"
+
+
+def method_label(method: str) -> str:
+    """``method`` when it is one of :data:`METHODS`, else ``other``: the label set stays
+    closed whatever clients send."""
+    return method if method in METHODS else OTHER_METHOD
+
+
+#: A scrape is rendered at most once a second (scrapers ask every 15 s or so): an
+#: anonymous flood of ``/metrics`` costs one rendering a second, not one per request.
+RENDER_TTL = 1.0
 
 
 @router.get("/metrics", include_in_schema=False)
@@ -34,12 +51,22 @@ async def metrics(request: Request) -> Response:
             "NotFound",
             "metrics need prometheus-client: pip install 'bpm-celery[prometheus]'",
         ) from None
-    body, content_type = await run_in_threadpool(prometheus.exposition, request.app.state.engine)
+    rendered: Cached[tuple[bytes, str]] | None = getattr(request.app.state, "metrics", None)
+    if rendered is None:
+        engine = request.app.state.engine
+
+        async def render() -> tuple[bytes, str]:
+            return await run_in_threadpool(prometheus.exposition, engine)
+
+        rendered = request.app.state.metrics = Cached(render, RENDER_TTL)
+    body, content_type = await rendered.get()
     return Response(body, media_type=content_type, headers={"Cache-Control": "no-store"})
 
 
 class RequestTimer:
-    """Tells the observers how long each HTTP request took, by its route template."""
+    """Tells the observers how long each HTTP request took, by method (a closed set) and
+    route template: the labels never carry what a client wrote (a method, a path, an id),
+    so no request adds a series beyond the app's routes."""
 
     def __init__(self, app: ASGIApp, observers: Observers) -> None:
         self.app = app
@@ -64,7 +91,7 @@ class RequestTimer:
         finally:
             self.observers.emit(
                 RequestServed(
-                    scope["method"],
+                    method_label(str(scope["method"])),
                     route_template(scope, root),
                     status,
                     time.perf_counter() - started,

@@ -6,6 +6,7 @@ bounded. Actions are in :mod:`bpm.api.routes_cockpit_actions`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -184,11 +185,20 @@ async def definition_xml(definition_id: str, request: Request, caller: Reader) -
     """BPMN XML to draw: the deployed file, or the model laid out automatically."""
     check_id(definition_id, "definition id")
     xml = await run_in_threadpool(engine_of(request).cockpit.diagram_xml, definition_id)
-    # Definitions never change: the browser may keep the diagram.
+    # The deployed file is whatever its author wrote (a <script> in an XHTML namespace
+    # runs when a browser opens XML): served as a download, and inert if opened anyway.
+    # The cockpit reads it with fetch(), which neither header affects. Definitions never
+    # change: the browser may keep it.
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", definition_id)[:100]
     return Response(
         xml,
         media_type="application/xml",
-        headers={"Cache-Control": "private, max-age=3600", "X-Content-Type-Options": "nosniff"},
+        headers={
+            "Cache-Control": "private, max-age=3600",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+            "Content-Disposition": f'attachment; filename="{name}.bpmn"',
+        },
     )
 
 

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from bpm.api import cockpit_json as j
 from bpm.api.cockpit_auth import Caller, cockpit_operator
 from bpm.api.errors import ApiError, bad_request, validation_message
+from bpm.api.limits import MAX_VARIABLES
 from bpm.api.routes_cockpit import check_id, engine_of
 from bpm.errors import BpmError, InvalidOperation
 from bpm.runtime.states import TaskState
@@ -36,7 +37,7 @@ class TerminateBody(BaseModel):
 
 class VariablesBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    variables: dict[str, Any]
+    variables: dict[str, Any] = Field(max_length=MAX_VARIABLES)
 
 
 class BulkRetryBody(BaseModel):

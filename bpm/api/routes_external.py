@@ -33,19 +33,25 @@ def _engine(request: Request) -> Engine:
     return engine
 
 
-async def act_as(request: Request, who: Principal, worker_id: str) -> None:
-    """403 unless the caller's key owns ``worker_id`` (see :mod:`bpm.api.worker_ids`)."""
+def _ids(request: Request) -> WorkerIds:
     ids: WorkerIds = request.app.state.worker_ids
-    await ids.check(who, worker_id)
+    return ids
 
 
-def task_json(task: ExternalTask) -> dict[str, Any]:
+def act_as(request: Request, who: Principal, worker_id: str) -> str:
+    """The engine's id of the caller's worker ``worker_id``: namespaced by its key (see
+    :mod:`bpm.api.worker_ids`)."""
+    return _ids(request).acting(who, worker_id)
+
+
+def task_json(task: ExternalTask, who: Principal, ids: WorkerIds) -> dict[str, Any]:
     """The fields Camunda's ExternalTaskDto has."""
+    # kept after a failure, cleared by an unlock (rows older than 0005: the lock holder)
+    worker = task.worker_id if task.worker_id is not None else task.lock_owner
     return {
         "id": task.id,
         "topicName": task.topic,
-        # kept after a failure, cleared by an unlock (rows older than 0005: the lock holder)
-        "workerId": task.worker_id if task.worker_id is not None else task.lock_owner,
+        "workerId": ids.shown(who, worker),
         "lockExpirationTime": format_date(task.lock_expires_at),
         "createTime": format_date(task.created_at),
         "processInstanceId": task.instance_id,
@@ -64,8 +70,10 @@ def task_json(task: ExternalTask) -> dict[str, Any]:
     }
 
 
-def locked_task_json(task: ExternalTask, topic: b.TopicBody | None) -> dict[str, Any]:
-    out = task_json(task)
+def locked_task_json(
+    task: ExternalTask, topic: b.TopicBody | None, who: Principal, ids: WorkerIds
+) -> dict[str, Any]:
+    out = task_json(task, who, ids)
     out["errorDetails"] = task.error_details
     out["variables"] = to_camunda(task.variables, bool(topic and topic.deserializeValues))
     include = bool(topic and topic.includeExtensionProperties)
@@ -74,7 +82,11 @@ def locked_task_json(task: ExternalTask, topic: b.TopicBody | None) -> dict[str,
 
 
 def bounded_json(
-    tasks: list[ExternalTask], by_topic: dict[str, b.TopicBody], limit: int
+    tasks: list[ExternalTask],
+    by_topic: dict[str, b.TopicBody],
+    limit: int,
+    who: Principal,
+    ids: WorkerIds,
 ) -> tuple[bytes, int]:
     """The JSON array of locked tasks, cut before the one that would take it over ``limit``
     bytes (the first task always goes); returns the body and how many tasks it holds."""
@@ -82,7 +94,7 @@ def bounded_json(
     size = 2
     for task in tasks:
         item = json.dumps(
-            locked_task_json(task, by_topic.get(task.topic)),
+            locked_task_json(task, by_topic.get(task.topic), who, ids),
             ensure_ascii=False,
             allow_nan=False,
             separators=(",", ":"),
@@ -94,7 +106,7 @@ def bounded_json(
     return b"[" + b",".join(parts) + b"]", len(parts)
 
 
-def _fetch_request(body: b.FetchBody) -> FetchRequest:
+def _fetch_request(body: b.FetchBody, worker_id: str) -> FetchRequest:
     sorting = []
     for s in body.sorting or ():
         if s.sortBy != "createTime":
@@ -116,7 +128,7 @@ def _fetch_request(body: b.FetchBody) -> FetchRequest:
         for tp in body.topics or ()
     )
     return FetchRequest(
-        worker_id=body.workerId,
+        worker_id=worker_id,
         max_tasks=body.maxTasks,
         topics=topics,
         use_priority=bool(body.usePriority),
@@ -127,16 +139,16 @@ def _fetch_request(body: b.FetchBody) -> FetchRequest:
 @router.post("/external-task/fetchAndLock")
 async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Response:
     """Lock free tasks; with ``asyncResponseTimeout`` hold the request until some are free."""
-    req = _fetch_request(body)
-    who.check_topics(tp.topic for tp in req.topics)
-    await act_as(request, who, req.worker_id)
+    who.check_topics(tp.topicName for tp in body.topics or ())
+    req = _fetch_request(body, act_as(request, who, body.workerId))
     engine = _engine(request)
+    ids = _ids(request)
     by_topic = {tp.topicName: tp for tp in reversed(body.topics or [])}
 
     limit: int = request.app.state.max_fetch_bytes
 
     async def render(tasks: list[ExternalTask]) -> Response:
-        body, kept = bounded_json(tasks, by_topic, limit)
+        body, kept = bounded_json(tasks, by_topic, limit, who, ids)
         for extra in tasks[kept:]:  # over the byte budget: give them back at once
             await run_in_threadpool(engine.unlock_external_task, extra.id)
         return Response(body, media_type="application/json")
@@ -202,22 +214,22 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
 
 @router.post("/external-task/{task_id}/complete", status_code=NO_CONTENT)
 async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Who) -> Response:
-    await act_as(request, who, body.workerId)
+    worker = act_as(request, who, body.workerId)
     variables = from_camunda(body.variables)
     local = from_camunda(body.localVariables, "localVariables")
     batcher: CompletionBatcher = request.app.state.completions
-    await batcher.complete(Completion(task_id, body.workerId, variables, local, who.topics))
+    await batcher.complete(Completion(task_id, worker, variables, local, who.topics))
     return Response(status_code=NO_CONTENT)
 
 
 @router.post("/external-task/{task_id}/failure", status_code=NO_CONTENT)
 async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who) -> Response:
-    await act_as(request, who, body.workerId)
+    worker = act_as(request, who, body.workerId)
 
     def call() -> None:
         _engine(request).fail_external_task(
             task_id,
-            body.workerId,
+            worker,
             body.errorMessage,
             body.errorDetails,
             retries=body.retries,
@@ -231,12 +243,12 @@ async def failure(task_id: str, body: b.FailureBody, request: Request, who: Who)
 
 @router.post("/external-task/{task_id}/bpmnError", status_code=NO_CONTENT)
 async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who: Who) -> Response:
-    await act_as(request, who, body.workerId)
+    worker = act_as(request, who, body.workerId)
     variables = from_camunda(body.variables)
     await run_in_threadpool(
         lambda: _engine(request).external_task_bpmn_error(
             task_id,
-            body.workerId,
+            worker,
             body.errorCode,
             body.errorMessage,
             variables,
@@ -248,10 +260,10 @@ async def bpmn_error(task_id: str, body: b.BpmnErrorBody, request: Request, who:
 
 @router.post("/external-task/{task_id}/extendLock", status_code=NO_CONTENT)
 async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, who: Who) -> Response:
-    await act_as(request, who, body.workerId)
+    worker = act_as(request, who, body.workerId)
     await run_in_threadpool(
         lambda: _engine(request).extend_external_task_lock(
-            task_id, body.workerId, body.newDuration, topics=who.topics
+            task_id, worker, body.newDuration, topics=who.topics
         )
     )
     return Response(status_code=NO_CONTENT)
@@ -259,10 +271,10 @@ async def extend_lock(task_id: str, body: b.ExtendLockBody, request: Request, wh
 
 @router.post("/external-task/{task_id}/lock", status_code=NO_CONTENT)
 async def lock(task_id: str, body: b.LockBody, request: Request, who: Who) -> Response:
-    await act_as(request, who, body.workerId)
+    worker = act_as(request, who, body.workerId)
     await run_in_threadpool(
         lambda: _engine(request).lock_external_task(
-            task_id, body.workerId, body.lockDuration, topics=who.topics
+            task_id, worker, body.lockDuration, topics=who.topics
         )
     )
     return Response(status_code=NO_CONTENT)
@@ -270,21 +282,30 @@ async def lock(task_id: str, body: b.LockBody, request: Request, who: Who) -> Re
 
 @router.post("/external-task/{task_id}/unlock", status_code=NO_CONTENT)
 async def unlock(task_id: str, request: Request, who: Who) -> Response:
+    """A live lock only by a worker of the caller's key, or an operator (403 otherwise)."""
+    may_release = _ids(request).may_release(who)
     await run_in_threadpool(
-        lambda: _engine(request).unlock_external_task(task_id, topics=who.topics)
+        lambda: _engine(request).unlock_external_task(
+            task_id, topics=who.topics, may_release=may_release
+        )
     )
     return Response(status_code=NO_CONTENT)
 
 
 @router.put("/external-task/{task_id}/retries", status_code=NO_CONTENT)
 async def set_retries(task_id: str, body: b.RetriesBody, request: Request, who: Who) -> Response:
+    """Of a live lock only by a worker of the caller's key, or an operator (403 otherwise)."""
+    may_release = _ids(request).may_release(who)
     await run_in_threadpool(
-        lambda: _engine(request).set_external_task_retries(task_id, body.retries, topics=who.topics)
+        lambda: _engine(request).set_external_task_retries(
+            task_id, body.retries, topics=who.topics, may_release=may_release
+        )
     )
     return Response(status_code=NO_CONTENT)
 
 
 def _filters(
+    ids: WorkerIds,
     who: Principal,
     topic: str | None,
     worker: str | None,
@@ -302,7 +323,7 @@ def _filters(
     retries = True if with_retries else (False if no_retries else None)
     return {
         "topic": topic,
-        "worker_id": worker,
+        "worker_id": ids.filtered(who, worker) if worker is not None else None,
         "instance_id": instance,
         "locked": lock_state,
         "retries_left": retries,
@@ -329,6 +350,7 @@ async def list_tasks(
     """Open external tasks (ready, locked, or out of retries); at most ``MAX_RESULTS`` a
     page (also without ``maxResults``: page with ``firstResult``)."""
     f = _filters(
+        _ids(request),
         who,
         topicName,
         workerId,
@@ -343,7 +365,8 @@ async def list_tasks(
             **f, offset=firstResult, limit=MAX_RESULTS if maxResults is None else maxResults
         )
     )
-    return JSONResponse([task_json(t) for t in tasks])
+    ids = _ids(request)
+    return JSONResponse([task_json(t, who, ids) for t in tasks])
 
 
 @router.get("/external-task/count")
@@ -359,6 +382,7 @@ async def count_tasks(
     noRetriesLeft: bool | None = None,
 ) -> Response:
     f = _filters(
+        _ids(request),
         who,
         topicName,
         workerId,
@@ -376,7 +400,7 @@ async def count_tasks(
 async def get_task(task_id: str, request: Request, who: Who) -> Response:
     task = await run_in_threadpool(_engine(request).external_task, task_id)
     who.check_topics([task.topic])
-    return JSONResponse(task_json(task))
+    return JSONResponse(task_json(task, who, _ids(request)))
 
 
 @router.get("/external-task/{task_id}/errorDetails")

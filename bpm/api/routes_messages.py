@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from bpm.api.auth import Principal, principal
 from bpm.api.bodies import MAX_DURATION_MS, MAX_ID, Body, Variables
-from bpm.api.documented import NAMED, NoVariables, TimeToLive, Unsupported
+from bpm.api.documented import NAMED, CorrelationKeys, NoVariables, TimeToLive, Unsupported
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.openapi import errors
 from bpm.api.routes_process import instance_json
@@ -38,7 +38,7 @@ class MessageBody(Body):
     messageName: str = Field(min_length=1, max_length=MAX_ID, json_schema_extra={"pattern": NAMED})
     businessKey: str | None = Field(None, max_length=MAX_ID)
     processInstanceId: str | None = Field(None, max_length=64)
-    correlationKeys: Variables = None
+    correlationKeys: CorrelationKeys = None
     localCorrelationKeys: NoVariables = None
     processVariables: Variables = None
     processVariablesLocal: Variables = None

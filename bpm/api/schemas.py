@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from bpm.api import documented
 from bpm.api.documented import NO_NUL, VARIABLE_VALUE, Conditions, DateText, Variables
+from bpm.api.limits import MAX_SORTING, Names, at_most
 from bpm.api.sort_keys import HISTORIC_SORT_KEYS, TASK_SORT_KEYS
 from bpm.store.history_queries import INSTANCE_SORTS
 from bpm.store.variable_queries import VARIABLE_SORTS
@@ -223,26 +224,26 @@ class SortingDto(RequestDto):
     sortOrder: str | None = None
 
 
-Sorting = list[SortingDto] | SortingDto | None
+Sorting = Annotated[list[SortingDto], at_most(MAX_SORTING)] | SortingDto | None
 
 
 class TaskQueryDto(RequestDto):
     """The filter of ``POST /task`` and ``POST /task/count`` (see docs/rest-api.md)."""
 
     processInstanceId: str | None = None
-    processInstanceIdIn: list[str] | None = None
+    processInstanceIdIn: Names | None = None
     processInstanceBusinessKey: str | None = None
-    processInstanceBusinessKeyIn: list[str] | None = None
+    processInstanceBusinessKeyIn: Names | None = None
     processDefinitionKey: str | None = None
-    processDefinitionKeyIn: list[str] | None = None
+    processDefinitionKeyIn: Names | None = None
     taskDefinitionKey: str | None = None
-    taskDefinitionKeyIn: list[str] | None = None
+    taskDefinitionKeyIn: Names | None = None
     assignee: str | None = None
-    assigneeIn: list[str] | None = None
+    assigneeIn: Names | None = None
     unassigned: bool | None = None
     assigned: bool | None = None
     candidateGroup: str | None = None
-    candidateGroups: list[str] | None = None
+    candidateGroups: Names | None = None
     candidateUser: str | None = None
     includeAssignedTasks: bool | None = None
     name: str | None = None
@@ -306,7 +307,7 @@ class CompleteTaskDto(RequestDto):
 
 class PatchVariablesDto(RequestDto):
     modifications: Variables = None
-    deletions: list[str] | None = None
+    deletions: Names | None = None
 
 
 def _variable_value(schema: dict[str, Any]) -> None:
@@ -328,10 +329,10 @@ class VariableQueryDto(RequestDto):
     """The filter of ``POST /variable-instance`` and ``POST /history/variable-instance``."""
 
     variableName: str | None = None
-    variableNameIn: list[str] | None = None
+    variableNameIn: Names | None = None
     variableNameLike: str | None = None
     processInstanceId: str | None = None
-    processInstanceIdIn: list[str] | None = None
+    processInstanceIdIn: Names | None = None
     variableValues: Conditions = None
     sorting: Annotated[Sorting, documented.sorting(VARIABLE_SORTS)] = None
 
@@ -340,10 +341,10 @@ class HistoricProcessInstanceQueryDto(RequestDto):
     """The filter of ``POST /history/process-instance`` (and ``/count``)."""
 
     processInstanceId: str | None = None
-    processInstanceIds: list[str] | None = None
+    processInstanceIds: Names | None = None
     processDefinitionId: str | None = None
     processDefinitionKey: str | None = None
-    processDefinitionKeyIn: list[str] | None = None
+    processDefinitionKeyIn: Names | None = None
     processInstanceBusinessKey: str | None = None
     finished: bool | None = None
     unfinished: bool | None = None

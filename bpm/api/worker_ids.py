@@ -1,67 +1,82 @@
-"""Workers are who they say: a ``workerId`` belongs to one API key.
+"""Worker ids are namespaced by API key: key ``k1``'s worker ``w`` is ``k1:w`` to the engine.
 
-A key configured with ``workers=w1|w2`` owns those worker ids and may use no other. Any
-other worker id belongs to the first key that fetches, locks or reports under it (a row in
-``worker_binding``, shared by every API process). Another key acting under an owned worker
-id gets 403 before anything is read or changed, so key ``w2`` cannot complete, fail or
-extend a task locked by a worker of key ``w1``. Bindings never change, so the answers are
-cached (a bounded LRU per process).
+A worker id names a worker of one key only, so no key can take another's: two keys that
+both run the Camunda JS client with its default id ``some-random-id`` are two workers
+(``k1:some-random-id``, ``k2:some-random-id``), and neither can complete, fail, extend,
+lock, unlock or set the retries of a task the other's worker holds (it is locked by another
+worker: 400, or 403 for unlock and retries). The id the engine stores, shows in history and
+in the cockpit is the namespaced one; the REST API answers a key with its own workers' ids
+as it sent them. Key ids contain no ``:`` (see :mod:`bpm.api.auth`), so the first ``:``
+of a stored id ends the key's id.
+
+A key configured with ``workers=w1|w2`` may act only as those workers (403 otherwise).
+Without keys (``--insecure-no-auth``) there is nobody to tell apart: ids are taken as
+given. Earlier versions bound a worker id to the first key that used it (table
+``worker_binding``, which is no longer read): another key could take an id for good.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
-from starlette.concurrency import run_in_threadpool
+from collections.abc import Callable
 
 from bpm.api.auth import ApiKey, Principal, forbidden
-from bpm.api.errors import ApiError
-from bpm.engine import Engine
+from bpm.api.errors import ApiError, bad_request
+
+SEP = ":"
+#: The engine's limit of a worker id (its column), namespace included.
+MAX_STORED = 255
 
 
 class WorkerIds:
-    """Checks that a caller's key owns the worker id it acts under."""
+    """Turns the worker ids of requests into the engine's (namespaced) ids and back."""
 
-    def __init__(self, engine: Engine, keys: list[ApiKey], *, cache_size: int = 10_000) -> None:
-        self.engine = engine
-        self.configured = {w: k.id for k in keys for w in k.workers or ()}
-        self.cache_size = cache_size
-        self._owners: OrderedDict[str, str] = OrderedDict()
+    def __init__(self, keys: list[ApiKey]) -> None:
+        self.key_ids = frozenset(k.id for k in keys)
 
-    async def check(self, who: Principal, worker_id: str) -> None:
-        """403 unless ``who`` may act as ``worker_id`` (binding it if nobody owns it)."""
+    def acting(self, who: Principal, worker_id: str) -> str:
+        """The engine's id of ``who``'s worker ``worker_id`` (403 for a key limited to other
+        configured workers, 400 when the id is too long for the namespace)."""
         key = who.key
         if key is None:  # the API runs without keys: nobody to tell apart
-            return
-        owner = await self._owner(worker_id, key)
-        if owner != key.id:
-            raise _refused(key, worker_id, owner)
-
-    async def _owner(self, worker_id: str, key: ApiKey) -> str:
+            return worker_id
         if key.workers is not None and worker_id not in key.workers:
-            raise _refused(key, worker_id, self.configured.get(worker_id))
-        configured = self.configured.get(worker_id)
-        if configured is not None:
-            return configured
-        owner = self._owners.get(worker_id)
-        if owner is None:
-            owner = await run_in_threadpool(self.engine.bind_worker, worker_id, key.id)
-            self._owners[worker_id] = owner
-            if len(self._owners) > self.cache_size:
-                self._owners.popitem(last=False)
-        else:
-            self._owners.move_to_end(worker_id)
-        return owner
+            raise _refused(key, worker_id)
+        stored = f"{key.id}{SEP}{worker_id}"
+        if len(stored) > MAX_STORED:
+            raise bad_request(
+                f"workerId is too long: API key '{key.id}' may use worker ids of at most "
+                f"{MAX_STORED - len(key.id) - 1} characters"
+            )
+        return stored
+
+    def shown(self, who: Principal, stored: str | None) -> str | None:
+        """A stored worker id as ``who`` sees it: its own workers without the namespace."""
+        if stored is None or who.key is None:
+            return stored
+        mine = who.key.id + SEP
+        return stored[len(mine) :] if stored.startswith(mine) else stored
+
+    def filtered(self, who: Principal, worker_id: str) -> str:
+        """A ``workerId`` filter: the caller's own worker, unless an operator names another
+        key's worker in full (``k1:w1``)."""
+        if who.key is None:
+            return worker_id
+        head, sep, _ = worker_id.partition(SEP)
+        if who.may_act and sep and head in self.key_ids:
+            return worker_id
+        return f"{who.key.id}{SEP}{worker_id}"
+
+    def may_release(self, who: Principal) -> Callable[[str], bool] | None:
+        """Whose live locks ``who`` may unlock or set the retries of: None for anyone's (an
+        operator key, or no keys), else only its own workers'."""
+        if who.key is None or who.may_act:
+            return None
+        mine = who.key.id + SEP
+        return lambda holder: holder.startswith(mine)
 
 
-def _refused(key: ApiKey, worker_id: str, owner: str | None) -> ApiError:
-    if owner is None:
-        return forbidden(
-            f"API key '{key.id}' may only act as its configured workers "
-            f"({', '.join(sorted(key.workers or ()))}), not as worker '{worker_id}'"
-        )
+def _refused(key: ApiKey, worker_id: str) -> ApiError:
     return forbidden(
-        f"API key '{key.id}' may not act as worker '{worker_id}': that worker id belongs to "
-        f"API key '{owner}'; give each worker its own worker id (or bind ids to keys with "
-        "BPM_API_KEYS=id:secret:workers=w1|w2)"
+        f"API key '{key.id}' may only act as its configured workers "
+        f"({', '.join(sorted(key.workers or ()))}), not as worker '{worker_id}'"
     )

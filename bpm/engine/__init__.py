@@ -662,10 +662,14 @@ class Engine:
         task_id: str,
         *,
         topics: Collection[str] | None = None,
+        may_release: Callable[[str], bool] | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Give a locked task back at once."""
-        _ext.unlock(self.core, task_id, topics=topics, now=now)
+        """Give a locked task back at once.
+
+        ``may_release``: whether the caller may end a live lock held by that worker id
+        (``Forbidden`` otherwise); None: anyone may."""
+        _ext.unlock(self.core, task_id, topics=topics, may_release=may_release, now=now)
 
     def set_external_task_retries(
         self,
@@ -673,10 +677,15 @@ class Engine:
         retries: int,
         *,
         topics: Collection[str] | None = None,
+        may_release: Callable[[str], bool] | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Set retries left; > 0 resolves the task's incident, 0 opens one."""
-        _ext.set_retries(self.core, task_id, retries, topics=topics, now=now)
+        """Set retries left; > 0 resolves the task's incident, 0 opens one.
+
+        ``may_release``: as for :meth:`unlock_external_task`, for a task under a live lock."""
+        _ext.set_retries(
+            self.core, task_id, retries, topics=topics, may_release=may_release, now=now
+        )
 
     def reclaim_expired_external_locks(
         self, *, now: datetime | None = None, limit: int = 100

@@ -137,7 +137,7 @@ def _complete(
     local variables into the scope the task runs in."""
     if repeated(task, done.worker_id, FinishKind.COMPLETE):
         return
-    check_owner(task, done.worker_id, "completed")
+    check_owner(task, done.worker_id, "completed", unit.now)
     tok = waiting_token(work, task)
     walker = unit.walker(work)
     variables, local = updates
@@ -183,7 +183,7 @@ def handle_failure(
         work, task = open_task(unit, task_id, topics)
         if repeated(task, worker_id, FinishKind.FAILURE):
             return
-        check_owner(task, worker_id, "failed")
+        check_owner(task, worker_id, "failed", unit.now)
         tok = waiting_token(work, task)
         walker = unit.walker(work)
         fail_external(
@@ -234,7 +234,7 @@ def handle_bpmn_error(
         work, task = open_task(unit, task_id, topics)
         if repeated(task, worker_id, FinishKind.BPMN_ERROR):
             return
-        check_owner(task, worker_id, "reported with a BPMN error")
+        check_owner(task, worker_id, "reported with a BPMN error", unit.now)
         tok = waiting_token(work, task)
         walker = unit.walker(work)
         walker.write_variables(tok, updates)

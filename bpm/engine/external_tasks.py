@@ -10,7 +10,7 @@ set-based statements.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -183,7 +183,12 @@ def repeated(task: ExternalTask, worker_id: str, kind: FinishKind) -> bool:
     )
 
 
-def check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
+def check_owner(task: ExternalTask, worker_id: str, verb: str, at: datetime) -> None:
+    """:class:`LeaseLost` unless ``worker_id`` holds a live lock on the task at ``at``.
+
+    The lease is the only judge: a lock that expired before ``at`` (the database clock at
+    the call) is lost, whether or not the reclaimer or a fetch counted it yet, so a late
+    report is refused every time, the same way as after another worker took the task."""
     if task.state in _CLOSED:
         raise not_found(task.id)
     owner = task.lock_owner if task.state is TaskState.LOCKED else None
@@ -191,6 +196,12 @@ def check_owner(task: ExternalTask, worker_id: str, verb: str) -> None:
         raise LeaseLost(
             f"External Task {task.id} cannot be {verb} by worker '{worker_id}'. "
             f"It is locked by worker '{owner if owner is not None else 'null'}'."
+        )
+    if not task.is_locked(at):
+        expired = task.lock_expires_at.isoformat() if task.lock_expires_at else "unknown"
+        raise LeaseLost(
+            f"External Task {task.id} cannot be {verb} by worker '{worker_id}'. "
+            f"Its lock expired at {expired}; fetch the task again."
         )
 
 
@@ -306,18 +317,37 @@ def lock(
         )
 
 
+def check_release(
+    task: ExternalTask, may_release: Callable[[str], bool] | None, verb: str, at: datetime
+) -> None:
+    """:class:`Forbidden` when the task is under a live lock whose holder ``may_release``
+    does not allow (None: anyone may): a caller other than the holder (or an operator)
+    cannot take a working worker's task away, or set its retries to 0 under it."""
+    if may_release is None or not task.is_locked(at) or task.lock_owner is None:
+        return
+    if not may_release(task.lock_owner):
+        until = task.lock_expires_at.isoformat() if task.lock_expires_at else "?"
+        raise Forbidden(
+            f"may not {verb} external task {task.id}: it is locked by worker "
+            f"'{task.lock_owner}' until {until}; only that worker's owner or an operator may"
+        )
+
+
 def unlock(
     core: EngineCore,
     task_id: str,
     *,
     topics: Collection[str] | None = None,
+    may_release: Callable[[str], bool] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Give a locked task back to ready at once (anyone may unlock, as in Camunda)."""
+    """Give a locked task back to ready at once (as in Camunda; a live lock only when
+    ``may_release`` allows its holder, see :func:`check_release`)."""
     with unit_of_work(core, now) as unit:
         work, task = open_task(unit, task_id, topics)
         if task.state in _CLOSED:
             raise not_found(task_id)
+        check_release(task, may_release, "unlock", unit.now)
         if task.state is not TaskState.LOCKED:
             if task.worker_id is not None:  # a failed attempt's worker, kept until now
                 work.change(task, event="external_task_unlocked", worker_id=None)
@@ -340,15 +370,18 @@ def set_retries(
     retries: int,
     *,
     topics: Collection[str] | None = None,
+    may_release: Callable[[str], bool] | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Set the retries left; > 0 resolves a ``failedExternalTask`` incident, 0 opens one."""
+    """Set the retries left; > 0 resolves a ``failedExternalTask`` incident, 0 opens one
+    (of a task under a live lock only when ``may_release`` allows its holder)."""
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InvalidOperation("retries must be an integer >= 0")
     with unit_of_work(core, now) as unit:
         work, task = open_task(unit, task_id, topics)
         if task.state in _CLOSED:
             raise not_found(task_id)
+        check_release(task, may_release, "set the retries of", unit.now)
         tok = work.tokens.get(task.token_id)
         at = unit.now
         if retries > 0:

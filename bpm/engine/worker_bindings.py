@@ -1,9 +1,9 @@
-"""Worker ids belong to API keys: the first key that acts under a worker id owns it.
+"""Worker bindings: the first key that acted under a worker id, as versions before issue
+18 recorded it.
 
-The REST API asks before every fetch, lock, complete, failure, BPMN error and lock
-extension; a worker id owned by another key is refused there, so no key can finish or extend
-a task locked under a worker id it does not own. A binding never changes, so callers may
-cache what this answers.
+The REST API no longer asks (it namespaces worker ids by key instead, see
+:mod:`bpm.api.worker_ids`: a first-use binding let one key squat another's worker id for
+good). The table and this call stay for the rows already written; a binding never changes.
 """
 
 from __future__ import annotations

@@ -45,5 +45,7 @@ def delete_instances(conn: Connection, instance_ids: list[str]) -> int:
     for table in _CHILDREN:
         conn.execute(delete(table).where(table.c.instance_id.in_(instance_ids)))
     conn.execute(delete(t.token).where(t.token.c.instance_id.in_(instance_ids)))
+    decided = t.decision_instance  # the decisions its business rule tasks evaluated
+    conn.execute(delete(decided).where(decided.c.process_instance_id.in_(instance_ids)))
     res = conn.execute(delete(t.process_instance).where(t.process_instance.c.id.in_(instance_ids)))
     return int(res.rowcount)

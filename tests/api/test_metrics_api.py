@@ -261,3 +261,36 @@ def test_bpm_dev_serves_the_steps_its_loop_ran(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         log.close()
+
+
+def test_made_up_methods_and_paths_add_no_series(pg_database_url: str, tmp_path: Path) -> None:
+    """Issue 18 item 1: every made-up method and path, answered 401/404/405 to nobody,
+    once became a label value of its own (40,000 requests grew /metrics to 156 MB). The
+    labels are a closed method set and the app's route templates, whatever is asked."""
+    env = {"BPM_API_KEYLESS_RATE": "0"}  # every request answered, none held back (429)
+    server = ApiServer(pg_database_url, keys="ops:s3cret", log=tmp_path / "api.log", env=env)
+    server.start()
+    root = f"http://127.0.0.1:{server.port}"
+    try:
+        with httpx.Client(base_url=root, timeout=30) as http:
+            for i in range(150):
+                http.request(f"FAKE{i}", f"/engine-rest/process-instance/x{i}")
+                http.request(f"M{i}X", "/health/live")
+                http.get(f"/no/such/{i}/route")
+                http.get(f"/engine-rest/made-up-{i}")
+                http.get(f"/cockpit/static/missing-{i}.js")
+                http.get(f"/api/instances/i{i}/trail")
+            samples = scrape(f"{root}/metrics")
+    finally:
+        server.kill()
+    series = [
+        dict(labels)
+        for (name, labels) in samples
+        if name == "bpm_api_request_duration_seconds_count"
+    ]
+    methods = {s["method"] for s in series}
+    routes = {s["route"] for s in series}
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "other"}
+    assert "other" in methods
+    assert not [r for r in routes if any(ch.isdigit() for ch in r)], routes
+    assert len(series) <= 12, series  # a handful of (method, route, status) triples
