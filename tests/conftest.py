@@ -11,7 +11,7 @@ import pytest
 from bpm import Engine, EngineConfig
 from bpm.store import db as bpm_db
 from bpm.store import migrate
-from tests.support import create_database, drop_database, pg_url
+from tests.support import create_database, drop_database, drop_database_later, finish_drops, pg_url
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +29,7 @@ def pg_template() -> Iterator[str]:
 def pg_database_url(pg_template: str) -> Iterator[str]:
     name = create_database(template=pg_template)
     yield pg_url(name)
-    drop_database(name)
+    drop_database_later(name)  # off the next test's path (DROP DATABASE waits a checkpoint)
 
 
 @pytest.fixture
@@ -66,6 +66,10 @@ def pg_engine(pg_database_url: str, config: EngineConfig) -> Iterator[Engine]:
     eng = Engine(pg_database_url, config=config)
     yield eng
     eng.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    finish_drops()
 
 
 def pytest_configure(config: pytest.Config) -> None:

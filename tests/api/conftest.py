@@ -65,7 +65,11 @@ class ApiServer:
             except httpx.HTTPError:
                 return False
 
-        eventually(up, timeout=60, what="the API server to answer")
+        try:
+            eventually(up, timeout=60, what="the API server to answer")
+        except BaseException:
+            self.kill()  # a server that did not answer in time must not outlive the test
+            raise
         return self
 
     def kill(self, sig: int = signal.SIGKILL) -> None:

@@ -60,6 +60,16 @@ class CeleryProcess:
 
         return eventually(check, timeout=timeout, what=f"{pattern!r} in {self.log_path}")
 
+    def started(self, pattern: str) -> CeleryProcess:
+        """Wait until ``pattern`` is logged; a process that never gets there is stopped (it
+        must not outlive the test that gave up on it, consuming its queue for ever)."""
+        try:
+            self.wait_for_log(pattern)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
     def terminate(self) -> None:
         """SIGTERM the process group (a warm shutdown starts; :meth:`stop` waits for it)."""
         if self.proc.poll() is None and not self._terminated:
@@ -118,8 +128,7 @@ def start_worker(
         log_dir / f"{name}.log",
         app=app,
     )
-    worker.wait_for_log(r"ready\.")
-    return worker
+    return worker.started(r"ready\.")
 
 
 def start_beat(
@@ -140,5 +149,4 @@ def start_beat(
         log_dir / f"{name}.log",
         app=app,
     )
-    beat.wait_for_log(r"beat: Starting")
-    return beat
+    return beat.started(r"beat: Starting")

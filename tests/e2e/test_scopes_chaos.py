@@ -83,8 +83,10 @@ def test_every_inner_step_is_applied_once_whatever_is_killed(
     # The instances first, the workers after: on a busy machine starting 100 instances can
     # take longer than running them, and the chaos below must find work still to do.
     celery_engine.deploy(batch_model())
+    # 400 handler runs of 0.15 s on three one-child workers: about 20 s of work, some thirty
+    # rounds of chaos (at 0.05 s the work could end before the second worker kill)
     ids = [
-        celery_engine.start("batch", {"items": ITEMS, "tag": tag, "pause": 0.05}).id
+        celery_engine.start("batch", {"items": ITEMS, "tag": tag, "pause": 0.15}).id
         for _ in range(INSTANCES)
     ]
     workers = start_workers(3, **CHAOS_ENV)
