@@ -151,6 +151,9 @@ def test_diagram_overlay_and_retry_without_reload(browser: Browser, site: Site) 
         assert page.locator("[data-testid^=overlay-]").count() == 2
         page.locator('[data-element-id="wait_pickup"]').first.click()
         expect(page.get_by_test_id("detail")).to_contain_text("Fire now")
+        # the trail says when the timer is due (its timer_scheduled event)
+        scheduled = page.get_by_test_id("trail-row").filter(has_text="timer_scheduled")
+        expect(scheduled).to_contain_text("delay timer; due ")
         shot(page, "instance-waiting")
 
         # the failed instance: retry, and watch it complete without a reload
