@@ -336,7 +336,7 @@ def test_a_bpmn_error_of_an_external_worker_reaches_the_process_event_sub_proces
     )
     inst = engine.start("ext", {"customer": "c1"})
     (task,) = engine.fetch_and_lock(
-        FetchRequest("w", 1, (TopicRequest("remote", 10_000),)), now=at(0)
+        FetchRequest("w", 1, (TopicRequest("remote", 600_000),)), now=at(0)
     )
     assert task.variables == {"customer": "c1", "region": "eu"}  # the scope's view
     engine.external_task_bpmn_error(task.id, "w", "DECLINED", "card declined", now=at(1))
