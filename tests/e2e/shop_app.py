@@ -47,23 +47,26 @@ def report(task: Task, name: str) -> None:  # type: ignore[type-arg]
     record(name, f"{task.acks_late}|{task.reject_on_worker_lost}|{info.get('routing_key')}")
 
 
-@app.task(name="shop.add", bind=True)
+# shared=False: the suite imports this module in-process more than once (fixture ``shop``);
+# a shared task is added to every app finalized afterwards, and Celery 5.7 warns when two
+# callables share a name (the suite's other apps define their own ``shop.*`` tasks).
+@app.task(name="shop.add", shared=False, bind=True)
 def add(self: Task, x: int, y: int) -> int:  # type: ignore[type-arg]
     report(self, "add")
     return x + y
 
 
-@app.task(name="shop.mail", bind=True)
+@app.task(name="shop.mail", shared=False, bind=True)
 def mail(self: Task, to: str) -> None:  # type: ignore[type-arg]
     report(self, "mail")
 
 
-@app.task(name="shop.heartbeat")
+@app.task(name="shop.heartbeat", shared=False)
 def heartbeat() -> None:
     record("heartbeat", 1)
 
 
-@app.task(name="shop.charge", bind=True)
+@app.task(name="shop.charge", shared=False, bind=True)
 def charge(self: Task, amount: int, die_once: bool = False) -> dict[str, Any]:  # type: ignore[type-arg]
     """The shop's own task, run by the engine as a step: records the request id it sees;
     ``die_once`` kills its worker process on the first attempt (``kill -9``): a lost
@@ -78,7 +81,7 @@ def charge(self: Task, amount: int, die_once: bool = False) -> dict[str, Any]:  
 # No retry delay: a chord step whose worker child was killed runs again as soon as it is
 # taken back (Celery's default_retry_delay, 180 s, is the step's backoff otherwise, longer
 # than the chord test waits).
-@app.task(name="shop.item", bind=True, default_retry_delay=0)
+@app.task(name="shop.item", shared=False, bind=True, default_retry_delay=0)
 def item(self: Task, n: int, slow: float = 0.0) -> int:  # type: ignore[type-arg]
     """A chord member: its effect is keyed by the request id (the step's idempotency key),
     so a repeat after a crash is recognised (``effects`` counts each key's runs)."""
@@ -88,7 +91,7 @@ def item(self: Task, n: int, slow: float = 0.0) -> int:  # type: ignore[type-arg
     return n * n
 
 
-@app.task(name="shop.collect", default_retry_delay=0)  # as shop.item
+@app.task(name="shop.collect", shared=False, default_retry_delay=0)  # as shop.item
 def collect(values: list[int]) -> int:
     return sum(values)
 
