@@ -321,8 +321,9 @@ def finish(
     ``spans``: the steps' spans (with a tracer), told each outcome; the steps that become
     Ready are published with (or continued in) the trace of their instance's step."""
     ended: list[str] = []
-    # For the observers, after the commit: each step's outcome (None: instance purged).
-    outcomes: list[StepOutcome | None] | None = [] if core.observers else None
+    # For the observers, after the commit: each step's outcome and the incident it opened
+    # (None: instance purged).
+    outcomes: list[tuple[StepOutcome, str | None] | None] | None = [] if core.observers else None
     with unit_of_work(core, now) as unit:
         if spans is not None:
             unit.traces.update(spans.contexts)
@@ -341,7 +342,9 @@ def finish(
             walker = walkers[work.instance.id]
             applied = _apply(unit, walker, step, outcome, worker_id)
             if outcomes is not None:
-                outcomes.append(applied)
+                failed = applied is StepOutcome.FAILED
+                incident = observed.incident_of(work, step.token.id) if failed else None
+                outcomes.append((applied, incident))
             if spans is not None:
                 spans.applied(step.token.id, applied)
         for walker in walkers.values():
