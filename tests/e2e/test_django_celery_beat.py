@@ -6,6 +6,7 @@ table (the admin's way) runs too."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -20,8 +21,14 @@ from bpm.builder import Process
 from tests.e2e.procs import ROOT, start_beat, start_worker, stop_all
 from tests.support import eventually
 
-pytest.importorskip("django_celery_beat")
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # not imported here: the suite's Django tests configure Django in this process
+    pytest.mark.skipif(
+        importlib.util.find_spec("django_celery_beat") is None,
+        reason="django-celery-beat is not installed (it is in the dev extras)",
+    ),
+]
 APP = "tests.e2e.djbeat_app"
 
 
