@@ -181,6 +181,8 @@ def begin_instance(
     }
     if len(model.start_events) > 1:
         payload["start_event"] = first_node.id
+    if work.history_values:
+        payload["values"] = plain
     work.record("instance_started", payload=payload)
     unit.walker(work).begin(first_node.id)
     return work

@@ -78,6 +78,7 @@ class Unit:
         """The configured bounds on what a write may add to an instance's variables."""
         work.max_update_bytes = self.core.config.max_update_bytes
         work.max_instance_variable_bytes = self.core.config.max_instance_variable_bytes
+        work.history_values = self.core.config.history_values
         return work
 
     def _adopt(self, found: dict[str, InstanceWork]) -> None:

@@ -96,7 +96,10 @@ class BpmTest:
         dispatcher = LocalDispatcher()
         # A lease the heartbeat never needs to extend (steps run in the test's thread), and
         # each step hands the ones it leads to back to run(), which counts them.
-        cfg = config or EngineConfig(default_lease=timedelta(hours=1), drain_for=timedelta(0))
+        # The history keeps variable values: a test's instance can be exported as a case.
+        cfg = config or EngineConfig(
+            default_lease=timedelta(hours=1), drain_for=timedelta(0), history_values=True
+        )
         engine = Engine(
             database_url or IN_MEMORY,
             config=cfg,
@@ -104,6 +107,9 @@ class BpmTest:
             registry=own,
             clock=clock,
         )
+        # No heartbeat thread: a step runs in the test's thread, and an in-memory
+        # database's one connection must not be shared with another thread.
+        engine.core.leases.stop()
         try:
             if database_url is None:
                 copy_template(engine.db)

@@ -169,3 +169,10 @@ def test_time_never_moves_back(bpm: BpmTest) -> None:
         bpm.advance("three days")
     with pytest.raises(ValueError, match="in the past"):
         bpm.advance_to(bpm.clock.now.replace(year=2000))
+
+
+def test_no_lease_keeper_thread_shares_the_in_memory_connection(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate")
+    bpm.start("approval")
+    assert bpm.engine.core.leases._thread is None
