@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 
 from bpm.engine import Correlation, Deployment, Engine, EngineConfig, SignalResult
@@ -383,8 +384,10 @@ class BpmTest:
     def trail(self, instance: InstanceRef, *, width: int = 140) -> str:
         """The instance's history as the text table ``bpm show`` prints."""
         events = self.engine.history(_id(instance))
+        table = trail_table(events)
+        table.box = box.ASCII  # readable in any terminal and CI log
         out = io.StringIO()
-        Console(file=out, width=width, no_color=True, color_system=None).print(trail_table(events))
+        Console(file=out, width=width, no_color=True, color_system=None).print(table)
         return out.getvalue()
 
     def describe(self, instance: InstanceRef) -> str:
