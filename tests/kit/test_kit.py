@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,20 @@ def test_advance_fires_a_cycle_and_a_timer_start_in_order(bpm: BpmTest) -> None:
     nightly = bpm.engine.instances(definition_key="nightly")
     assert sorted(i.created_at - start for i in nightly) == [12 * hour, 24 * hour]
     assert all(i.state.value == "completed" for i in nightly)
+
+
+def test_bad_requests_say_what_is_wrong_and_change_nothing(bpm: BpmTest, tmp_path: Path) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate")
+    order = bpm.start("approval")
+    before = bpm.engine.history(order.id)
+    with pytest.raises(AssertionError, match="no open external task at 'charge'"):
+        bpm.complete(order, "charge", {"x": 1})
+    with pytest.raises(AssertionError, match="no open user task at 'charge'"):
+        bpm.user_task(order, "charge")
+    with pytest.raises(FileNotFoundError, match="no such file to deploy"):
+        bpm.deploy(tmp_path / "missing.bpmn")
+    with pytest.raises(ValueError, match="non-empty name"):
+        bpm.mock("")
+    assert bpm.engine.history(order.id) == before
+    assert len(bpm.engine.definitions()) == 1
