@@ -7,6 +7,8 @@ node, attempt and lease owner as attributes. The same across a real Celery worke
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,6 +23,7 @@ from bpm import Engine, EngineConfig, RetryPolicy, TaskContext, tracing
 from bpm.api.app import create_app
 from bpm.builder import Process
 from bpm.contrib import otel
+from bpm.contrib.otel_env import trace_from_env
 from bpm.errors import ConfigurationError
 from bpm.handlers import HandlerRegistry
 from bpm.runtime.external import FetchRequest, TopicRequest
@@ -410,3 +413,22 @@ def test_configure_from_env_refuses_what_it_cannot_export(env: dict[str, str], s
         otel.configure_from_env(env)
     assert says in str(err.value)
     assert tracing.tracer() is None  # nothing set up
+
+
+def test_otel_variables_without_opentelemetry_say_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import bpm.contrib
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+    # as if the extra were not installed: importing bpm.contrib.otel fails
+    monkeypatch.delattr(bpm.contrib, "otel")
+    monkeypatch.setitem(sys.modules, "bpm.contrib.otel", None)
+    with caplog.at_level(logging.WARNING, logger="bpm.otel"):
+        assert trace_from_env("bpm-worker") is False
+    assert "pip install 'bpm-celery[otel]'" in caplog.text
+    assert tracing.tracer() is None
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    caplog.clear()
+    assert trace_from_env("bpm-worker") is False  # nothing asked: nothing said
+    assert caplog.text == ""
