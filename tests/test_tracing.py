@@ -432,3 +432,33 @@ def test_otel_variables_without_opentelemetry_say_how_to_install_it(
     caplog.clear()
     assert trace_from_env("bpm-worker") is False  # nothing asked: nothing said
     assert caplog.text == ""
+
+
+def test_a_step_whose_worker_goes_down_mid_handler_still_ends_its_span(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    registry = HandlerRegistry()
+
+    def going_down(ctx: TaskContext) -> None:
+        raise SystemExit(3)  # what a warm shutdown may raise inside a handler
+
+    registry.register("down", going_down)
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q, registry=registry)
+    engines.append(engine)
+    engine.deploy(
+        Process("down")
+        .start("s")
+        .service_task("a", handler="down")
+        .end("e")
+        .sequence("s", "a", "e")
+    )
+    inst = engine.start("down")
+    with pytest.raises(SystemExit):
+        q.run(engine)
+    step = spans.step("a")
+    assert step.status.status_code is StatusCode.ERROR
+    assert step.status.description == "SystemExit: 3"
+    assert step.end_time is not None and "bpm.outcome" not in (step.attributes or {})
+    # nothing committed: the step is still held, its lease runs out as for a dead worker
+    assert engine.get_instance(inst.id).state.value == "active"
