@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,43 @@ def test_advance_fires_a_cycle_and_a_timer_start_in_order(bpm: BpmTest) -> None:
     nightly = bpm.engine.instances(definition_key="nightly")
     assert sorted(i.created_at - start for i in nightly) == [12 * hour, 24 * hour]
     assert all(i.state.value == "completed" for i in nightly)
+
+
+def test_bad_requests_say_what_is_wrong_and_change_nothing(bpm: BpmTest, tmp_path: Path) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate")
+    order = bpm.start("approval")
+    before = bpm.engine.history(order.id)
+    with pytest.raises(AssertionError, match="no open external task at 'charge'"):
+        bpm.complete(order, "charge", {"x": 1})
+    with pytest.raises(AssertionError, match="no open user task at 'charge'"):
+        bpm.user_task(order, "charge")
+    with pytest.raises(FileNotFoundError, match="no such file to deploy"):
+        bpm.deploy(tmp_path / "missing.bpmn")
+    with pytest.raises(ValueError, match="non-empty name"):
+        bpm.mock("")
+    assert bpm.engine.history(order.id) == before
+    assert len(bpm.engine.definitions()) == 1
+
+
+def test_task_assertions_check_the_open_tasks(bpm: BpmTest) -> None:
+    bpm.deploy(
+        Process("tasks")
+        .start("s")
+        .user_task("approve", candidate_groups=["managers"])
+        .service_task("pick", topic="picking")
+        .end("e")
+        .sequence("s", "approve", "pick", "e")
+    )
+    inst = bpm.start("tasks")
+    assert_that(inst).has_user_task("approve", candidate_group="managers")
+    with pytest.raises(AssertionError, match="offered to 'clerks'"):
+        assert_that(inst).has_user_task("approve", candidate_group="clerks")
+    with pytest.raises(AssertionError, match="assigned to 'ann'; it is None"):
+        assert_that(inst).has_user_task("approve", assignee="ann")
+    with pytest.raises(AssertionError, match="expected an open external task at pick"):
+        assert_that(inst).has_external_task("pick")
+    bpm.complete(inst, "approve")
+    assert_that(inst).has_external_task("pick", topic="picking")
+    with pytest.raises(AssertionError, match="on topic 'packing'; it is picking"):
+        assert_that(inst).has_external_task("pick", topic="packing")
