@@ -251,3 +251,15 @@ def test_task_assertions_check_the_open_tasks(bpm: BpmTest) -> None:
     assert_that(inst).has_external_task("pick", topic="picking")
     with pytest.raises(AssertionError, match="on topic 'packing'; it is picking"):
         assert_that(inst).has_external_task("pick", topic="packing")
+
+
+def test_a_bpmn_and_its_decisions_deploy_from_files(bpm: BpmTest) -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "camunda_invoice"
+    bpm.deploy(data / "invoice_rules.bpmn", data / "invoiceBusinessDecisions.dmn")
+    invoice = bpm.start("invoice_rules", {"amount": 900, "invoiceCategory": "Misc"})
+    assert_that(invoice).has_user_task("approveInvoice", candidate_group="management")
+    assert_that(invoice).has_passed("classifyInvoice", "assignApprover").has_variables(
+        classification="budget"
+    )
+    bpm.complete(invoice, "approveInvoice", {"approved": True})
+    assert_that(invoice).is_completed()
