@@ -43,7 +43,8 @@ def _lease(el: Element, ctx: Context) -> float | None:
 
 
 def parse_service(el: Element, ctx: Context) -> n.Node:
-    """``serviceTask``, ``sendTask``, ``businessRuleTask``: inline or external work."""
+    """``serviceTask``, ``sendTask``, a ``businessRuleTask`` that names no decision
+    (:mod:`bpm.bpmn.business_rules`): inline or external work."""
     event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
     ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES)

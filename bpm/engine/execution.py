@@ -314,8 +314,9 @@ def finish(
     """Apply the outcomes of a batch in ONE transaction and claim up to ``keep`` of the
     inline steps that become Ready for this worker (the rest are published)."""
     ended: list[str] = []
-    # For the observers, after the commit: each step's outcome (None: instance purged).
-    outcomes: list[StepOutcome | None] | None = [] if core.observers else None
+    # For the observers, after the commit: each step's outcome and the incident it opened
+    # (None: instance purged).
+    outcomes: list[tuple[StepOutcome, str | None] | None] | None = [] if core.observers else None
     with unit_of_work(core, now) as unit:
         works = unit.lock(sorted({step.token.instance_id for step, _ in results}))
         walkers: dict[str, Walker] = {}
@@ -330,7 +331,9 @@ def finish(
             walker = walkers[work.instance.id]
             applied = _apply(unit, walker, step, outcome, worker_id)
             if outcomes is not None:
-                outcomes.append(applied)
+                failed = applied is StepOutcome.FAILED
+                incident = observed.incident_of(work, step.token.id) if failed else None
+                outcomes.append((applied, incident))
         for walker in walkers.values():
             walker.run()
         nxt = _claim_next(unit, list(walkers.values()), worker_id, keep)

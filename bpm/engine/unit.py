@@ -28,7 +28,7 @@ never holds a member without its root either.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -36,12 +36,15 @@ from typing import Any
 from sqlalchemy import Connection
 
 from bpm.engine.core import EngineCore
+from bpm.engine.decision_history import Caller
+from bpm.engine.decisions import DecisionCall, Evaluated, prepare_call, record_call
 from bpm.engine.mailbox import deliver_buffered
 from bpm.errors import NotFound
 from bpm.events import ended_by
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.behaviours import BEHAVIOURS
+from bpm.runtime.decisions import Decided
 from bpm.runtime.records import Instance, ProcessDefinition, Token
 from bpm.runtime.states import InstanceState
 from bpm.runtime.walker import Walker
@@ -160,6 +163,7 @@ class Unit:
                 BEHAVIOURS,
                 self,
                 max_steps=self.core.config.max_steps_per_transaction,
+                decider=self,
             )
             self._walkers[work.instance.id] = found
         return found
@@ -240,6 +244,50 @@ class Unit:
         )
         walker.begin(walker.model.initial_start().id)
         return walker
+
+    # -- decisions: what business rule tasks evaluate (bpm.runtime.decisions.Decider) -----
+    def decide(
+        self,
+        walker: Walker,
+        tok: Token,
+        node: n.DecisionTask,
+        key: str,
+        variables: Mapping[str, Any],
+    ) -> Decided:
+        inst = walker.work.instance
+        deployment_id: str | None = None
+        if node.binding is n.CallBinding.DEPLOYMENT:
+            own = defs_store.by_id(self.conn, inst.definition_id)
+            deployment_id = own.deployment_id if own is not None else None
+        call = DecisionCall(
+            key,
+            binding=node.binding.value,
+            version=int(node.version or 0) if node.binding is n.CallBinding.VERSION else None,
+            version_tag=node.version if node.binding is n.CallBinding.VERSION_TAG else None,
+            result_variable=node.result_variable,
+            map_result=node.map_result,
+        )
+        caller = Caller(
+            process_definition_id=inst.definition_id,
+            process_definition_key=inst.definition_key,
+            process_instance_id=inst.id,
+            activity_id=node.id,
+        )
+        updates, done = prepare_call(self.conn, call, variables, self.now, caller, deployment_id)
+        definition = done.definition
+        payload = {
+            "decision": definition.key,
+            "definition": definition.id,
+            "version": definition.version,
+            "decision_instance": done.rows[0].id,
+            "result_variable": node.result_variable,
+        }
+        return Decided(updates, payload, (done,))
+
+    def record(self, decided: Decided) -> None:
+        for done in decided.history:
+            assert isinstance(done, Evaluated)
+            record_call(self.conn, done)
 
     def flush(self) -> None:
         # Waits opened in this transaction take the buffered messages meant for them first.

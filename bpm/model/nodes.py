@@ -304,6 +304,29 @@ class CallActivity(Activity):
         return True
 
 
+MAP_RESULTS = ("singleEntry", "singleResult", "collectEntries", "resultList", "value")
+"""How a decision task maps its result onto ``result_variable``: Camunda 7's four
+``mapDecisionResult`` values, and ``value`` (Zeebe: the decision's value as it is)."""
+
+
+@dataclass(frozen=True)
+class DecisionTask(Activity):
+    """A business rule task that evaluates a deployed DMN decision in the step's own
+    transaction (``camunda:decisionRef``, ``zeebe:calledDecision``): no worker runs it.
+
+    ``decision`` is the decision id (``${var}``: the variable holding it); ``binding``
+    and ``version`` pick its version as a call activity's do (``version`` holds the
+    number, or the tag for ``versionTag``); ``result_variable`` receives the result,
+    mapped by ``map_result`` (one of :data:`MAP_RESULTS`); without one nothing is written.
+    """
+
+    decision: str = ""
+    binding: CallBinding = CallBinding.LATEST
+    version: str | None = None
+    result_variable: str | None = None
+    map_result: str = "resultList"
+
+
 @dataclass(frozen=True)
 class PassThrough(Activity):
     """``task``, ``manualTask`` and a none ``intermediateThrowEvent``: the token moves on

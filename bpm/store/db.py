@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
 
 from bpm.errors import ConfigurationError
 
@@ -29,7 +30,18 @@ def connect(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
             "or sqlite:///path.db"
         ) from exc
     if parsed.get_backend_name() == "sqlite":
-        eng = create_engine(url, echo=echo, connect_args={"timeout": 30})
+        if parsed.database in (None, "", ":memory:"):
+            # An in-memory database lives in its connection: one connection for every
+            # thread of the engine (the lease keeper's too), or each would see its own
+            # empty database. The test kit (bpm.testing) runs on one.
+            eng = create_engine(
+                url,
+                echo=echo,
+                poolclass=StaticPool,
+                connect_args={"timeout": 30, "check_same_thread": False},
+            )
+        else:
+            eng = create_engine(url, echo=echo, connect_args={"timeout": 30})
         _serialize_sqlite_writers(eng)
         return eng
     if parsed.get_backend_name() != "postgresql":

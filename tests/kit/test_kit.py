@@ -1,0 +1,171 @@
+"""The test kit (bpm.testing) used as a process author would: no PostgreSQL, no broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bpm import BpmnError
+from bpm.builder import Process
+from bpm.testing import BpmTest, assert_that
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def approval() -> Process:
+    return (
+        Process("approval")
+        .start("start")
+        .service_task("validate", handler="kit.validate")
+        .user_task("approve")
+        .boundary_timer("late", attached_to="approve", duration="P3D", interrupting=False)
+        .service_task("remind", handler="kit.remind")
+        .end("reminded")
+        .exclusive("decision")
+        .service_task("charge", handler="kit.charge")
+        .boundary_error("declined", attached_to="charge", error_code="card-declined")
+        .end("done")
+        .end("rejected")
+        .end("declined_end")
+        .sequence("start", "validate", "approve", "decision")
+        .flow("decision", "charge", condition="approved", id="yes")
+        .flow("decision", "rejected", id="no", default=True)
+        .sequence("charge", "done")
+        .sequence("late", "remind", "reminded")
+        .sequence("declined", "declined_end")
+    )
+
+
+def test_order_example_runs_to_the_end_on_its_own_handlers(bpm: BpmTest) -> None:
+    import examples.order_handlers  # noqa: F401  (registers the handlers)
+
+    bpm.deploy(ROOT / "examples" / "order.bpmn")
+    order = bpm.start("order", {"amount": 250})
+    assert_that(order).is_completed().has_passed(
+        "validate", "reserve", "charge", "ship"
+    ).has_variables("reservation", valid=True, charged=250)
+
+
+def test_a_user_task_waits_and_completing_it_moves_on(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    validate = bpm.mock("kit.validate", returns={"valid": True})
+    charge = bpm.mock("kit.charge", returns={"charged": True})
+    order = bpm.start("approval", {"amount": 120})
+    assert_that(order).is_waiting_at("approve").has_passed("validate").has_not_passed("charge")
+    assert validate.call_count == 1 and validate.last.variables["amount"] == 120
+    bpm.complete(order, "approve", {"approved": True})
+    assert_that(order).is_completed().has_passed("charge", "done").has_variables(charged=True)
+    assert charge.last.variables["approved"] is True
+
+
+def test_advance_fires_the_timer_at_its_due_time_and_no_sooner(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate")
+    remind = bpm.mock("kit.remind", returns={"reminded_at": "x"})
+    order = bpm.start("approval")
+    start = bpm.clock.now
+    bpm.advance("P2DT23H59M")
+    assert not remind.called
+    bpm.advance("PT1M")
+    assert remind.call_count == 1
+    assert bpm.clock.now == start + (bpm.clock.now - start)
+    fired = [e for e in bpm.engine.history(order.id) if e.type == "timer_fired"]
+    assert [e.at for e in fired] == [start.replace() + (fired[0].at - start)]
+    assert fired[0].at - start == __import__("datetime").timedelta(days=3)
+    assert_that(order).is_waiting_at("approve").has_passed("remind", "reminded")
+
+
+def test_a_bpmn_error_double_takes_the_error_path(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate")
+    bpm.mock("kit.charge", raises=BpmnError("card-declined"))
+    order = bpm.start("approval")
+    bpm.complete(order, "approve", {"approved": True})
+    assert_that(order).is_completed().has_passed("declined", "declined_end").has_not_passed("done")
+
+
+def test_a_failing_double_ends_in_an_incident_after_its_attempts(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate", raises=RuntimeError("service down"))
+    order = bpm.start("approval")
+    assert_that(order).is_waiting_at("validate").has_incident_at("validate", "service down")
+    assert bpm.doubles["kit.validate"].call_count == 3  # the default policy: 3 attempts
+
+
+def test_answers_are_given_in_order(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    double = bpm.mock("kit.validate", answers=[RuntimeError("flaky"), {"valid": True}])
+    order = bpm.start("approval")
+    assert [c.attempt for c in double.calls] == [1, 2]
+    assert_that(order).is_waiting_at("approve").has_variables(valid=True).has_no_incidents()
+
+
+def test_a_failed_assertion_prints_where_the_instance_is_and_its_trail(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate")
+    order = bpm.start("approval")
+    with pytest.raises(AssertionError) as caught:
+        assert_that(order).is_waiting_at("charge")
+    text = str(caught.value)
+    assert "expected the instance to wait at charge; it is at approve" in text
+    assert "at approve: waiting user_task" in text
+    assert "token_executing" in text or "ready -> executing" in text  # the trail
+    with pytest.raises(AssertionError, match="has no node 'aprove'"):
+        assert_that(order).is_waiting_at("aprove")
+    with pytest.raises(AssertionError, match=r"amount='<not set>' \(expected 5\)"):
+        assert_that(order).has_variables(amount=5)
+
+
+def test_an_external_task_is_completed_in_process(bpm: BpmTest) -> None:
+    bpm.deploy(
+        Process("ext")
+        .start("s")
+        .service_task("pick", topic="picking")
+        .end("e")
+        .sequence("s", "pick", "e")
+    )
+    inst = bpm.start("ext")
+    assert_that(inst).is_waiting_at("pick")
+    bpm.complete(inst, "pick", {"picked": 3})
+    assert_that(inst).is_completed().has_variables(picked=3)
+
+
+def test_a_message_is_correlated_in_process(bpm: BpmTest) -> None:
+    bpm.deploy(
+        Process("msg")
+        .start("s")
+        .receive_message("paid", "payment-received", correlation_key="order_id")
+        .end("e")
+        .sequence("s", "paid", "e")
+    )
+    inst = bpm.start("msg", {"order_id": "o-1"})
+    assert_that(inst).is_waiting_at("paid")
+    bpm.correlate("payment-received", {"amount": 5}, correlation_key="o-1")
+    assert_that(inst).is_completed().has_variables(amount=5)
+
+
+def test_a_loop_that_never_waits_stops_the_test(bpm: BpmTest) -> None:
+    bpm.deploy(
+        Process("spin")
+        .start("s")
+        .service_task("again", handler="kit.again")
+        .exclusive("more")
+        .end("e")
+        .sequence("s", "again", "more")
+        .flow("more", "again", condition="true")
+        .flow("more", "e", default=True)
+    )
+    bpm.mock("kit.again")
+    bpm.max_steps = 50
+    with pytest.raises(AssertionError, match="more than 50 steps"):
+        bpm.start("spin")
+
+
+def test_time_never_moves_back(bpm: BpmTest) -> None:
+    with pytest.raises(ValueError, match="negative"):
+        bpm.advance("-P1D")
+    with pytest.raises(ValueError, match="ISO 8601"):
+        bpm.advance("three days")
+    with pytest.raises(ValueError, match="in the past"):
+        bpm.advance_to(bpm.clock.now.replace(year=2000))
