@@ -51,6 +51,7 @@ from bpm.runtime.walker import Walker
 from bpm.runtime.work import InstanceWork, Item
 from bpm.store import definitions as defs_store
 from bpm.store import work as work_store
+from bpm.tracing import TraceContext
 
 
 class Unit:
@@ -62,6 +63,9 @@ class Unit:
         self.now = now
         self.works: dict[str, InstanceWork] = {}
         self.dispatch_after: list[str] = []
+        # With a tracer: the trace context of the span that changed an instance (a step, an
+        # external task's complete), which the steps it made Ready are published with.
+        self.traces: dict[str, TraceContext] = {}
         self._locked = False
         self._walkers: dict[str, Walker] = {}
         self._roots: set[str] = set()  # call trees whose root this transaction holds
@@ -74,6 +78,7 @@ class Unit:
         """The configured bounds on what a write may add to an instance's variables."""
         work.max_update_bytes = self.core.config.max_update_bytes
         work.max_instance_variable_bytes = self.core.config.max_instance_variable_bytes
+        work.history_values = self.core.config.history_values
         return work
 
     def _adopt(self, found: dict[str, InstanceWork]) -> None:
@@ -302,6 +307,19 @@ class Unit:
             out.extend(work.to_dispatch)
         return out
 
+    def ready_by_trace(self) -> list[tuple[list[str], TraceContext | None]]:
+        """:attr:`ready`, grouped by the trace context to publish them with (None: the
+        current one)."""
+        plain = list(self.dispatch_after)
+        traced: list[tuple[list[str], TraceContext | None]] = []
+        for instance_id, work in self.works.items():
+            trace = self.traces.get(instance_id)
+            if trace is None:
+                plain.extend(work.to_dispatch)
+            elif work.to_dispatch:
+                traced.append((list(work.to_dispatch), trace))
+        return [(plain, None), *traced]
+
 
 @contextmanager
 def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit]:
@@ -313,7 +331,11 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
         unit.flush()
     if core.listeners:
         core.announce_ended([e for w in unit.works.values() if (e := ended_by(w)) is not None])
-    core.dispatch(unit.ready)
+    if unit.traces:
+        for ids, trace in unit.ready_by_trace():
+            core.dispatch(ids, trace)
+    else:
+        core.dispatch(unit.ready)
     thrown = [s for w in unit.works.values() for s in w.signals]
     if thrown:
         # Signal throw events reach other instances, which are locked by transactions of

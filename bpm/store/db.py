@@ -31,9 +31,10 @@ def connect(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
         ) from exc
     if parsed.get_backend_name() == "sqlite":
         if parsed.database in (None, "", ":memory:"):
-            # An in-memory database lives in its connection: one connection for every
-            # thread of the engine (the lease keeper's too), or each would see its own
-            # empty database. The test kit (bpm.testing) runs on one.
+            # An in-memory database lives in its connection: every thread must use that
+            # one connection, or each would see an empty database of its own; and one
+            # thread at a time, as transactions cannot interleave on it. The test kit
+            # (bpm.testing) runs everything in the test's thread, without lease keeper.
             eng = create_engine(
                 url,
                 echo=echo,

@@ -15,6 +15,7 @@ See ``docs/testing.md``.
 from __future__ import annotations
 
 from bpm.testing.assertions import InstanceAssert, assert_that
+from bpm.testing.case import ReplayMismatch, export_case, replay
 from bpm.testing.clock import VirtualClock
 from bpm.testing.coverage import Coverage, ProcessCoverage
 from bpm.testing.doubles import Call, HandlerDouble
@@ -27,6 +28,9 @@ __all__ = [
     "HandlerDouble",
     "InstanceAssert",
     "ProcessCoverage",
+    "ReplayMismatch",
     "VirtualClock",
     "assert_that",
+    "export_case",
+    "replay",
 ]

@@ -126,6 +126,11 @@ def taken(
                     break
         if flow is not None:
             flows.add(flow)
+    # A compensation boundary event has no token: it was taken when its handler ran.
+    for node in model.nodes.values():
+        handler = getattr(node, "compensate_with", None)
+        if handler is not None and handler in nodes:
+            nodes.add(node.id)
     return nodes, flows
 
 

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 
 from bpm.engine import Correlation, Deployment, Engine, EngineConfig, SignalResult
@@ -96,7 +97,10 @@ class BpmTest:
         dispatcher = LocalDispatcher()
         # A lease the heartbeat never needs to extend (steps run in the test's thread), and
         # each step hands the ones it leads to back to run(), which counts them.
-        cfg = config or EngineConfig(default_lease=timedelta(hours=1), drain_for=timedelta(0))
+        # The history keeps variable values: a test's instance can be exported as a case.
+        cfg = config or EngineConfig(
+            default_lease=timedelta(hours=1), drain_for=timedelta(0), history_values=True
+        )
         engine = Engine(
             database_url or IN_MEMORY,
             config=cfg,
@@ -104,6 +108,9 @@ class BpmTest:
             registry=own,
             clock=clock,
         )
+        # No heartbeat thread: a step runs in the test's thread, and an in-memory
+        # database's one connection must not be shared with another thread.
+        engine.core.leases.stop()
         try:
             if database_url is None:
                 copy_template(engine.db)
@@ -377,8 +384,10 @@ class BpmTest:
     def trail(self, instance: InstanceRef, *, width: int = 140) -> str:
         """The instance's history as the text table ``bpm show`` prints."""
         events = self.engine.history(_id(instance))
+        table = trail_table(events)
+        table.box = box.ASCII  # readable in any terminal and CI log
         out = io.StringIO()
-        Console(file=out, width=width, no_color=True, color_system=None).print(trail_table(events))
+        Console(file=out, width=width, no_color=True, color_system=None).print(table)
         return out.getvalue()
 
     def describe(self, instance: InstanceRef) -> str:

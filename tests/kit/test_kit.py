@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from bpm import BpmnError
 from bpm.builder import Process
 from bpm.testing import BpmTest, assert_that
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def approval() -> Process:
@@ -35,16 +31,6 @@ def approval() -> Process:
         .sequence("late", "remind", "reminded")
         .sequence("declined", "declined_end")
     )
-
-
-def test_order_example_runs_to_the_end_on_its_own_handlers(bpm: BpmTest) -> None:
-    import examples.order_handlers  # noqa: F401  (registers the handlers)
-
-    bpm.deploy(ROOT / "examples" / "order.bpmn")
-    order = bpm.start("order", {"amount": 250})
-    assert_that(order).is_completed().has_passed(
-        "validate", "reserve", "charge", "ship"
-    ).has_variables("reservation", valid=True, charged=250)
 
 
 def test_a_user_task_waits_and_completing_it_moves_on(bpm: BpmTest) -> None:
@@ -169,3 +155,31 @@ def test_time_never_moves_back(bpm: BpmTest) -> None:
         bpm.advance("three days")
     with pytest.raises(ValueError, match="in the past"):
         bpm.advance_to(bpm.clock.now.replace(year=2000))
+
+
+def test_no_lease_keeper_thread_shares_the_in_memory_connection(bpm: BpmTest) -> None:
+    bpm.deploy(approval())
+    bpm.mock("kit.validate")
+    bpm.start("approval")
+    assert bpm.engine.core.leases._thread is None
+
+
+def test_a_compensation_boundary_counts_as_taken_when_its_handler_ran(bpm: BpmTest) -> None:
+    from bpm.testing.coverage import taken
+
+    model = (
+        Process("saga")
+        .start("s")
+        .service_task("reserve", handler="kit.reserve", compensate_with="kit.release")
+        .compensate_end("undo")
+        .sequence("s", "reserve", "undo")
+        .build()
+    )
+    bpm.deploy(model)
+    bpm.mock("kit.reserve")
+    release = bpm.mock("kit.release")
+    inst = bpm.start("saga")
+    assert_that(inst).is_compensated()
+    assert release.called
+    nodes, flows = taken(model, bpm.engine.history(inst.id), bpm.instance(inst).tokens)
+    assert nodes == set(model.nodes) and flows == {f.id for f in model.flows}
