@@ -34,14 +34,21 @@ def api(
         bool,
         typer.Option("--insecure-no-auth", help="Serve without API keys (anyone may call)."),
     ] = False,
-    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="uvicorn's own log lines from this level on.")
+    ] = "warning",
+    access_log: Annotated[
+        bool,
+        typer.Option("--access-log/--no-access-log", help="Log each request (on stdout)."),
+    ] = False,
 ) -> None:
     """Serve the Camunda-7-compatible REST API under /engine-rest and the cockpit at
     /cockpit (uvicorn); /health/live and /health/ready for load balancers.
 
     Keys: BPM_API_KEYS="id:secret[:topicA|topicB|role=viewer],...". Without keys the
     server refuses to start unless --insecure-no-auth is given. Prometheus metrics at
-    /metrics (with --workers N, summed over the N processes).
+    /metrics (with --workers N, summed over the N processes). Once the port is bound it
+    prints its URLs (REST API, cockpit, docs) and whether auth is on; a line when it stops.
     """
     import uvicorn
     from sqlalchemy.exc import OperationalError
@@ -68,7 +75,6 @@ def api(
         os.environ["BPM_DATABASE_URL"] = url
         if insecure_no_auth and not keys:
             os.environ["BPM_API_INSECURE_NO_AUTH"] = "1"
-            err_console.print(f"warning: serving WITHOUT authentication on {host}:{port}")
         if workers > 1:  # the server processes count into files; each serves the sum
             from bpm.contrib.prometheus_dir import ensure_multiprocess_dir
 
@@ -76,6 +82,11 @@ def api(
         from bpm.api.app import create_app
 
         create_app()  # fail fast on bad configuration, before binding
+    from bpm.cli import serving
+
+    bad_level = serving.check_level(log_level)
+    if bad_level:
+        fail(bad_level)
     json_logs = structured_logs.log_format() == structured_logs.JSON
     config = uvicorn.Config(
         "bpm.api.app:app_factory",
@@ -83,23 +94,43 @@ def api(
         host=host,
         port=port,
         workers=workers,
-        log_level=log_level,
+        log_level=None,  # the levels are in log_config (the access log's apart)
         # JSON logs: uvicorn's loggers go to the root's JSON handler instead of their own.
-        log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
-        access_log=False,
+        log_config=serving.log_config(log_level, access_log=access_log, text=not json_logs),
+        access_log=access_log,
         timeout_graceful_shutdown=5,
     )
-    if workers <= 1:
-        uvicorn.Server(config).run()
-        return
-    from uvicorn.supervisors import Multiprocess
-
-    sock = config.bind_socket()
+    try:
+        sock = config.bind_socket()
+    except SystemExit:  # uvicorn logged why (e.g. the address is in use)
+        fail(f"cannot listen on {host}:{port}: is another server using the port?")
     # uvicorn's shared socket is made with proto 0, so asyncio does not set TCP_NODELAY on
     # the connections: every response written in two parts then waits ~40 ms for the
     # client's delayed ACK (Nagle). Set it on the listener; accepted sockets inherit it.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    Multiprocess(config, sockets=[sock]).run()
+    bound = sock.getsockname()[1]
+    for line in serving.start_lines(
+        host,
+        bound,
+        keys=keys,
+        open_access=insecure_no_auth,
+        workers=workers,
+        access_log=access_log,
+    ):
+        err_console.print(line, highlight=False, soft_wrap=True)
+    try:
+        if workers <= 1:
+            # uvicorn raises the signal that stopped it again once it has shut down: to
+            # this process's handler, which ends the command instead of killing it.
+            with serving.stopped_by_signals():
+                uvicorn.Server(config).run(sockets=[sock])
+        else:
+            from uvicorn.supervisors import Multiprocess
+
+            Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+        err_console.print(serving.stop_line(host, bound), highlight=False, soft_wrap=True)
 
 
 def _find_worker(module: Any) -> Any:

@@ -49,6 +49,7 @@ table.summary { border-collapse: collapse; }
 .bpm-covered.djs-connection .djs-visual > path {
   stroke: #1a7f37 !important; stroke-width: 3px !important; }
 .bpm-missed.djs-connection .djs-visual > path { stroke: #cf222e !important; }
+.bpm-id { font: 11px system-ui, sans-serif; color: #57606a; white-space: nowrap; }
 """
 
 _SCRIPT = """
@@ -67,9 +68,18 @@ _SCRIPT = """
     const registry = viewer.get('elementRegistry');
     canvas.zoom('fit-viewport', 'auto');
     const covered = new Set([...p.covered_nodes, ...p.covered_flows]);
+    const overlays = viewer.get('overlays');
     for (const id of [...p.nodes, ...p.flows]) {
-      if (!registry.get(id)) continue;
+      const el = registry.get(id);
+      if (!el) continue;
       canvas.addMarker(id, covered.has(id) ? 'bpm-covered' : 'bpm-missed');
+      // A node without a name (builder models often) is labelled with its id.
+      if (!el.waypoints && !(el.businessObject && el.businessObject.name)) {
+        const tag = document.createElement('div');
+        tag.className = 'bpm-id';
+        tag.textContent = id;
+        overlays.add(id, 'bpm-id', { position: { bottom: -4, left: 0 }, html: tag });
+      }
     }
     el.dataset.loaded = 'true';
   }

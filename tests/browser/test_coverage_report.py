@@ -63,6 +63,10 @@ def test_the_report_draws_taken_and_missed_elements_offline(
     assert "bpm-covered" in marker(1, "reserve") and "bpm-covered" in marker(1, "big")
     assert "bpm-missed" in marker(1, "small")
     assert page.locator("tr[data-process='order'] .percent").inner_text() == "95%"
+    # the builder's unnamed tasks are labelled with their ids; named ones are not
+    labels = page.locator("#diagram-0 .bpm-id").all_inner_texts()
+    assert {"left", "right"} <= set(labels) and "Validate order" not in labels
+    assert sorted(page.locator("#diagram-1 .bpm-id").all_inner_texts()) == ["fork", "join"]
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     page.close()
     assert outside == []
