@@ -7,6 +7,8 @@ node, attempt and lease owner as attributes. The same across a real Celery worke
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,6 +23,7 @@ from bpm import Engine, EngineConfig, RetryPolicy, TaskContext, tracing
 from bpm.api.app import create_app
 from bpm.builder import Process
 from bpm.contrib import otel
+from bpm.contrib.otel_env import trace_from_env
 from bpm.errors import ConfigurationError
 from bpm.handlers import HandlerRegistry
 from bpm.runtime.external import FetchRequest, TopicRequest
@@ -410,3 +413,52 @@ def test_configure_from_env_refuses_what_it_cannot_export(env: dict[str, str], s
         otel.configure_from_env(env)
     assert says in str(err.value)
     assert tracing.tracer() is None  # nothing set up
+
+
+def test_otel_variables_without_opentelemetry_say_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import bpm.contrib
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+    # as if the extra were not installed: importing bpm.contrib.otel fails
+    monkeypatch.delattr(bpm.contrib, "otel")
+    monkeypatch.setitem(sys.modules, "bpm.contrib.otel", None)
+    with caplog.at_level(logging.WARNING, logger="bpm.otel"):
+        assert trace_from_env("bpm-worker") is False
+    assert "pip install 'bpm-celery[otel]'" in caplog.text
+    assert tracing.tracer() is None
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    caplog.clear()
+    assert trace_from_env("bpm-worker") is False  # nothing asked: nothing said
+    assert caplog.text == ""
+
+
+def test_a_step_whose_worker_goes_down_mid_handler_still_ends_its_span(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    registry = HandlerRegistry()
+
+    def going_down(ctx: TaskContext) -> None:
+        raise SystemExit(3)  # what a warm shutdown may raise inside a handler
+
+    registry.register("down", going_down)
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q, registry=registry)
+    engines.append(engine)
+    engine.deploy(
+        Process("down")
+        .start("s")
+        .service_task("a", handler="down")
+        .end("e")
+        .sequence("s", "a", "e")
+    )
+    inst = engine.start("down")
+    with pytest.raises(SystemExit):
+        q.run(engine)
+    step = spans.step("a")
+    assert step.status.status_code is StatusCode.ERROR
+    assert step.status.description == "SystemExit: 3"
+    assert step.end_time is not None and "bpm.outcome" not in (step.attributes or {})
+    # nothing committed: the step is still held, its lease runs out as for a dead worker
+    assert engine.get_instance(inst.id).state.value == "active"

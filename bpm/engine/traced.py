@@ -55,8 +55,13 @@ class StepSpans:
             parent=step.trace,
         )
         self.spans[tok.id] = span
-        with self.tracer.use(span) as context:
-            outcome = run(core, step, worker)
+        try:
+            with self.tracer.use(span) as context:
+                outcome = run(core, step, worker)
+        except BaseException as exc:  # the worker is going down (run catches Exception)
+            span.set_error(f"{type(exc).__name__}: {exc}")
+            self.end()
+            raise
         self.contexts[tok.instance_id] = context
         if outcome.error is not None:
             span.set_error(outcome.error)
