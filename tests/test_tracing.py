@@ -462,3 +462,43 @@ def test_a_step_whose_worker_goes_down_mid_handler_still_ends_its_span(
     assert step.end_time is not None and "bpm.outcome" not in (step.attributes or {})
     # nothing committed: the step is still held, its lease runs out as for a dead worker
     assert engine.get_instance(inst.id).state.value == "active"
+
+
+def test_a_start_through_the_rest_api_joins_the_caller_s_trace(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q)
+    engines.append(engine)
+    definition = engine.deploy(fork_process())
+    app = create_app(engine, open_access=True, api_keys=[])
+    tracer = tracing.tracer()
+    assert tracer is not None
+
+    async def start(path: str, headers: dict[str, str]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.post(
+                f"/engine-rest/process-definition/{path}/start",
+                json={"businessKey": "b-1"},
+                headers=headers,
+            )
+
+    with spans.provider.get_tracer("client").start_as_current_span("client") as client:
+        by_key = asyncio.run(start("key/traced", tracer.inject(tracer.current())))
+        by_id = asyncio.run(start(definition.id, tracer.inject(tracer.current())))
+    untraced = asyncio.run(start("key/traced", {}))  # no traceparent: a trace of its own
+    assert [r.status_code for r in (by_key, by_id, untraced)] == [200, 200, 200]
+    first, second, alone = spans.named("bpm.start")
+    assert parent_of(first) == parent_of(second) == client.get_span_context().span_id
+    assert alone.parent is None
+    assert first.attributes and first.attributes["bpm.instance_id"] == by_key.json()["id"]
+    assert second.attributes == {
+        "bpm.business_key": "b-1",
+        "bpm.definition_id": definition.id,
+        "bpm.instance_id": by_id.json()["id"],
+        "bpm.process": "traced",
+    }
+    # the first steps' messages carry each start's context
+    parents = [tracer.extract(headers) for _, headers in q.queue]
+    assert len(parents) == 3 and all(p is not None for p in parents)
