@@ -6,7 +6,7 @@ COPY bpm ./bpm
 COPY workers ./workers
 COPY beat ./beat
 COPY examples ./examples
-RUN pip install --no-cache-dir ".[celery,api,worker]" \
+RUN pip install --no-cache-dir ".[celery,api,worker,otel]" \
     && useradd --system --uid 10001 --home-dir /app bpm \
     && mkdir -p /var/lib/bpm && chown bpm /var/lib/bpm
 ENV PYTHONUNBUFFERED=1

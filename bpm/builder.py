@@ -278,6 +278,52 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         )
         return self._add(task)
 
+    def business_rule_task(
+        self,
+        id: str,
+        *,
+        decision: str,
+        result_variable: str | None = None,
+        map_result: str = "resultList",
+        binding: str = "latest",
+        version: int | str | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> Self:
+        """Evaluate the deployed DMN decision ``decision`` (its id, or ``${var}``) in the
+        step's own transaction and write the result to ``result_variable``, mapped by
+        ``map_result``: ``singleEntry``, ``singleResult``, ``collectEntries``,
+        ``resultList`` (Camunda 7's) or ``value`` (the decision's value, as Zeebe does).
+
+        ``binding`` picks the version: ``latest``, ``deployment`` (the one deployed with
+        this process), ``version`` (``version=2``) or ``versionTag`` (``version="v1"``).
+        Takes the multi-instance and mapping options of :meth:`service_task`."""
+        found = next((b for b in n.CallBinding if b.value == binding), None)
+        if found is None:
+            self._problems.append(
+                Problem(
+                    f"binding '{binding}' of '{id}' is not one of latest, deployment, "
+                    "version, versionTag",
+                    id,
+                )
+            )
+            found = n.CallBinding.LATEST
+        if version is not None and found not in (n.CallBinding.VERSION, n.CallBinding.VERSION_TAG):
+            self._problems.append(
+                Problem(f"version= on '{id}' needs binding='version' or 'versionTag'", id)
+            )
+        task = n.DecisionTask(
+            id,
+            name,
+            decision=decision,
+            binding=found,
+            version=None if version is None else str(version),
+            result_variable=result_variable,
+            map_result=map_result,
+            **self._activity(id, **options),
+        )
+        return self._add(task)
+
     def task(self, id: str, *, name: str | None = None, **options: Any) -> Self:
         """A task with nothing for the engine to do (``bpmn:task``); takes the
         multi-instance and mapping options of :meth:`service_task`."""

@@ -97,6 +97,8 @@ class StepFinished:
 
     ``seconds`` runs from the claim to the commit; ``handler_seconds`` is None when no
     handler ran in this process (the reclaimer ends attempts of workers that were lost).
+    ``incident``: the id of the incident this failure opened (``FAILED`` without an error
+    boundary or another failure action taking over), else None.
     """
 
     definition: str
@@ -109,6 +111,7 @@ class StepFinished:
     seconds: float
     handler_seconds: float | None = None
     error: str | None = None
+    incident: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

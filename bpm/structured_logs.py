@@ -77,15 +77,24 @@ def _ms(seconds: float | None) -> float | None:
 
 
 class StepLog:
-    """Logs each step outcome (and each lease found expired) with its fields."""
+    """Logs each step outcome (and each lease found expired) with its fields.
 
-    def __init__(self, logger: logging.Logger | None = None) -> None:
+    The message says it in words too, for a text log: the node, the instance, the attempt
+    and the reason (``step charge of instance 5b1c... failed (attempt 1), it runs again:
+    RuntimeError: card declined``), and for an incident its id and how to retry it.
+    ``completed``: the level of completed steps (a Celery worker logging text logs them at
+    DEBUG: Celery logs each task's success already)."""
+
+    def __init__(
+        self, logger: logging.Logger | None = None, *, completed: int = logging.INFO
+    ) -> None:
         self.log = logger or logging.getLogger(STEP_LOGGER)
+        self.levels = {**_LEVELS, StepOutcome.COMPLETED: completed}
 
     def observe(self, event: Event) -> None:
         match event:
             case StepFinished():
-                level = _LEVELS[event.outcome]
+                level = self.levels[event.outcome]
                 if not self.log.isEnabledFor(level):
                     return
                 fields = {
@@ -100,15 +109,9 @@ class StepLog:
                     "handler_ms": _ms(event.handler_seconds),
                     "worker": event.worker,
                     "error": event.error,
+                    "incident": event.incident,
                 }
-                self.log.log(
-                    level,
-                    "step %s %s (attempt %d)",
-                    event.node_id,
-                    event.outcome.value,
-                    event.attempt,
-                    extra={FIELDS: fields},
-                )
+                self.log.log(level, step_message(event), extra={FIELDS: fields})
             case LeaseExpired():
                 if not self.log.isEnabledFor(logging.WARNING):
                     return
@@ -122,24 +125,50 @@ class StepLog:
                     "owner": event.owner,
                 }
                 self.log.warning(
-                    "lease of %s on step %s expired (worker lost)",
+                    "lease of %s on step %s of instance %s expired (worker lost, attempt %d)",
                     event.owner,
                     event.node_id,
+                    event.instance_id,
+                    event.attempt,
                     extra={FIELDS: fields},
                 )
+
+
+def step_message(event: StepFinished) -> str:
+    """The words of a step's log line: what happened to which node of which instance,
+    and why (a message without ``%`` arguments: the error may contain any character)."""
+    step = f"step {event.node_id} of instance {event.instance_id}"
+    attempt = f"attempt {event.attempt}"
+    match event.outcome:
+        case StepOutcome.COMPLETED:
+            return f"{step} completed ({attempt})"
+        case StepOutcome.RETRIED:
+            return f"{step} failed ({attempt}), it runs again: {event.error}"
+        case StepOutcome.DROPPED:
+            return (
+                f"{step}: the result of {attempt} was dropped (its lease was no longer "
+                f"{event.worker}'s; another attempt decides)"
+            )
+    if event.incident is not None:
+        return (
+            f"incident {event.incident}: {step} failed ({attempt}, the last): {event.error}; "
+            f"fix the cause, then retry it (bpm retry {event.incident}, or the cockpit)"
+        )
+    return f"{step} failed for good ({attempt}): {event.error}"
 
 
 _subscribed: dict[int, StepLog] = {}
 _lock = threading.Lock()
 
 
-def log_steps(to: Observers | None = None) -> StepLog:
-    """Subscribe the step log to ``to`` (the process's observers) once; returns it."""
+def log_steps(to: Observers | None = None, *, completed: int = logging.INFO) -> StepLog:
+    """Subscribe the step log to ``to`` (the process's observers) once; returns it (the
+    first one subscribed: ``completed`` is its level of completed steps)."""
     target = observers if to is None else to
     with _lock:
         found = _subscribed.get(id(target))
         if found is None:
-            found = _subscribed[id(target)] = StepLog()
+            found = _subscribed[id(target)] = StepLog(completed=completed)
             target.subscribe(found)
         return found
 

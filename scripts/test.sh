@@ -26,7 +26,7 @@ else
 fi
 echo "== pytest" >&2
 set +e
-# Workers: measured on this 2-core machine (docs/testing.md); most of the slow tests wait
+# Workers: measured on this 2-core machine (docs/development.md); most of the slow tests wait
 # on real processes (Celery workers, API servers), so more workers than cores pay off.
 # --dist loadgroup: a test marked xdist_group runs on its group's one worker.
 "$BIN/pytest" -q -n "${BPM_TEST_WORKERS:-3}" --dist loadgroup --durations=20 "$@"

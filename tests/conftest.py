@@ -14,6 +14,11 @@ from bpm.store import db as bpm_db
 from bpm.store import migrate
 from tests.support import create_database, drop_database, drop_database_later, finish_drops, pg_url
 
+# The test kit's plugin (the bpm fixture). The package's pytest11 entry point loads it
+# under this same name, so this is a no-op where it is installed; it loads it in a
+# checkout installed before the entry point existed.
+pytest_plugins = ["bpm.testing.plugin"]
+
 
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[str]:

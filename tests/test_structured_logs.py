@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from bpm import ConfigurationError, Engine, TaskContext
-from bpm.observe import Observers
+from bpm.observe import Observers, StepFinished, StepOutcome
 from bpm.structured_logs import (
     JsonFormatter,
     StepLog,
@@ -26,6 +26,7 @@ from bpm.structured_logs import (
     configure_from_env,
     log_format,
     log_steps,
+    step_message,
 )
 from tests.engine_helpers import drain, make_engine, order_process, order_registry
 
@@ -110,12 +111,25 @@ def test_a_failed_step_is_an_error_line_and_a_quiet_logger_costs_nothing(
     engine.core.observers = Observers()
     engine.core.observers.subscribe(StepLog(logger))
     engine.deploy(order_process())
-    engine.start("order", {"amount": 50})
+    inst = engine.start("order", {"amount": 50})
     drain(engine, q)
     assert [(x["outcome"], x["level"]) for x in parse(buffer)] == [
         ("retried", "warning"),
         ("retried", "warning"),
         ("failed", "error"),
+    ]
+    # In words too, for a text log: node, instance, attempt, reason; the incident's id.
+    [incident] = engine.incidents(inst.id)
+    step = f"step validate of instance {inst.id}"
+    reason = "ZeroDivisionError: division by zero"
+    assert [(x["message"], x["incident"]) for x in parse(buffer)] == [
+        (f"{step} failed (attempt 1), it runs again: {reason}", None),
+        (f"{step} failed (attempt 2), it runs again: {reason}", None),
+        (
+            f"incident {incident.id}: {step} failed (attempt 3, the last): {reason}; fix the "
+            f"cause, then retry it (bpm retry {incident.id}, or the cockpit)",
+            incident.id,
+        ),
     ]
     logger.setLevel(logging.CRITICAL)  # nothing enabled: nothing formatted
     engine.start("order", {"amount": 50})
@@ -217,3 +231,22 @@ def test_the_cli_logs_json_step_lines_and_refuses_a_bad_format(tmp_path: Path) -
         assert {s["instance"] for s in steps} == {inst.id} and inst.ended
     finally:
         check.close()
+
+
+def test_each_outcome_reads_as_words() -> None:
+    def event(outcome: StepOutcome, incident: str | None = None) -> StepFinished:
+        return StepFinished(
+            "order", "charge", "i-1", "t-1", 2, "w@host", outcome, 0.1, 0.05, "E: x", incident
+        )
+
+    assert step_message(event(StepOutcome.COMPLETED)) == (
+        "step charge of instance i-1 completed (attempt 2)"
+    )
+    # the last attempt failed and an error boundary (or another failure action) took over
+    assert step_message(event(StepOutcome.FAILED)) == (
+        "step charge of instance i-1 failed for good (attempt 2): E: x"
+    )
+    assert step_message(event(StepOutcome.DROPPED)) == (
+        "step charge of instance i-1: the result of attempt 2 was dropped (its lease was no "
+        "longer w@host's; another attempt decides)"
+    )

@@ -39,3 +39,12 @@ def test_the_wheel_carries_what_install_needs(wheel: zipfile.ZipFile) -> None:
     for module in ("install", "tasks", "beat_tasks", "schedule", "waiter", "publisher"):
         assert f"bpm/contrib/celery/{module}.py" in names
     assert "bpm/store/migrations/env.py" in names
+
+
+def test_the_wheel_registers_the_test_kit_as_a_pytest_plugin(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    assert "bpm/testing/plugin.py" in names and "bpm/testing/report.py" in names
+    points = next(n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt"))
+    text = wheel.read(points).decode()
+    # Named as the module: tests/conftest.py's pytest_plugins then loads it once.
+    assert "[pytest11]\nbpm.testing.plugin = bpm.testing.plugin" in text

@@ -57,6 +57,7 @@ from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.api.routes_variables import router as variables_router
 from bpm.api.worker_ids import WorkerIds
+from bpm.contrib.otel_env import trace_from_env
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
 from bpm.runtime.external import NOTIFY_CHANNEL
@@ -293,4 +294,5 @@ def app_factory() -> Any:
     """For ``uvicorn --factory bpm.api.app:app_factory`` (each server process: logging
     as ``BPM_LOG_FORMAT`` says, then the app)."""
     structured_logs.configure_from_env()
+    trace_from_env("bpm-api")  # OTEL_EXPORTER_OTLP_ENDPOINT...: spans of fetch and complete
     return create_app()

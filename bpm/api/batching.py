@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
+from bpm import tracing
 from bpm.engine import Engine
 from bpm.engine.external_reports import Completion
 
@@ -68,12 +70,16 @@ class CompletionBatcher:
 
     async def _alone(self, waiting: _Waiting) -> None:
         c = waiting.completion
-        try:
-            await run_in_threadpool(
-                lambda: self.engine.complete_external_task(
+
+        def alone() -> None:
+            tracer = tracing.tracer()
+            with tracer.resume(c.trace) if tracer is not None else nullcontext():
+                self.engine.complete_external_task(
                     c.task_id, c.worker_id, c.variables, c.local_variables, topics=c.topics
                 )
-            )
+
+        try:
+            await run_in_threadpool(alone)
         except Exception as exc:
             if not waiting.future.done():
                 waiting.future.set_exception(exc)

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from bpm.api import bodies as b
 from bpm.api import openapi as oa
 from bpm.api import schemas as s
+from bpm.api import traced
 from bpm.api.auth import Principal, principal
 from bpm.api.errors import ApiError
 from bpm.api.routes_process import instance_json
@@ -176,9 +177,10 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
     variables = from_camunda(body.variables)
     engine = _engine(request)
     try:
-        inst = await run_in_threadpool(
-            lambda: engine.start(key, variables, business_key=body.businessKey)
-        )
+        with traced.caller_context(request):
+            inst = await run_in_threadpool(
+                lambda: engine.start(key, variables, business_key=body.businessKey)
+            )
     except NotFound:
         raise _no_key(key) from None
     return _started(request, inst, body)
@@ -194,9 +196,12 @@ async def start_by_id(
     variables = from_camunda(body.variables)
     engine = _engine(request)
     try:
-        inst = await run_in_threadpool(
-            lambda: engine.start_definition(definition_id, variables, business_key=body.businessKey)
-        )
+        with traced.caller_context(request):
+            inst = await run_in_threadpool(
+                lambda: engine.start_definition(
+                    definition_id, variables, business_key=body.businessKey
+                )
+            )
     except NotFound:
         raise _no_id(definition_id) from None
     return _started(request, inst, body)

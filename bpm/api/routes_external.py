@@ -11,7 +11,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from bpm import tracing
 from bpm.api import bodies as b
+from bpm.api import traced
 from bpm.api.auth import Principal, principal
 from bpm.api.batching import CompletionBatcher
 from bpm.api.camunda_params import MAX_RESULTS
@@ -22,6 +24,7 @@ from bpm.api.worker_ids import WorkerIds
 from bpm.engine import Completion, Engine
 from bpm.runtime.external import FetchRequest, TopicRequest
 from bpm.runtime.records import ExternalTask
+from bpm.tracing import AttributeValue, Span
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -139,6 +142,20 @@ def _fetch_request(body: b.FetchBody, worker_id: str) -> FetchRequest:
 @router.post("/external-task/fetchAndLock")
 async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Response:
     """Lock free tasks; with ``asyncResponseTimeout`` hold the request until some are free."""
+    if tracing.tracer() is None:
+        return await _fetch_and_lock(body, request, who, None)
+    attributes: dict[str, AttributeValue] = {
+        "bpm.worker_id": body.workerId or "",
+        "bpm.topics": [tp.topicName for tp in body.topics or ()],
+        "bpm.max_tasks": body.maxTasks,
+    }
+    with traced.request_span(request, traced.FETCH, attributes) as span:
+        return await _fetch_and_lock(body, request, who, span)
+
+
+async def _fetch_and_lock(
+    body: b.FetchBody, request: Request, who: Who, span: Span | None
+) -> Response:
     who.check_topics(tp.topicName for tp in body.topics or ())
     req = _fetch_request(body, act_as(request, who, body.workerId))
     engine = _engine(request)
@@ -151,6 +168,10 @@ async def fetch_and_lock(body: b.FetchBody, request: Request, who: Who) -> Respo
         body, kept = bounded_json(tasks, by_topic, limit, who, ids)
         for extra in tasks[kept:]:  # over the byte budget: give them back at once
             await run_in_threadpool(engine.unlock_external_task, extra.id)
+        if span is not None:
+            span.set_attribute("bpm.locked", kept)
+            span.set_attribute("bpm.external_task_ids", [t.id for t in tasks[:kept]])
+            span.set_attribute("bpm.instance_ids", [t.instance_id for t in tasks[:kept]])
         return Response(body, media_type="application/json")
 
     timeout_ms = body.asyncResponseTimeout or 0
@@ -218,7 +239,16 @@ async def complete(task_id: str, body: b.CompleteBody, request: Request, who: Wh
     variables = from_camunda(body.variables)
     local = from_camunda(body.localVariables, "localVariables")
     batcher: CompletionBatcher = request.app.state.completions
-    await batcher.complete(Completion(task_id, worker, variables, local, who.topics))
+    tracer = tracing.tracer()
+    if tracer is None:
+        await batcher.complete(Completion(task_id, worker, variables, local, who.topics))
+        return Response(status_code=NO_CONTENT)
+    attributes = {"bpm.external_task_id": task_id, "bpm.worker_id": worker}
+    with traced.request_span(request, traced.COMPLETE, attributes):
+        # committed in a batch, from another thread: the steps it makes Ready are
+        # published with this span's context
+        done = Completion(task_id, worker, variables, local, who.topics, tracer.current())
+        await batcher.complete(done)
     return Response(status_code=NO_CONTENT)
 
 

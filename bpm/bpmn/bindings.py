@@ -15,8 +15,8 @@ In order of precedence, one binding per task:
   registered under that name: the class name as written (``com.acme.Charge``), or the
   expression without ``${}`` and without its argument list (``${charge}`` -> ``charge``,
   ``${billing.charge(execution)}`` -> ``billing.charge``);
-* ``camunda:type="mail"`` (any other type), ``camunda:decisionRef``, a Camunda connector's
-  ``connectorId``, ``zeebe:calledDecision decisionId`` -> the inline handler of that name;
+* ``camunda:type="mail"`` (any other type), a Camunda connector's ``connectorId`` -> the
+  inline handler of that name;
 * nothing at all -> the inline handler named by the task id.
 
 ``bpm:retry`` (or ``camunda:failedJobRetryTimeCycle``) sets the retry policy and
@@ -46,11 +46,11 @@ __all__ = ["USES", "ZEEBE_USES", "Binding", "bind"]
 USES = frozenset(
     {
         "class", "expression", "delegateExpression", "type", "topic", "taskPriority",
-        "decisionRef", "failedJobRetryTimeCycle", "onFailure",
+        "failedJobRetryTimeCycle", "onFailure",
     }
 )  # fmt: skip
 """Engine attributes a task binding reads."""
-ZEEBE_USES = frozenset({"taskDefinition", "taskHeaders", "calledDecision", "connector"})
+ZEEBE_USES = frozenset({"taskDefinition", "taskHeaders", "connector"})
 """Extension elements a task binding reads (``connector`` is Camunda 7's)."""
 
 _PATH = re.compile(r"^[A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*$")
@@ -109,11 +109,6 @@ def _zeebe(el: Element, ctx: Context, ext: Extensions, out: Binding) -> list[tup
         for header in headers:
             if header.get("key"):
                 out.properties[header.get("key", "")] = header.get("value", "")
-    decision = ext.zeebe.get("calledDecision")
-    if decision is not None and decision.get("decisionId"):
-        name = _static(decision.get("decisionId", ""), "zeebe:calledDecision decisionId", el, ctx)
-        if name is not None:
-            found.append(("zeebe:calledDecision", name))
     return found
 
 
@@ -130,10 +125,9 @@ def _java(el: Element, ctx: Context, ext: Extensions, out: Binding) -> list[tupl
             found.append((kind[0], f"topic {out.topic}"))
     elif kind is not None and kind[1].strip():
         found.append((kind[0], kind[1].strip()))
-    for attr in ("class", "decisionRef"):
-        value = java_engine(el, attr)
-        if value is not None and value[1].strip():
-            found.append((value[0], value[1].strip()))
+    value = java_engine(el, "class")
+    if value is not None and value[1].strip():
+        found.append((value[0], value[1].strip()))
     for attr in ("expression", "delegateExpression"):
         value = java_engine(el, attr)
         if value is None:

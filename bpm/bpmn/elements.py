@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn.business_rules import parse_business_rule
 from bpm.bpmn.context import Context, base
 from bpm.bpmn.events import (
     parse_boundary,
@@ -99,7 +100,7 @@ ELEMENTS: dict[str, ElementParser] = {
     "endEvent": parse_end,
     "serviceTask": parse_service,
     "sendTask": parse_service,
-    "businessRuleTask": parse_service,
+    "businessRuleTask": parse_business_rule,
     "scriptTask": parse_script,
     "userTask": parse_user,
     "task": parse_pass_through,

@@ -12,11 +12,16 @@ from typing import Annotated, Any
 import typer
 
 from bpm import structured_logs
-from bpm.cli.app import app, database_url, err_console, fail, open_engine, user_errors
-
-DbOpt = Annotated[
-    str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
-]
+from bpm.cli.app import (
+    DbOpt,
+    app,
+    database_url,
+    err_console,
+    fail,
+    import_failed,
+    open_engine,
+    user_errors,
+)
 
 
 @app.command("api")
@@ -29,14 +34,21 @@ def api(
         bool,
         typer.Option("--insecure-no-auth", help="Serve without API keys (anyone may call)."),
     ] = False,
-    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="uvicorn's own log lines from this level on.")
+    ] = "warning",
+    access_log: Annotated[
+        bool,
+        typer.Option("--access-log/--no-access-log", help="Log each request (on stdout)."),
+    ] = False,
 ) -> None:
     """Serve the Camunda-7-compatible REST API under /engine-rest and the cockpit at
     /cockpit (uvicorn); /health/live and /health/ready for load balancers.
 
     Keys: BPM_API_KEYS="id:secret[:topicA|topicB|role=viewer],...". Without keys the
     server refuses to start unless --insecure-no-auth is given. Prometheus metrics at
-    /metrics (with --workers N, summed over the N processes).
+    /metrics (with --workers N, summed over the N processes). Once the port is bound it
+    prints its URLs (REST API, cockpit, docs) and whether auth is on; a line when it stops.
     """
     import uvicorn
     from sqlalchemy.exc import OperationalError
@@ -44,11 +56,11 @@ def api(
     from bpm.api.auth import keys_from_env
 
     with user_errors():
-        url = database_url(db)
+        url = database_url(db, create=True)
         # no schema: say so now (the server starts, and is not ready until it is upgraded);
         # no database: the same (it answers 503 with Retry-After until the database does)
         try:
-            open_engine(url, schema_required=False).close()
+            open_engine(url, create=True, schema_required=False).close()
         except OperationalError as exc:
             err_console.print(
                 f"warning: the database does not answer ({type(exc.orig).__name__}); "
@@ -63,7 +75,6 @@ def api(
         os.environ["BPM_DATABASE_URL"] = url
         if insecure_no_auth and not keys:
             os.environ["BPM_API_INSECURE_NO_AUTH"] = "1"
-            err_console.print(f"warning: serving WITHOUT authentication on {host}:{port}")
         if workers > 1:  # the server processes count into files; each serves the sum
             from bpm.contrib.prometheus_dir import ensure_multiprocess_dir
 
@@ -71,6 +82,11 @@ def api(
         from bpm.api.app import create_app
 
         create_app()  # fail fast on bad configuration, before binding
+    from bpm.cli import serving
+
+    bad_level = serving.check_level(log_level)
+    if bad_level:
+        fail(bad_level)
     json_logs = structured_logs.log_format() == structured_logs.JSON
     config = uvicorn.Config(
         "bpm.api.app:app_factory",
@@ -78,23 +94,43 @@ def api(
         host=host,
         port=port,
         workers=workers,
-        log_level=log_level,
+        log_level=None,  # the levels are in log_config (the access log's apart)
         # JSON logs: uvicorn's loggers go to the root's JSON handler instead of their own.
-        log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
-        access_log=False,
+        log_config=serving.log_config(log_level, access_log=access_log, text=not json_logs),
+        access_log=access_log,
         timeout_graceful_shutdown=5,
     )
-    if workers <= 1:
-        uvicorn.Server(config).run()
-        return
-    from uvicorn.supervisors import Multiprocess
-
-    sock = config.bind_socket()
+    try:
+        sock = config.bind_socket()
+    except SystemExit:  # uvicorn logged why (e.g. the address is in use)
+        fail(f"cannot listen on {host}:{port}: is another server using the port?")
     # uvicorn's shared socket is made with proto 0, so asyncio does not set TCP_NODELAY on
     # the connections: every response written in two parts then waits ~40 ms for the
     # client's delayed ACK (Nagle). Set it on the listener; accepted sockets inherit it.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    Multiprocess(config, sockets=[sock]).run()
+    bound = sock.getsockname()[1]
+    for line in serving.start_lines(
+        host,
+        bound,
+        keys=keys,
+        open_access=insecure_no_auth,
+        workers=workers,
+        access_log=access_log,
+    ):
+        err_console.print(line, highlight=False, soft_wrap=True)
+    try:
+        if workers <= 1:
+            # uvicorn raises the signal that stopped it again once it has shut down: to
+            # this process's handler, which ends the command instead of killing it.
+            with serving.stopped_by_signals():
+                uvicorn.Server(config).run(sockets=[sock])
+        else:
+            from uvicorn.supervisors import Multiprocess
+
+            Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+        err_console.print(serving.stop_line(host, bound), highlight=False, soft_wrap=True)
 
 
 def _find_worker(module: Any) -> Any:
@@ -121,7 +157,7 @@ def external_worker(
         try:
             mod = importlib.import_module(module)
         except ImportError as exc:
-            fail(f"cannot import worker module '{module}': {exc}")
+            fail(import_failed(exc, f"worker module '{module}'"))
             return
         worker = _find_worker(mod)
         if worker is None:

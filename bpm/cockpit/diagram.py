@@ -60,7 +60,7 @@ def _node_element(parent: Element, node: n.Node) -> Element:
     attrs = {"id": node.id}
     if node.name:
         attrs["name"] = node.name
-    elif isinstance(node, (n.ServiceTask, n.UserTask)):
+    elif isinstance(node, (n.ServiceTask, n.UserTask, n.DecisionTask)):
         attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
     if isinstance(node, n.Activity) and node.for_compensation:
         attrs["isForCompensation"] = "true"
@@ -105,6 +105,8 @@ def _node_element(parent: Element, node: n.Node) -> Element:
         return el
     if isinstance(node, n.ServiceTask):
         return SubElement(parent, _q(BPMN, "serviceTask"), attrs)
+    if isinstance(node, n.DecisionTask):
+        return SubElement(parent, _q(BPMN, "businessRuleTask"), attrs)
     if isinstance(node, n.UserTask):
         return SubElement(parent, _q(BPMN, "userTask"), attrs)
     if isinstance(node, n.ExclusiveGateway):

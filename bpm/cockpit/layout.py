@@ -79,7 +79,7 @@ def label_size(text: str) -> tuple[float, float]:
 
 
 def size_of(node: n.Node) -> tuple[float, float]:
-    if isinstance(node, (n.ServiceTask, n.UserTask)):
+    if isinstance(node, (n.ServiceTask, n.UserTask, n.DecisionTask)):
         return 100.0, 80.0
     if isinstance(node, (n.ExclusiveGateway, n.ParallelGateway)):
         return 50.0, 50.0

@@ -16,6 +16,7 @@ from bpm.dmn.boxed import compile_logic, expression_child, formal_parameters
 from bpm.dmn.compiling import Compiling
 from bpm.dmn.itemdefs import ItemDefinitions
 from bpm.dmn.model import DecisionModel, Element, TableShape
+from bpm.dmn.tables import MULTI, POLICY_ALIASES
 from bpm.dmn.xml import Node, problem, read_dmn_xml
 from bpm.errors import DeploymentError, Problem
 from bpm.feel import types
@@ -251,6 +252,7 @@ class _Linker:
                     logic_node.get("id"),
                     tuple(o.get("name") for o in logic_node.all("output")),
                     (logic_node.get("aggregation") or "").upper() or None,
+                    _policy(logic_node.get("hitPolicy")) in MULTI,
                 )
         elif element.kind == "businessKnowledgeModel":
             logic = node.first("encapsulatedLogic")
@@ -272,3 +274,8 @@ def _walk(node: Node) -> Iterable[Node]:
     yield node
     for child in node.children:
         yield from _walk(child)
+
+
+def _policy(text: str | None) -> str:
+    policy = (text or "UNIQUE").strip().upper()
+    return POLICY_ALIASES.get(policy, policy)

@@ -31,6 +31,8 @@ class TableShape:
     id: str | None
     outputs: tuple[str | None, ...]
     aggregation: str | None
+    multiple: bool = False
+    """A hit policy that may give several rules (COLLECT, RULE ORDER, OUTPUT ORDER)."""
 
 
 @dataclass(eq=False)
@@ -135,17 +137,25 @@ class DecisionModel:
         trace: bool = False,
         by_namespace: Mapping[str, Mapping[str, Any]] | None = None,
         now: datetime | None = None,
+        open_scope: bool = False,
     ) -> Evaluation:
         """Like :meth:`evaluate`, with every decision's value and (``trace``) table hits.
 
         ``by_namespace`` gives input data of imported models by their model's namespace
         (``{namespace: {name: value}}``), whichever import path leads to them.
+
+        ``open_scope``: Camunda's scoping, for models drawn without input data (what
+        Camunda Modeler draws): every decision sees all of ``inputs`` by name, and each
+        required decision table's results under its output names as well (one matched
+        rule: each output's value; a hit policy that may give several: each output's list
+        of values), as Camunda 7 and 8 evaluate them; DMN's own names take precedence.
         """
         target = self.element(name)
         run = Run(limits, f"decision {target.name!r}", now)
         if trace:
             run.trace = []
         session = _Session(self, _inputs(inputs), run)
+        session.open_scope = open_scope
         session.by_namespace = {ns: _inputs(v) for ns, v in (by_namespace or {}).items()}
         value = session.value(target)
         decisions = {e.name: v for e, v in session.decided.items() if not e.path}
@@ -208,6 +218,23 @@ def _inputs(inputs: Mapping[str, Any] | None) -> dict[str, Any]:
     return {str(k): to_feel(v) for k, v in (inputs or {}).items()}
 
 
+def _by_output_name(element: Element, shape: TableShape, value: Any) -> dict[str, Any]:
+    """A required decision table's value under its output names (Camunda's scoping)."""
+    if value is None:
+        return {}
+    names = [o or element.name for o in shape.outputs]
+    if shape.aggregation is not None:
+        return {names[0]: [value]}  # Camunda: COLLECT gives each output's list
+    if shape.multiple:
+        rows = value if isinstance(value, list) else [value]
+        if len(names) == 1:
+            return {names[0]: list(rows)}
+        return {n: [r.get(n) if isinstance(r, dict) else None for r in rows] for n in names}
+    if len(names) == 1:
+        return {names[0]: value}
+    return dict(value) if isinstance(value, dict) else {}
+
+
 class _Session:
     """One evaluation: input values, decisions decided so far, functions built so far."""
 
@@ -225,6 +252,7 @@ class _Session:
         self.decided: dict[Element, Any] = {}
         self.functions: dict[Element, Function] = {}
         self.by_namespace: dict[str, dict[str, Any]] = {}
+        self.open_scope = False
 
     def value(self, element: Element) -> Any:
         if element in self.given:
@@ -259,7 +287,7 @@ class _Session:
         return value
 
     def scope(self, element: Element) -> dict[str, Any]:
-        names: dict[str, Any] = {}
+        names: dict[str, Any] = dict(self.inputs) if self.open_scope else {}
         for required, prefix in element.requirements:
             value = self.value(required)
             if prefix:
@@ -267,6 +295,8 @@ class _Session:
                 if isinstance(inner, dict):
                     inner[required.name] = value
             else:
+                if self.open_scope and required.table is not None:
+                    names.update(_by_output_name(required, required.table, value))
                 names[required.name] = value
         return names
 

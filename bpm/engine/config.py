@@ -63,6 +63,11 @@ class EngineConfig:
     # tasks); past it the token fails with a ``runawayLoop`` incident instead of holding
     # the instance lock for ever. Deploy already refuses loops made only of such nodes.
     max_steps_per_transaction: int = DEFAULT_MAX_STEPS
+    # Whether the history keeps the values of the variables each event wrote (start
+    # variables, handler results, task completions, messages), not only their names:
+    # what ``bpm trail export`` needs to make a test of an instance (docs/testing.md).
+    # Off by default: every value is then stored twice.
+    history_values: bool = False
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -71,7 +76,8 @@ class EngineConfig:
         ``BPM_MAX_VARIABLE_BYTES``, ``BPM_MAX_UPDATE_BYTES``,
         ``BPM_MAX_INSTANCE_VARIABLE_BYTES``, ``BPM_MIN_TIMER_CYCLE_SECONDS``,
         ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``, ``BPM_MAX_CALL_DEPTH``,
-        ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_BROKER_URL`` and ``BPM_QUEUE``."""
+        ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_HISTORY_VALUES`` (1: on), ``BPM_BROKER_URL``
+        and ``BPM_QUEUE``."""
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
@@ -89,6 +95,8 @@ class EngineConfig:
             max_steps_per_transaction=max(
                 1, int(_env_float("BPM_MAX_STEPS_PER_TRANSACTION", DEFAULT_MAX_STEPS))
             ),
+            history_values=os.environ.get("BPM_HISTORY_VALUES", "").strip().lower()
+            in ("1", "true", "yes", "on"),
             broker_url=os.environ.get("BPM_BROKER_URL", "").strip() or None,
             queue=os.environ.get("BPM_QUEUE", "").strip() or "bpm",
         )

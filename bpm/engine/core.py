@@ -13,6 +13,7 @@ from functools import partial
 
 from sqlalchemy import Connection, Engine
 
+from bpm import tracing
 from bpm.dispatch import Dispatcher
 from bpm.engine.clock import utcnow
 from bpm.engine.config import EngineConfig
@@ -119,17 +120,28 @@ class EngineCore:
         for inst in instances:
             self.transactions.after_commit(partial(self.listeners.announce, inst))
 
-    def dispatch(self, token_ids: Sequence[str]) -> None:
-        """Publish after commit; a failing broker only delays (the sweeper republishes)."""
+    def dispatch(self, token_ids: Sequence[str], trace: tracing.TraceContext | None = None) -> None:
+        """Publish after commit; a failing broker only delays (the sweeper republishes).
+
+        With a tracer the messages carry ``trace`` (default: the context current now, the
+        span that made the steps Ready), whichever thread publishes them and when."""
         if not token_ids:
             return
         ids = list(token_ids)
+        tracer = tracing.tracer()
+        if tracer is not None and trace is None:
+            trace = tracer.current()
         assert self.transactions is not None
-        self.transactions.after_commit(lambda: self._publish(ids))
+        self.transactions.after_commit(lambda: self._publish(ids, trace))
 
-    def _publish(self, token_ids: list[str]) -> None:
+    def _publish(self, token_ids: list[str], trace: tracing.TraceContext | None) -> None:
         try:
-            self.dispatcher.dispatch(token_ids)
+            tracer = tracing.tracer()
+            if tracer is None or trace is None:
+                self.dispatcher.dispatch(token_ids)
+            else:
+                with tracer.resume(trace):
+                    self.dispatcher.dispatch(token_ids)
         except Exception:  # the broker is outside our transaction: never lose the commit
             log.warning(
                 "publishing %d ready steps failed; the sweeper will retry",

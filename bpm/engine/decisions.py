@@ -235,6 +235,32 @@ def _camunda_date(text: Any) -> Any:
             return text
 
 
+@dataclass(frozen=True)
+class Evaluated:
+    """An evaluation whose history is not written yet (``rows``: root first)."""
+
+    definition: DecisionDefinition
+    rules: list[dict[str, Any]]
+    value: Any
+    rows: tuple[DecisionInstance, ...]
+
+
+def _evaluate(
+    conn: Connection,
+    definition: DecisionDefinition,
+    variables: Mapping[str, Any],
+    now: dt.datetime,
+    caller: Caller,
+) -> Evaluated:
+    model = MODELS.get(conn, definition)
+    evaluation = model.evaluate_detailed(
+        definition.key, feel_inputs(variables), trace=True, now=now, open_scope=True
+    )
+    rules = model.rules_of(definition.key, evaluation)
+    rows = history_rows(model, definition, evaluation, rules, now, caller)
+    return Evaluated(definition, rules, evaluation.value, tuple(rows))
+
+
 def evaluate_in(
     conn: Connection,
     definition: DecisionDefinition,
@@ -243,14 +269,9 @@ def evaluate_in(
     caller: Caller | None = None,
 ) -> DecisionResult:
     """Evaluate on ``conn`` and append the history; FEEL errors raise (nothing written)."""
-    model = MODELS.get(conn, definition)
-    evaluation = model.evaluate_detailed(
-        definition.key, feel_inputs(variables), trace=True, now=now
-    )
-    rules = model.rules_of(definition.key, evaluation)
-    rows = history_rows(model, definition, evaluation, rules, now, caller or Caller())
-    store.insert_instances(conn, rows)
-    return DecisionResult(definition, rules, evaluation.value, rows[0].id)
+    done = _evaluate(conn, definition, variables, now, caller or Caller())
+    store.insert_instances(conn, list(done.rows))
+    return DecisionResult(definition, done.rules, done.value, done.rows[0].id)
 
 
 def evaluate(
@@ -350,6 +371,45 @@ class DecisionCall:
     map_result: str = "resultList"
 
 
+def prepare_call(
+    conn: Connection,
+    call: DecisionCall,
+    variables: Mapping[str, Any],
+    now: dt.datetime,
+    caller: Caller,
+    deployment_id: str | None = None,
+) -> tuple[dict[str, Any], Evaluated]:
+    """Evaluate ``call`` and map its result: (the variables to write, as JSON; the
+    evaluation, whose history the caller writes once the variables are). Raises
+    :class:`NotFound`, :class:`~bpm.errors.ExpressionError` (FEEL) or
+    :class:`~bpm.dmn.results.DecisionResultError` (a result that does not fit)."""
+    if call.binding not in BINDINGS:
+        raise NotFound(f"decision binding {call.binding!r} is not one of {', '.join(BINDINGS)}")
+    if call.binding == "deployment" and deployment_id is None:
+        raise NotFound(
+            f"decision '{call.decision_ref}' is bound to the caller's deployment, and the "
+            "caller has none: deploy the process and the decision together"
+        )
+    definition = find_definition(
+        conn,
+        key=call.decision_ref,
+        version=call.version if call.binding == "version" else None,
+        deployment_id=deployment_id if call.binding == "deployment" else None,
+        version_tag=call.version_tag if call.binding == "versionTag" else None,
+    )
+    done = _evaluate(conn, definition, variables, now, caller)
+    if call.result_variable is None:
+        return {}, done
+    if call.map_result == "value":
+        return {call.result_variable: to_json(done.value)}, done
+    return {call.result_variable: to_json(map_result(done.rules, call.map_result))}, done
+
+
+def record_call(conn: Connection, done: Evaluated) -> None:
+    """Write the decision history of a :func:`prepare_call` (same transaction)."""
+    store.insert_instances(conn, list(done.rows))
+
+
 def call_decision(
     conn: Connection,
     call: DecisionCall,
@@ -358,19 +418,8 @@ def call_decision(
     caller: Caller,
     deployment_id: str | None = None,
 ) -> dict[str, Any]:
-    """Evaluate ``call`` inside the caller's transaction; the variables to write (JSON)."""
-    if call.binding not in BINDINGS:
-        raise NotFound(f"decision binding {call.binding!r} is not one of {', '.join(BINDINGS)}")
-    definition = find_definition(
-        conn,
-        key=call.decision_ref,
-        version=call.version if call.binding == "version" else None,
-        deployment_id=deployment_id if call.binding == "deployment" else None,
-        version_tag=call.version_tag if call.binding == "versionTag" else None,
-    )
-    result = evaluate_in(conn, definition, variables, now, caller)
-    if call.result_variable is None:
-        return {}
-    if call.map_result == "value":
-        return {call.result_variable: to_json(result.value)}
-    return {call.result_variable: to_json(map_result(result.rules, call.map_result))}
+    """Evaluate ``call`` inside the caller's transaction and write its history; the
+    variables to write (JSON). Nothing is written when it raises."""
+    updates, done = prepare_call(conn, call, variables, now, caller, deployment_id)
+    record_call(conn, done)
+    return updates

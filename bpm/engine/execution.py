@@ -25,11 +25,13 @@ from typing import Any
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+from bpm import tracing
 from bpm.engine import observed
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
+from bpm.engine.traced import StepSpans
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
 from bpm.handlers import TaskContext
@@ -59,6 +61,7 @@ class Claimed:
     business_key: str | None = None
     definition_key: str = ""  # the process key, for observers
     claimed_at: float = 0.0  # time.perf_counter() when the lease was taken
+    trace: tracing.TraceContext | None = None  # with a tracer: the parent of its span
 
 
 @dataclass(frozen=True)
@@ -310,13 +313,20 @@ def finish(
     now: datetime | None = None,
     *,
     keep: int = 1,
+    spans: StepSpans | None = None,
 ) -> list[Claimed]:
     """Apply the outcomes of a batch in ONE transaction and claim up to ``keep`` of the
-    inline steps that become Ready for this worker (the rest are published)."""
+    inline steps that become Ready for this worker (the rest are published).
+
+    ``spans``: the steps' spans (with a tracer), told each outcome; the steps that become
+    Ready are published with (or continued in) the trace of their instance's step."""
     ended: list[str] = []
-    # For the observers, after the commit: each step's outcome (None: instance purged).
-    outcomes: list[StepOutcome | None] | None = [] if core.observers else None
+    # For the observers, after the commit: each step's outcome and the incident it opened
+    # (None: instance purged).
+    outcomes: list[tuple[StepOutcome, str | None] | None] | None = [] if core.observers else None
     with unit_of_work(core, now) as unit:
+        if spans is not None:
+            unit.traces.update(spans.contexts)
         works = unit.lock(sorted({step.token.instance_id for step, _ in results}))
         walkers: dict[str, Walker] = {}
         for step, outcome in results:
@@ -324,13 +334,19 @@ def finish(
             if work is None:  # purged meanwhile
                 if outcomes is not None:
                     outcomes.append(None)
+                if spans is not None:
+                    spans.applied(step.token.id, None)
                 continue
             if work.instance.id not in walkers:
                 walkers[work.instance.id] = unit.walker(work)
             walker = walkers[work.instance.id]
             applied = _apply(unit, walker, step, outcome, worker_id)
             if outcomes is not None:
-                outcomes.append(applied)
+                failed = applied is StepOutcome.FAILED
+                incident = observed.incident_of(work, step.token.id) if failed else None
+                outcomes.append((applied, incident))
+            if spans is not None:
+                spans.applied(step.token.id, applied)
         for walker in walkers.values():
             walker.run()
         nxt = _claim_next(unit, list(walkers.values()), worker_id, keep)
@@ -381,6 +397,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
                     work.instance.business_key,
                     walker.model.key,
                     mark,
+                    unit.traces.get(work.instance.id),
                 )
             )
     return out
@@ -403,15 +420,30 @@ def run_token(
     deadline = time.monotonic() + core.config.drain_for.total_seconds()
     keeper = core.leases
     abandoned = core.stats.finishes_abandoned
+    # With a tracer a worker takes only steps whose trace it knows: the one the message
+    # names (its context is current: the message's) and those that follow from the steps
+    # it ran, not other Ready steps (their own messages carry their traces).
+    tracer = tracing.tracer()
     with core.hold_connection():  # one pool checkout for all the transactions below
         batch = claim(
-            core, worker, core.now(now), first=token_id, more=core.pace.batch(core.config) - 1
+            core,
+            worker,
+            core.now(now),
+            first=token_id,
+            more=core.pace.batch(core.config) - 1 if tracer is None else 0,
         )
+        if tracer is not None:
+            parent = tracer.current()
+            batch = [replace(step, trace=parent) for step in batch]
         while batch:
             _hold(core, keeper, batch, worker)
             results = []
+            spans = StepSpans(tracer) if tracer is not None else None
             for step in batch:
-                results.append((step, run_handler(core, step, worker)))
+                if spans is None:
+                    results.append((step, run_handler(core, step, worker)))
+                else:
+                    results.append((step, spans.run(core, step, worker, run_handler)))
                 core.stats.steps_run += 1
             ran += len(batch)
             budget_left = ran < core.config.max_inline_steps and time.monotonic() < deadline
@@ -422,12 +454,20 @@ def run_token(
                     worker,
                     now,
                     keep=core.pace.batch(core.config) if budget_left else 0,
+                    spans=spans,
                 )
             finally:
                 keeper.release(step.token.id for step, _ in results)
+                if spans is not None:
+                    spans.end()
             if not budget_left or core.stats.finishes_abandoned > abandoned:
                 break  # out of budget, or the database stayed away: hand back, take no more
-            if not batch and core.config.batch_size > 1 and core.pace.batch(core.config) > 1:
+            if (
+                not batch
+                and tracer is None
+                and core.config.batch_size > 1
+                and core.pace.batch(core.config) > 1
+            ):
                 try:
                     batch = claim(
                         core, worker, core.now(now), first=None, more=core.pace.batch(core.config)
@@ -461,6 +501,7 @@ def finish_retrying(
     now: datetime | None = None,
     *,
     keep: int = 1,
+    spans: StepSpans | None = None,
 ) -> list[Claimed]:
     """:func:`finish`, tried again with backoff while the database cannot be reached.
 
@@ -473,7 +514,7 @@ def finish_retrying(
     ids = [step.token.id for step, _ in results]
     while True:
         try:
-            return finish(core, results, worker_id, core.now(now), keep=keep)
+            return finish(core, results, worker_id, core.now(now), keep=keep, spans=spans)
         except DBAPIError as exc:
             if not connection_trouble(exc):
                 raise

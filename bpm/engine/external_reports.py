@@ -36,6 +36,7 @@ from bpm.runtime.states import TaskState
 from bpm.runtime.throwing import find, throw
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import external_tasks as store
+from bpm.tracing import TraceContext
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Completion:
     variables: dict[str, Any] | None = None
     local_variables: dict[str, Any] | None = None
     topics: Collection[str] | None = None
+    # with a tracer: the context (the REST call's span) to publish the next steps with
+    trace: TraceContext | None = None
 
 
 def complete(
@@ -138,6 +141,8 @@ def _complete(
     if repeated(task, done.worker_id, FinishKind.COMPLETE):
         return
     check_owner(task, done.worker_id, "completed", unit.now)
+    if done.trace is not None:
+        unit.traces[work.instance.id] = done.trace
     tok = waiting_token(work, task)
     walker = unit.walker(work)
     variables, local = updates

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from bpm import tracing
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import InvalidOperation, NotFound
@@ -20,6 +21,7 @@ from bpm.runtime.work import InstanceWork, check_variables, claim_event
 from bpm.store import definitions as defs_store
 from bpm.store import history as history_store
 from bpm.store import instances as store
+from bpm.tracing import AttributeValue
 
 
 def start(
@@ -34,7 +36,33 @@ def start(
 ) -> Instance:
     """Start the latest version of ``key``; a repeated ``idempotency_key`` returns the first.
 
-    ``start_event`` names the start event (default: the none start event)."""
+    ``start_event`` names the start event (default: the none start event). With a tracer,
+    in a span ``bpm.start`` (see :mod:`bpm.tracing`)."""
+    if tracing.tracer() is None:
+        return _start(core, key, variables, business_key, idempotency_key, now, start_event)
+    with tracing.span("bpm.start", _start_attributes(key, business_key)) as span:
+        inst = _start(core, key, variables, business_key, idempotency_key, now, start_event)
+        if span is not None:
+            span.set_attribute("bpm.instance_id", inst.id)
+        return inst
+
+
+def _start_attributes(process: str, business_key: str | None) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {"bpm.process": process}
+    if business_key is not None:
+        attributes["bpm.business_key"] = business_key
+    return attributes
+
+
+def _start(
+    core: EngineCore,
+    key: str,
+    variables: dict[str, Any] | None,
+    business_key: str | None,
+    idempotency_key: str | None,
+    now: datetime | None,
+    start_event: str | None,
+) -> Instance:
     cfg = core.config
     clean = check_variables(
         variables,
@@ -79,6 +107,25 @@ def start_definition(
     start_event: str | None = None,
 ) -> Instance:
     """Start this version of a process (Camunda's ``/process-definition/{id}/start``)."""
+    if tracing.tracer() is not None:
+        attributes = {**_start_attributes("", business_key), "bpm.definition_id": definition_id}
+        with tracing.span("bpm.start", attributes) as span:
+            inst = _start_definition(core, definition_id, variables, business_key, now, start_event)
+            if span is not None:
+                span.set_attribute("bpm.instance_id", inst.id)
+                span.set_attribute("bpm.process", inst.definition_key)
+            return inst
+    return _start_definition(core, definition_id, variables, business_key, now, start_event)
+
+
+def _start_definition(
+    core: EngineCore,
+    definition_id: str,
+    variables: dict[str, Any] | None,
+    business_key: str | None,
+    now: datetime | None,
+    start_event: str | None,
+) -> Instance:
     cfg = core.config
     clean = check_variables(
         variables,
@@ -134,6 +181,8 @@ def begin_instance(
     }
     if len(model.start_events) > 1:
         payload["start_event"] = first_node.id
+    if work.history_values:
+        payload["values"] = plain
     work.record("instance_started", payload=payload)
     unit.walker(work).begin(first_node.id)
     return work

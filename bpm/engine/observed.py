@@ -21,7 +21,9 @@ from bpm.observe import (
     StepFinished,
     StepOutcome,
 )
-from bpm.runtime.records import Token
+from bpm.runtime.records import Incident, Token
+from bpm.runtime.states import IncidentState
+from bpm.runtime.work import InstanceWork
 
 if TYPE_CHECKING:
     from bpm.engine.execution import Claimed, Outcome
@@ -58,17 +60,25 @@ def handler_finished(core: EngineCore, step: Claimed, worker: str, outcome: Outc
     )
 
 
+def incident_of(work: InstanceWork, token_id: str) -> str | None:
+    """The id of the open incident on ``token_id`` (the newest), if there is one."""
+    open_ = [i for i in work.items_of(Incident, token_id) if i.state is IncidentState.OPEN]
+    return max(open_, key=lambda i: i.created_at).id if open_ else None
+
+
 def steps_finished(
     core: EngineCore,
     results: Sequence[tuple[Claimed, Outcome]],
-    outcomes: Sequence[StepOutcome | None],
+    outcomes: Sequence[tuple[StepOutcome, str | None] | None],
     worker: str,
 ) -> None:
-    """After the finish committed: one event per step (None: its instance was purged)."""
+    """After the finish committed: one event per step, with the incident its failure
+    opened (None: its instance was purged)."""
     now = time.perf_counter()
-    for (step, outcome), result in zip(results, outcomes, strict=True):
-        if result is None:
+    for (step, outcome), done in zip(results, outcomes, strict=True):
+        if done is None:
             continue
+        result, incident = done
         tok = step.token
         core.observers.emit(
             StepFinished(
@@ -82,12 +92,19 @@ def steps_finished(
                 max(0.0, now - step.claimed_at),
                 outcome.seconds,
                 outcome.error,
+                incident,
             )
         )
 
 
 def lease_expired(
-    core: EngineCore, tok: Token, definition_key: str, retried: bool, at: datetime, error: str
+    core: EngineCore,
+    tok: Token,
+    definition_key: str,
+    retried: bool,
+    at: datetime,
+    error: str,
+    incident: str | None = None,
 ) -> None:
     """After the reclaimer committed a lost worker's attempt as failed."""
     core.observers.emit(
@@ -109,6 +126,7 @@ def lease_expired(
             max(0.0, held),
             None,
             error,
+            incident,
         )
     )
 

@@ -90,6 +90,7 @@ def take_back(
             delay = spec.lost_worker_delay if spec is not None else None
             fail_attempt(walker, tok, policy, Failure(error=error, failed_at=at, delay=delay))
             walker.run()
+            incident = observed.incident_of(work, tok.id) if core.observers else None
     except NotFound:  # purged since the scan
         return False
     if cause == "holder_died":
@@ -97,7 +98,7 @@ def take_back(
     log.warning("took back step %s attempt %d: %s", tok.id, tok.attempt, error)
     if core.observers:
         retried = policy.has_attempt_after(tok.attempt)
-        observed.lease_expired(core, tok, walker.model.key, retried, at, error)
+        observed.lease_expired(core, tok, walker.model.key, retried, at, error, incident)
     return True
 
 

@@ -126,7 +126,7 @@ def modify_variables(
         work.write_variables(clean, present)
         who = by or "operator"
         if clean:
-            work.record("variables_updated", payload={"names": sorted(clean), "by": who})
+            work.record("variables_updated", payload=work.written(clean, by=who))
         if present:
             work.record("variables_deleted", payload={"names": sorted(present), "by": who})
     return work.instance

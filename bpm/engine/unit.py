@@ -28,7 +28,7 @@ never holds a member without its root either.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -36,18 +36,22 @@ from typing import Any
 from sqlalchemy import Connection
 
 from bpm.engine.core import EngineCore
+from bpm.engine.decision_history import Caller
+from bpm.engine.decisions import DecisionCall, Evaluated, prepare_call, record_call
 from bpm.engine.mailbox import deliver_buffered
 from bpm.errors import NotFound
 from bpm.events import ended_by
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.behaviours import BEHAVIOURS
+from bpm.runtime.decisions import Decided
 from bpm.runtime.records import Instance, ProcessDefinition, Token
 from bpm.runtime.states import InstanceState
 from bpm.runtime.walker import Walker
 from bpm.runtime.work import InstanceWork, Item
 from bpm.store import definitions as defs_store
 from bpm.store import work as work_store
+from bpm.tracing import TraceContext
 
 
 class Unit:
@@ -59,6 +63,9 @@ class Unit:
         self.now = now
         self.works: dict[str, InstanceWork] = {}
         self.dispatch_after: list[str] = []
+        # With a tracer: the trace context of the span that changed an instance (a step, an
+        # external task's complete), which the steps it made Ready are published with.
+        self.traces: dict[str, TraceContext] = {}
         self._locked = False
         self._walkers: dict[str, Walker] = {}
         self._roots: set[str] = set()  # call trees whose root this transaction holds
@@ -71,6 +78,7 @@ class Unit:
         """The configured bounds on what a write may add to an instance's variables."""
         work.max_update_bytes = self.core.config.max_update_bytes
         work.max_instance_variable_bytes = self.core.config.max_instance_variable_bytes
+        work.history_values = self.core.config.history_values
         return work
 
     def _adopt(self, found: dict[str, InstanceWork]) -> None:
@@ -160,6 +168,7 @@ class Unit:
                 BEHAVIOURS,
                 self,
                 max_steps=self.core.config.max_steps_per_transaction,
+                decider=self,
             )
             self._walkers[work.instance.id] = found
         return found
@@ -241,6 +250,50 @@ class Unit:
         walker.begin(walker.model.initial_start().id)
         return walker
 
+    # -- decisions: what business rule tasks evaluate (bpm.runtime.decisions.Decider) -----
+    def decide(
+        self,
+        walker: Walker,
+        tok: Token,
+        node: n.DecisionTask,
+        key: str,
+        variables: Mapping[str, Any],
+    ) -> Decided:
+        inst = walker.work.instance
+        deployment_id: str | None = None
+        if node.binding is n.CallBinding.DEPLOYMENT:
+            own = defs_store.by_id(self.conn, inst.definition_id)
+            deployment_id = own.deployment_id if own is not None else None
+        call = DecisionCall(
+            key,
+            binding=node.binding.value,
+            version=int(node.version or 0) if node.binding is n.CallBinding.VERSION else None,
+            version_tag=node.version if node.binding is n.CallBinding.VERSION_TAG else None,
+            result_variable=node.result_variable,
+            map_result=node.map_result,
+        )
+        caller = Caller(
+            process_definition_id=inst.definition_id,
+            process_definition_key=inst.definition_key,
+            process_instance_id=inst.id,
+            activity_id=node.id,
+        )
+        updates, done = prepare_call(self.conn, call, variables, self.now, caller, deployment_id)
+        definition = done.definition
+        payload = {
+            "decision": definition.key,
+            "definition": definition.id,
+            "version": definition.version,
+            "decision_instance": done.rows[0].id,
+            "result_variable": node.result_variable,
+        }
+        return Decided(updates, payload, (done,))
+
+    def record(self, decided: Decided) -> None:
+        for done in decided.history:
+            assert isinstance(done, Evaluated)
+            record_call(self.conn, done)
+
     def flush(self) -> None:
         # Waits opened in this transaction take the buffered messages meant for them first.
         deliver_buffered(self.conn, list(self.works.values()), self.walker, self.now)
@@ -254,6 +307,19 @@ class Unit:
             out.extend(work.to_dispatch)
         return out
 
+    def ready_by_trace(self) -> list[tuple[list[str], TraceContext | None]]:
+        """:attr:`ready`, grouped by the trace context to publish them with (None: the
+        current one)."""
+        plain = list(self.dispatch_after)
+        traced: list[tuple[list[str], TraceContext | None]] = []
+        for instance_id, work in self.works.items():
+            trace = self.traces.get(instance_id)
+            if trace is None:
+                plain.extend(work.to_dispatch)
+            elif work.to_dispatch:
+                traced.append((list(work.to_dispatch), trace))
+        return [(plain, None), *traced]
+
 
 @contextmanager
 def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit]:
@@ -265,7 +331,11 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
         unit.flush()
     if core.listeners:
         core.announce_ended([e for w in unit.works.values() if (e := ended_by(w)) is not None])
-    core.dispatch(unit.ready)
+    if unit.traces:
+        for ids, trace in unit.ready_by_trace():
+            core.dispatch(ids, trace)
+    else:
+        core.dispatch(unit.ready)
     thrown = [s for w in unit.works.values() for s in w.signals]
     if thrown:
         # Signal throw events reach other instances, which are locked by transactions of

@@ -21,5 +21,6 @@ def element_type(node: n.Node | n.Flow) -> str:
         n.CatchEvent: "intermediateCatchEvent",
         n.SignalThrow: "intermediateThrowEvent",
         n.EventSubProcess: "subProcess",
+        n.DecisionTask: "businessRuleTask",
     }.get(type(node), type(node).__name__[:1].lower() + type(node).__name__[1:])
     return f"bpmn:{kind}"

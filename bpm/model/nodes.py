@@ -196,9 +196,10 @@ class ServiceTask(Activity):
 
 @dataclass(frozen=True)
 class ScriptTask(ServiceTask):
-    """A script task. ``cel`` scripts are evaluated by the engine (``result_variable``
-    receives the value); any other language runs as the inline handler ``handler`` (the
-    task id), which finds the script text on ``ctx.script``. Nothing is evaluated as Python.
+    """A script task. ``cel`` scripts (and ``feel`` ones, Zeebe's ``=...``) are evaluated
+    by the engine (``result_variable`` receives the value); any other language runs as the
+    inline handler ``handler`` (the task id), which finds the script text on
+    ``ctx.script``. Nothing is evaluated as Python.
     """
 
     script: str | None = None
@@ -207,7 +208,9 @@ class ScriptTask(ServiceTask):
 
     @property
     def is_cel(self) -> bool:
-        return (self.script_format or "").strip().lower() == "cel"
+        """Evaluated by the engine: CEL, or Zeebe's ``=FEEL`` (``zeebe:script``)."""
+        kind = (self.script_format or "").strip().lower()
+        return kind == "cel" or (kind == "feel" and (self.script or "").startswith("="))
 
     @property
     def waits(self) -> bool:
@@ -302,6 +305,29 @@ class CallActivity(Activity):
     @property
     def waits(self) -> bool:
         return True
+
+
+MAP_RESULTS = ("singleEntry", "singleResult", "collectEntries", "resultList", "value")
+"""How a decision task maps its result onto ``result_variable``: Camunda 7's four
+``mapDecisionResult`` values, and ``value`` (Zeebe: the decision's value as it is)."""
+
+
+@dataclass(frozen=True)
+class DecisionTask(Activity):
+    """A business rule task that evaluates a deployed DMN decision in the step's own
+    transaction (``camunda:decisionRef``, ``zeebe:calledDecision``): no worker runs it.
+
+    ``decision`` is the decision id (``${var}``: the variable holding it); ``binding``
+    and ``version`` pick its version as a call activity's do (``version`` holds the
+    number, or the tag for ``versionTag``); ``result_variable`` receives the result,
+    mapped by ``map_result`` (one of :data:`MAP_RESULTS`); without one nothing is written.
+    """
+
+    decision: str = ""
+    binding: CallBinding = CallBinding.LATEST
+    version: str | None = None
+    result_variable: str | None = None
+    map_result: str = "resultList"
 
 
 @dataclass(frozen=True)

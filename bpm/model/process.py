@@ -28,6 +28,7 @@ _KINDS: dict[str, type[n.Node]] = {
     "sub_process": n.SubProcess,
     "event_sub_process": n.EventSubProcess,
     "call_activity": n.CallActivity,
+    "decision_task": n.DecisionTask,
     "compensation_throw_event": n.CompensationThrowEvent,
     "escalation_throw_event": n.EscalationThrowEvent,
     "link_throw_event": n.LinkThrowEvent,

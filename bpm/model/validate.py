@@ -15,6 +15,7 @@ from bpm.model import nodes as n
 from bpm.model.element_types import element_type
 from bpm.model.process import ProcessModel
 from bpm.model.validate_compensation import check_compensation
+from bpm.model.validate_decisions import check_decisions
 from bpm.model.validate_events import check_events
 from bpm.model.validate_loops import endless_loops
 from bpm.model.validate_messages import check_messages
@@ -31,6 +32,7 @@ _ACTIVITIES = (
     n.SubProcess,
     n.CallActivity,
     n.ReceiveTask,
+    n.DecisionTask,
 )
 _GATEWAYS = (n.ExclusiveGateway, n.ParallelGateway, n.InclusiveGateway, n.EventBasedGateway)
 
@@ -69,6 +71,7 @@ def check_model(
     problems += check_compensation(model, warnings)
     problems += check_events(model, warnings)
     problems += check_messages(model)
+    problems += check_decisions(model)
     problems += (_at(node, message) for node, message in endless_loops(model))
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
@@ -115,7 +118,9 @@ def _boundaries(
         if not isinstance(node, n.BoundaryEvent) or node.attached_to in placeholders:
             continue
         host = model.nodes.get(node.attached_to)
-        if isinstance(host, n.PassThrough) or (isinstance(host, n.ScriptTask) and host.is_cel):
+        if isinstance(host, n.PassThrough | n.DecisionTask) or (
+            isinstance(host, n.ScriptTask) and host.is_cel
+        ):
             warnings.append(
                 f"boundary event '{node.id}' is attached to '{host.id}', which completes at "
                 "once: it never fires"

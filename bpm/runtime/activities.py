@@ -122,6 +122,8 @@ def activity_type(node: n.Node | None) -> str:
         return "intermediateLinkCatch"
     if isinstance(node, n.LinkThrowEvent):
         return "intermediateLinkThrow"  # Camunda records none: the name says what it was
+    if isinstance(node, n.DecisionTask):
+        return "businessRuleTask"
     if isinstance(node, n.ScriptTask):
         return "scriptTask"
     if isinstance(node, n.ServiceTask):

@@ -13,6 +13,7 @@ from bpm.model import nodes as n
 from bpm.runtime import (
     calls,
     compensation,
+    decisions,
     inclusive,
     intermediate,
     messages,
@@ -235,6 +236,7 @@ BEHAVIOURS: dict[type[n.Node], Behaviour] = {
     n.SubProcess: scopes.sub_process,
     n.EventSubProcess: event_sub_process,
     n.CallActivity: calls.call_activity,
+    n.DecisionTask: decisions.decision_task,
     n.CompensationThrowEvent: compensation.throw_event,
     n.EscalationThrowEvent: intermediate.escalation_throw_event,
     n.LinkThrowEvent: intermediate.link_throw_event,

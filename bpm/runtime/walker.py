@@ -18,6 +18,7 @@ from typing import Any
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime import calls, compensation, eventsub, messages, scopes, timers, variables
+from bpm.runtime.decisions import Decider
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -43,7 +44,8 @@ DEFAULT_MAX_STEPS = 50_000
 
 class Walker:
     """Continuation of one instance inside one transaction. ``relatives``: the other
-    instances of its call tree (the unit of work); without, call activities fail."""
+    instances of its call tree (the unit of work); without, call activities fail.
+    ``decider``: the deployed decisions (the unit of work); without, decision tasks fail."""
 
     def __init__(
         self,
@@ -53,8 +55,10 @@ class Walker:
         relatives: calls.Relatives | None = None,
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
+        decider: Decider | None = None,
     ) -> None:
         self.work = work
+        self.decider = decider
         self.model = model
         self.behaviours = behaviours  # node kind -> what a token does there
         self.relatives = relatives

@@ -171,6 +171,8 @@ class InstanceWork(ScopeChanges):
     max_variable_bytes: int = DEFAULT_MAX_VARIABLE_BYTES
     max_update_bytes: int = DEFAULT_MAX_UPDATE_BYTES
     max_instance_variable_bytes: int = DEFAULT_MAX_INSTANCE_VARIABLE_BYTES
+    # The history keeps the values written, not only the names (EngineConfig).
+    history_values: bool = False
     events: list[HistoryEvent] = field(default_factory=list)
     token_changes: Changes = field(default_factory=Changes)
     item_changes: dict[type, Changes] = field(
@@ -455,8 +457,16 @@ class InstanceWork(ScopeChanges):
             "variables_updated",
             token_id=token_id,
             node_id=source,
-            payload={"names": sorted(clean)},
+            payload=self.written(clean),
         )
+
+    def written(self, clean: Mapping[str, Any], **payload: Any) -> dict[str, Any]:
+        """The payload of an event that wrote ``clean``: the names, and the values when
+        the history keeps them."""
+        out: dict[str, Any] = {"names": sorted(clean), **payload}
+        if self.history_values:
+            out["values"] = split(clean)[0]
+        return out
 
     def write_variables(self, clean: dict[str, Any], deleted: tuple[str, ...] = ()) -> None:
         """Set checked variables (plain or :class:`Typed`) and remove ``deleted`` ones;

@@ -27,6 +27,7 @@ class ScopeChanges:
     loader: Loader | None
     item_changes: dict[type, Changes]
     record: Callable[..., None]
+    written: Callable[..., dict[str, Any]]
     token_changes: Changes
 
     def add(self, record: Any) -> Any:  # pragma: no cover - InstanceWork.add
@@ -99,7 +100,7 @@ class ScopeChanges:
             "variables_updated",
             token_id=token_id,
             node_id=source,
-            payload={"names": sorted(values), "scope": scope.id},
+            payload=self.written(values, scope=scope.id),
         )
         return new
 

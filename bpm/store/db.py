@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
 
 from bpm.errors import ConfigurationError
 
@@ -29,7 +30,19 @@ def connect(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
             "or sqlite:///path.db"
         ) from exc
     if parsed.get_backend_name() == "sqlite":
-        eng = create_engine(url, echo=echo, connect_args={"timeout": 30})
+        if parsed.database in (None, "", ":memory:"):
+            # An in-memory database lives in its connection: every thread must use that
+            # one connection, or each would see an empty database of its own; and one
+            # thread at a time, as transactions cannot interleave on it. The test kit
+            # (bpm.testing) runs everything in the test's thread, without lease keeper.
+            eng = create_engine(
+                url,
+                echo=echo,
+                poolclass=StaticPool,
+                connect_args={"timeout": 30, "check_same_thread": False},
+            )
+        else:
+            eng = create_engine(url, echo=echo, connect_args={"timeout": 30})
         _serialize_sqlite_writers(eng)
         return eng
     if parsed.get_backend_name() != "postgresql":

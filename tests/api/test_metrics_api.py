@@ -149,7 +149,7 @@ def test_two_server_processes_serve_the_sum_of_both(pg_database_url: str, tmp_pa
             except httpx.HTTPError:
                 return False
 
-        eventually(up, timeout=30, what="two API processes")
+        eventually(up, timeout=90, what="two API processes")  # spawned: slow on a busy host
         for _ in range(40):  # a new connection each: the kernel spreads them over both
             assert httpx.get(f"{root}/engine-rest/engine").status_code == 200
         # Every scrape, whichever process answers it, shows the sum over both.

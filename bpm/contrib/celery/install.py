@@ -15,8 +15,9 @@ own tasks; the app keeps its broker, serializer, routes, queues and beat schedul
   with ``-Q bpm``);
 * the app's tasks as handlers: a service task with ``bpm:celeryTask="NAME"`` (builder
   ``task=``) runs the task NAME inline (:mod:`bpm.contrib.celery.handlers`);
-* the handler modules of ``BPM_HANDLERS`` imported at start, and metrics and JSON logs when
-  the settings ask for them.
+* the handler modules of ``BPM_HANDLERS`` imported at start, metrics and JSON logs when
+  the settings ask for them, and OpenTelemetry traces when the ``OTEL_*`` variables ask
+  for an exporter (:mod:`bpm.contrib.otel`).
 
 Steps are published through the app's own broker, as JSON: a worker of an app whose
 ``accept_content`` leaves JSON out logs an error with the fix when it starts.
@@ -37,6 +38,7 @@ from bpm.contrib.celery.canvas_run import resolve_canvas
 from bpm.contrib.celery.handlers import resolve_tasks
 from bpm.contrib.celery.runtime import Installation, attach
 from bpm.contrib.celery.settings import WorkerSettings
+from bpm.contrib.otel_env import trace_from_env
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
 from bpm.handlers import registry as default_registry
@@ -101,6 +103,7 @@ def install(
     if not chosen:
         raise ConfigurationError("install(app, queue=...) needs a queue name")
     metrics.prepare(settings)  # before the handlers: they may import prometheus-client
+    trace_from_env("bpm-worker")  # OTEL_EXPORTER_OTLP_ENDPOINT...: spans of each step
     load_handlers(settings.handler_modules)
     installation = Installation(app, chosen, settings, given)
     attach(installation)

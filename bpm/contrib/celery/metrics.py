@@ -6,8 +6,11 @@ prefork children count into files of prometheus-client's multiprocess mode (the 
 ``PROMETHEUS_MULTIPROC_DIR``, or a private one made at start) and the main process serves
 their sum. Beat serves its own (the timer waiter runs in it). See ``docs/metrics.md``.
 
-``BPM_LOG_FORMAT=json``: Celery's log handlers write JSON lines, and every step outcome
-is logged (:mod:`bpm.structured_logs`).
+Every failed attempt, incident and missing handler is logged at WARNING or above, with
+the node, the instance and the reason, on the logger ``bpm.steps`` (Celery itself logs
+``Task bpm.run_token[...] succeeded`` for a step whose handler failed: the task did its
+job). ``BPM_LOG_FORMAT=json``: Celery's log handlers write JSON lines, and every step
+outcome is logged, completed ones at INFO (:mod:`bpm.structured_logs`).
 
 :func:`prepare` runs in :func:`bpm.contrib.celery.install`, before the handler modules are
 imported: whatever imports prometheus-client first decides its mode.
@@ -29,7 +32,8 @@ log = logging.getLogger("bpm.metrics")
 
 
 def prepare(settings: WorkerSettings) -> None:
-    """Count this process's work and serve it when ready; log JSON if asked."""
+    """Count this process's work and serve it when ready; log the steps that fail (and,
+    with JSON, every step)."""
     if settings.metrics_port is not None:
         ensure_multiprocess_dir()
         from bpm.contrib import prometheus
@@ -37,7 +41,9 @@ def prepare(settings: WorkerSettings) -> None:
         prometheus.install()
         worker_ready.connect(_serve, weak=False, dispatch_uid="bpm-metrics-worker")
         beat_init.connect(_serve, weak=False, dispatch_uid="bpm-metrics-beat")
-    if settings.log_format == structured_logs.JSON:
+    if settings.log_format != structured_logs.JSON:
+        structured_logs.log_steps(completed=logging.DEBUG)
+    else:
         structured_logs.log_steps()
         after_setup_logger.connect(_json, weak=False, dispatch_uid="bpm-json-logs")
         after_setup_task_logger.connect(_json, weak=False, dispatch_uid="bpm-json-task-logs")

@@ -17,6 +17,10 @@ default) publishes from a thread of its own: ``dispatch`` only queues the ids, s
 the transport's import, nor a connect, nor a broker that is down or slow is ever paid on the
 caller's path. Queued ids are published at exit too (a few seconds at most), so a
 short-lived ``bpm start`` still hands its step over at once.
+
+With a tracer (:mod:`bpm.tracing`) each message carries the trace context that was current
+when ``dispatch`` was called, as W3C ``traceparent``/``tracestate`` message headers, also
+when the background thread sends it later.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery
+
+from bpm import tracing
 
 RUN_TOKEN = "bpm.run_token"
 # How long a process that ends waits for its queued publishes (background mode).
@@ -120,7 +126,8 @@ class CeleryPublisher:
         # publishes them, so the caller never waits for an import, a connect or a broker.
         self.background = background
         self._cond = threading.Condition()
-        self._pending: list[str] = []
+        # (token id, trace headers) to send, in order
+        self._pending: list[tuple[str, Mapping[str, str] | None]] = []
         self._busy = False
         self._sender: threading.Thread | None = None
         self._sender_pid = 0
@@ -202,15 +209,17 @@ class CeleryPublisher:
         ids = list(token_ids)
         if not ids:
             return
+        tracer = tracing.tracer()
+        headers = tracer.inject(tracer.current()) if tracer is not None else None
         if not self.background:
-            self.publish_now(ids)
+            self._send([(token_id, headers) for token_id in ids])
             return
         if self.broker_down:
             with self._lock:
                 self.stats.skipped += len(ids)
             return
         with self._cond:
-            self._pending.extend(ids)
+            self._pending.extend((token_id, headers) for token_id in ids)
             self._cond.notify_all()
         self._ensure_sender()
 
@@ -249,18 +258,24 @@ class CeleryPublisher:
             with self._cond:
                 while not self._pending:
                     self._cond.wait()
-                ids, self._pending = self._pending, []
+                pending, self._pending = self._pending, []
                 self._busy = True
             try:
-                self.publish_now(ids)
+                self._send(pending)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
-    def publish_now(self, token_ids: Sequence[str]) -> None:
-        """Publish in the calling thread (what the background thread does)."""
-        ids = list(token_ids)
+    def publish_now(
+        self, token_ids: Sequence[str], trace_headers: Mapping[str, str] | None = None
+    ) -> None:
+        """Publish in the calling thread (what the background thread does), with
+        ``trace_headers`` (W3C trace context) on every message."""
+        self._send([(token_id, trace_headers) for token_id in token_ids])
+
+    def _send(self, pending: Sequence[tuple[str, Mapping[str, str] | None]]) -> None:
+        ids = [token_id for token_id, _ in pending]
         if not ids:
             return
         warming = self._warming
@@ -275,17 +290,20 @@ class CeleryPublisher:
             amqp: Any = self.app.amqp
             queue = amqp.queues[self.queue]
             with self.app.producer_or_acquire() as producer:
-                for token_id in ids:
+                for token_id, trace_headers in pending:
                     # Celery's own message (protocol 2) without send_task's bookkeeping
                     # (result handles, signals, routing lookups): a third of its cost.
                     message = amqp.as_task_v2(str(uuid.uuid4()), self.task_name, args=(token_id,))
+                    headers = message.headers
+                    if trace_headers:
+                        headers = {**headers, **trace_headers}
                     producer.publish(
                         message.body,
                         exchange=queue.exchange,
                         routing_key=queue.routing_key,
                         declare=[queue],
                         serializer="json",
-                        headers=message.headers,
+                        headers=headers,
                         retry=False,
                         **message.properties,
                     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from celery import Celery, Task
 
+from bpm import tracing
 from bpm.contrib.celery import beat_tasks
 from bpm.contrib.celery.publisher import RUN_TOKEN
 from bpm.contrib.celery.runtime import Installation
@@ -50,7 +51,12 @@ def register(installation: Installation) -> dict[str, Task]:  # type: ignore[typ
         A worker that cannot reach the database puts the message back for another
         worker (:mod:`bpm.contrib.celery.unreachable`)."""
         with backing_off(self, publish_again=True):
-            return installation.engine().run_token(token_id)
+            tracer = tracing.tracer()
+            if tracer is None:
+                return installation.engine().run_token(token_id)
+            # the publisher's trace context (W3C headers of the message): the step's parent
+            with tracer.resume(tracer.extract(message_headers(self.request))):
+                return installation.engine().run_token(token_id)
 
     add(RUN_TOKEN, run_token)
     for name, sweep in beat_tasks.SWEEPS.items():
@@ -65,3 +71,17 @@ def _sweep_task(installation: Installation, sweep: Callable[..., Any]) -> Callab
     task.__doc__ = sweep.__doc__
     task.__name__ = sweep.__name__
     return task
+
+
+def message_headers(request: Any) -> dict[str, object]:
+    """The trace headers of the message a task runs for: Celery keeps a message's own
+    headers among the request's attributes (and, from some callers, under ``headers``)."""
+    found: dict[str, object] = {}
+    nested = getattr(request, "headers", None)
+    if isinstance(nested, dict):
+        found.update(nested)
+    for name in ("traceparent", "tracestate"):
+        value = getattr(request, name, None)
+        if isinstance(value, str):
+            found[name] = value
+    return found
