@@ -7,7 +7,10 @@ node, attempt and lease owner as attributes. The same across a real Celery worke
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -21,6 +24,7 @@ from bpm import Engine, EngineConfig, RetryPolicy, TaskContext, tracing
 from bpm.api.app import create_app
 from bpm.builder import Process
 from bpm.contrib import otel
+from bpm.contrib.otel_env import trace_from_env
 from bpm.errors import ConfigurationError
 from bpm.handlers import HandlerRegistry
 from bpm.runtime.external import FetchRequest, TopicRequest
@@ -410,3 +414,155 @@ def test_configure_from_env_refuses_what_it_cannot_export(env: dict[str, str], s
         otel.configure_from_env(env)
     assert says in str(err.value)
     assert tracing.tracer() is None  # nothing set up
+
+
+def test_otel_variables_without_opentelemetry_say_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import bpm.contrib
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+    # as if the extra were not installed: importing bpm.contrib.otel fails
+    monkeypatch.delattr(bpm.contrib, "otel")
+    monkeypatch.setitem(sys.modules, "bpm.contrib.otel", None)
+    with caplog.at_level(logging.WARNING, logger="bpm.otel"):
+        assert trace_from_env("bpm-worker") is False
+    assert "pip install 'bpm-celery[otel]'" in caplog.text
+    assert tracing.tracer() is None
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    caplog.clear()
+    assert trace_from_env("bpm-worker") is False  # nothing asked: nothing said
+    assert caplog.text == ""
+
+
+def test_a_step_whose_worker_goes_down_mid_handler_still_ends_its_span(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    registry = HandlerRegistry()
+
+    def going_down(ctx: TaskContext) -> None:
+        raise SystemExit(3)  # what a warm shutdown may raise inside a handler
+
+    registry.register("down", going_down)
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q, registry=registry)
+    engines.append(engine)
+    engine.deploy(
+        Process("down")
+        .start("s")
+        .service_task("a", handler="down")
+        .end("e")
+        .sequence("s", "a", "e")
+    )
+    inst = engine.start("down")
+    with pytest.raises(SystemExit):
+        q.run(engine)
+    step = spans.step("a")
+    assert step.status.status_code is StatusCode.ERROR
+    assert step.status.description == "SystemExit: 3"
+    assert step.end_time is not None and "bpm.outcome" not in (step.attributes or {})
+    # nothing committed: the step is still held, its lease runs out as for a dead worker
+    assert engine.get_instance(inst.id).state.value == "active"
+
+
+def test_a_start_through_the_rest_api_joins_the_caller_s_trace(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q)
+    engines.append(engine)
+    definition = engine.deploy(fork_process())
+    app = create_app(engine, open_access=True, api_keys=[])
+    tracer = tracing.tracer()
+    assert tracer is not None
+
+    async def start(path: str, headers: dict[str, str]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.post(
+                f"/engine-rest/process-definition/{path}/start",
+                json={"businessKey": "b-1"},
+                headers=headers,
+            )
+
+    with spans.provider.get_tracer("client").start_as_current_span("client") as client:
+        by_key = asyncio.run(start("key/traced", tracer.inject(tracer.current())))
+        by_id = asyncio.run(start(definition.id, tracer.inject(tracer.current())))
+    untraced = asyncio.run(start("key/traced", {}))  # no traceparent: a trace of its own
+    assert [r.status_code for r in (by_key, by_id, untraced)] == [200, 200, 200]
+    first, second, alone = spans.named("bpm.start")
+    assert parent_of(first) == parent_of(second) == client.get_span_context().span_id
+    assert alone.parent is None
+    assert first.attributes and first.attributes["bpm.instance_id"] == by_key.json()["id"]
+    assert second.attributes == {
+        "bpm.business_key": "b-1",
+        "bpm.definition_id": definition.id,
+        "bpm.instance_id": by_id.json()["id"],
+        "bpm.process": "traced",
+    }
+    # the first steps' messages carry each start's context
+    parents = [tracer.extract(headers) for _, headers in q.queue]
+    assert len(parents) == 3 and all(p is not None for p in parents)
+
+
+def test_steps_whose_message_brings_no_trace_join_their_instance_s_start(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    """A retry after its backoff (published by the timer that ends the backoff) and a step
+    published again by the sweeper carry no trace: their spans are children of the start,
+    whose trace the ``instance_started`` history event keeps."""
+    registry = HandlerRegistry()
+
+    def flaky(ctx: TaskContext) -> None:
+        if ctx.attempt == 1:
+            raise RuntimeError("try again later")
+
+    registry.register("flaky", flaky)
+    registry.register("work", lambda ctx: None)
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q, registry=registry)
+    engines.append(engine)
+    engine.deploy(
+        Process("later")
+        .start("s")
+        .service_task("pay", handler="flaky", retry=RetryPolicy.fixed(2, 5))
+        .end("e")
+        .sequence("s", "pay", "e")
+    )
+    engine.deploy(
+        Process("lost")
+        .start("s")
+        .service_task("a", handler="work")
+        .end("e")
+        .sequence("s", "a", "e")
+    )
+    t0 = datetime.now(UTC)
+    shop = spans.provider.get_tracer("shop")
+    with shop.start_as_current_span("POST /later"):
+        later = engine.start("later", now=t0)
+    q.run(engine)  # pay, attempt 1: fails, waits 5 s
+    with shop.start_as_current_span("POST /lost"):
+        lost = engine.start("lost", now=t0)
+    q.queue.clear()  # the broker lost the first step of "lost"
+    # the backoff's timer fires (no span current): the retry's message carries no trace
+    assert engine.fire_due_timers(now=t0 + timedelta(seconds=6)) == 1
+    assert [headers for _, headers in q.queue] == [{}]
+    q.run(engine)
+    # the sweeper publishes the lost step again, without a trace either
+    assert engine.redispatch_stale_ready(now=t0 + timedelta(seconds=60)) == 1
+    assert [headers for _, headers in q.queue] == [{}]
+    q.run(engine)
+    for inst in (later, lost):
+        assert engine.get_instance(inst.id).state.value == "completed"
+    starts = {s.attributes["bpm.process"]: s for s in spans.named("bpm.start") if s.attributes}
+    first, second = spans.step("pay", 1), spans.step("pay", 2)
+    assert parent_of(first) == span_id(starts["later"])  # through its message
+    assert parent_of(second) == span_id(starts["later"])  # through the start's record
+    assert trace_id(second) == trace_id(starts["later"])
+    swept = spans.step("a")
+    assert parent_of(swept) == span_id(starts["lost"])
+    assert trace_id(swept) == trace_id(starts["lost"]) != trace_id(starts["later"])
+    started = [e for e in engine.history(later.id) if e.type == "instance_started"]
+    assert started[0].payload["trace"]["traceparent"].split("-")[1] == format(
+        trace_id(second), "032x"
+    )

@@ -131,6 +131,40 @@ class InstanceAssert:
             self._fail(f"expected the instance never to reach {', '.join(found)}")
         return self
 
+    def has_user_task(
+        self, node_id: str, *, assignee: str | None = None, candidate_group: str | None = None
+    ) -> Self:
+        """An open user task at ``node_id`` (assigned to ``assignee``, offered to
+        ``candidate_group``)."""
+        __tracebackhide__ = True
+        tasks = self.kit.engine.user_tasks(self.instance_id, node_id=node_id)
+        if not tasks:
+            self._fail(f"expected an open user task at {node_id}")
+        if assignee is not None and not any(t.assignee == assignee for t in tasks):
+            got = ", ".join(repr(t.assignee) for t in tasks)
+            self._fail(f"expected the task at {node_id} assigned to {assignee!r}; it is {got}")
+        if candidate_group is not None and not any(
+            candidate_group in t.candidate_groups for t in tasks
+        ):
+            got = ", ".join(repr(t.candidate_groups) for t in tasks)
+            self._fail(f"expected the task at {node_id} offered to {candidate_group!r}: {got}")
+        return self
+
+    def has_external_task(self, node_id: str, *, topic: str | None = None) -> Self:
+        """An open external task at ``node_id`` (of ``topic``)."""
+        __tracebackhide__ = True
+        tasks = [
+            t
+            for t in self.kit.engine.external_tasks(instance_id=self.instance_id)
+            if t.node_id == node_id
+        ]
+        if not tasks:
+            self._fail(f"expected an open external task at {node_id}")
+        if topic is not None and not any(t.topic == topic for t in tasks):
+            got = ", ".join(t.topic for t in tasks)
+            self._fail(f"expected the external task at {node_id} on topic {topic!r}; it is {got}")
+        return self
+
     # -- what it holds ----------------------------------------------------------------------
     def has_variables(self, *names: str, **expected: Any) -> Self:
         """Each of ``names`` is set, and each ``name=value`` is set to that value."""

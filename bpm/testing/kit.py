@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,20 +36,21 @@ WORKER = "bpm.testing"
 InstanceRef = Instance | str
 """An instance, or its id: the kit reads it again whenever it is asked about it."""
 
-_current: ContextVar[BpmTest | None] = ContextVar("bpm_testing_current", default=None)
+# The kits activated and not yet undone, newest last (a plain list, not a ContextVar: a
+# fixture's setup and teardown may run in different contexts under async plugins).
+_active: list[BpmTest] = []
 
 LIVE = ("ready", "executing", "waiting", "failed")
 
 
 def current() -> BpmTest:
     """The kit of the running test (the ``bpm`` fixture's)."""
-    kit = _current.get()
-    if kit is None:
+    if not _active:
         raise RuntimeError(
             "no bpm.testing engine is active: use the bpm fixture in this test, or pass the "
             "kit: assert_that(instance, kit)"
         )
-    return kit
+    return _active[-1]
 
 
 def _id(instance: InstanceRef) -> str:
@@ -126,8 +126,8 @@ class BpmTest:
 
     def activate(self) -> Callable[[], None]:
         """Make this the kit :func:`bpm.testing.assert_that` uses; returns the undo."""
-        token = _current.set(self)
-        return lambda: _current.reset(token)
+        _active.append(self)
+        return lambda: _active.remove(self)
 
     # -- models -----------------------------------------------------------------------------
     def deploy(self, *sources: Any) -> Deployment:

@@ -228,3 +228,38 @@ def test_bad_requests_say_what_is_wrong_and_change_nothing(bpm: BpmTest, tmp_pat
         bpm.mock("")
     assert bpm.engine.history(order.id) == before
     assert len(bpm.engine.definitions()) == 1
+
+
+def test_task_assertions_check_the_open_tasks(bpm: BpmTest) -> None:
+    bpm.deploy(
+        Process("tasks")
+        .start("s")
+        .user_task("approve", candidate_groups=["managers"])
+        .service_task("pick", topic="picking")
+        .end("e")
+        .sequence("s", "approve", "pick", "e")
+    )
+    inst = bpm.start("tasks")
+    assert_that(inst).has_user_task("approve", candidate_group="managers")
+    with pytest.raises(AssertionError, match="offered to 'clerks'"):
+        assert_that(inst).has_user_task("approve", candidate_group="clerks")
+    with pytest.raises(AssertionError, match="assigned to 'ann'; it is None"):
+        assert_that(inst).has_user_task("approve", assignee="ann")
+    with pytest.raises(AssertionError, match="expected an open external task at pick"):
+        assert_that(inst).has_external_task("pick")
+    bpm.complete(inst, "approve")
+    assert_that(inst).has_external_task("pick", topic="picking")
+    with pytest.raises(AssertionError, match="on topic 'packing'; it is picking"):
+        assert_that(inst).has_external_task("pick", topic="packing")
+
+
+def test_a_bpmn_and_its_decisions_deploy_from_files(bpm: BpmTest) -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "camunda_invoice"
+    bpm.deploy(data / "invoice_rules.bpmn", data / "invoiceBusinessDecisions.dmn")
+    invoice = bpm.start("invoice_rules", {"amount": 900, "invoiceCategory": "Misc"})
+    assert_that(invoice).has_user_task("approveInvoice", candidate_group="management")
+    assert_that(invoice).has_passed("classifyInvoice", "assignApprover").has_variables(
+        classification="budget"
+    )
+    bpm.complete(invoice, "approveInvoice", {"approved": True})
+    assert_that(invoice).is_completed()
