@@ -6,6 +6,8 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
+from bpm.errors import ConfigurationError
+
 
 class Dispatcher(Protocol):
     """Publishes Ready token ids to whatever runs them. Called only after a commit.
@@ -52,7 +54,14 @@ def default_dispatcher(broker_url: str | None, queue: str) -> Dispatcher:
     if broker_url:
         # Imported here: only processes that publish pay for Celery and kombu, and bpm/
         # stays free of Celery imports outside bpm/contrib.
-        from bpm.contrib.celery import CeleryPublisher
+        try:
+            from bpm.contrib.celery import CeleryPublisher
+        except ImportError as exc:
+            from bpm.extras import missing_extra
 
+            error = missing_extra(exc, "publishing new steps to BPM_BROKER_URL")
+            if error is None:
+                raise
+            raise ConfigurationError(f"{error} (or unset BPM_BROKER_URL)") from None
         return CeleryPublisher.shared(broker_url, queue=queue)
     return NoBrokerDispatcher()

@@ -42,7 +42,7 @@ def _details(e: HistoryEvent) -> str:
         done = "undone" if e.type.endswith("compensated") else "undo"
         parts.append(f"{done} {p.get('activity')} ({p['handler']})")
     if e.type == "call_started":
-        parts.append(f"calls {p.get('process')} ({str(p.get('child', ''))[:8]})")
+        parts.append(f"calls {p.get('process')} ({p.get('child', '')})")
     return "; ".join(parts)
 
 

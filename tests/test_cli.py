@@ -123,7 +123,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, pg_database_url: str) 
     db = f"sqlite:///{tmp_path / 'x.db'}"
     assert_user_error(bpm("run", "nope.bpmn", "--db", db), "nope.bpmn is not a file")
     assert_user_error(bpm("start", "order", "--var", "amount", "--db", db), "NAME=VALUE")
-    assert_user_error(bpm("start", "order"), "no database given")
+    assert_user_error(bpm("start", "order", cwd=tmp_path), "no database: ./bpm.db (the default)")
     assert_user_error(bpm("start", "order", "--db", "mysql://x@y/z"), "unsupported database")
     assert_user_error(bpm("start", "missing", "--db", pg_database_url), "no process definition")
     assert_user_error(bpm("show", "no-such-id", "--db", pg_database_url), "does not exist")

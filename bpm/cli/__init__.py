@@ -9,6 +9,7 @@ from bpm.cli import lint as _lint  # noqa: F401  (registers commands)
 from bpm.cli import schedules as _schedules  # noqa: F401  (registers commands)
 from bpm.cli import timers as _timers  # noqa: F401  (registers commands)
 from bpm.cli import trail as _trail  # noqa: F401  (registers commands)
+from bpm.cli import variables as _variables  # noqa: F401  (registers commands)
 from bpm.cli.app import app, main
 
 __all__ = ["app", "main"]

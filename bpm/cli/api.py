@@ -12,11 +12,16 @@ from typing import Annotated, Any
 import typer
 
 from bpm import structured_logs
-from bpm.cli.app import app, database_url, err_console, fail, open_engine, user_errors
-
-DbOpt = Annotated[
-    str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
-]
+from bpm.cli.app import (
+    DbOpt,
+    app,
+    database_url,
+    err_console,
+    fail,
+    import_failed,
+    open_engine,
+    user_errors,
+)
 
 
 @app.command("api")
@@ -51,11 +56,11 @@ def api(
     from bpm.api.auth import keys_from_env
 
     with user_errors():
-        url = database_url(db)
+        url = database_url(db, create=True)
         # no schema: say so now (the server starts, and is not ready until it is upgraded);
         # no database: the same (it answers 503 with Retry-After until the database does)
         try:
-            open_engine(url, schema_required=False).close()
+            open_engine(url, create=True, schema_required=False).close()
         except OperationalError as exc:
             err_console.print(
                 f"warning: the database does not answer ({type(exc.orig).__name__}); "
@@ -152,7 +157,7 @@ def external_worker(
         try:
             mod = importlib.import_module(module)
         except ImportError as exc:
-            fail(f"cannot import worker module '{module}': {exc}")
+            fail(import_failed(exc, f"worker module '{module}'"))
             return
         worker = _find_worker(mod)
         if worker is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 from datetime import timedelta
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,14 +12,19 @@ from rich.padding import Padding
 from rich.table import Table
 
 from bpm.cli.app import (
+    DbOpt,
     app,
     console,
     database_url,
     db_app,
     fail,
+    id_column,
     import_handlers,
     open_engine,
     parse_vars,
+    print_json,
+    print_table,
+    resolve_id,
     user_errors,
 )
 from bpm.engine import Engine
@@ -28,42 +32,57 @@ from bpm.runtime.records import Instance
 from bpm.runtime.states import LIVE_TOKEN_STATES
 from bpm.trail import instance_json, trail_table
 
-DbOpt = Annotated[
-    str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
-]
 VarOpt = Annotated[
     list[str] | None,
-    typer.Option("--var", help="A variable NAME=VALUE; VALUE is JSON when it parses."),
+    typer.Option(
+        "--var",
+        help="A variable NAME=VALUE (VALUE is JSON when it parses, else text) or "
+        "NAME:TYPE=VALUE with a REST API type (Integer, Long, Double, Boolean, String, "
+        "Date, Json, Null).",
+    ),
 ]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+ID_HELP = "The instance id, or a unique prefix of it."
 
 
-def _engine(db: str | None, *, embedded: bool = False) -> Engine:
-    return open_engine(db, embedded_default=embedded)
+def _engine(db: str | None, *, create: bool = False) -> Engine:
+    return open_engine(db, create=create)
 
 
 @db_app.command("upgrade")
 def db_upgrade(db: DbOpt = None) -> None:
     """Create the schema or bring it to the newest version (safe to run again)."""
     with user_errors():
-        engine = Engine(database_url(db))
+        engine = Engine(database_url(db, create=True))
         engine.upgrade()
         from bpm.store.migrate import current_revision
 
         console.print(f"schema at revision {current_revision(engine.db)}")
 
 
+SourceArg = Annotated[
+    str,
+    typer.Argument(
+        help="A .bpmn or .dmn file, or a Python builder process: loan.py, loan.py:process "
+        "or module:attribute.",
+        show_default=False,
+    ),
+]
+
+
 @app.command()
-def deploy(
-    file: Annotated[Path, typer.Argument(help="A .bpmn or .dmn file.")], db: DbOpt = None
-) -> None:
-    """Deploy every executable process of a BPMN file, or every decision of a DMN file.
-    Unchanged content keeps its version; changed content adds one. Settings the engine does
-    not honour are printed as warnings."""
+def deploy(file: SourceArg, db: DbOpt = None) -> None:
+    """Deploy every executable process of a BPMN file, every decision of a DMN file, or
+    the builder processes of a Python file (loan.py: every Process it defines; loan.py:name
+    or module:name: that one). Unchanged content keeps its version; changed content adds
+    one. Settings the engine does not honour are printed as warnings."""
+    from bpm.cli.sources import load_source
+
     with user_errors():
-        if not file.is_file():
-            fail(f"{file} is not a file")
-        engine = _engine(db)
-        deployment = engine.create_deployment(file)
+        source = load_source(file)
+        engine = _engine(db, create=True)
+        items: list[Any] = [source.path] if source.path else [p for _, p in source.processes]
+        deployment = engine.create_deployment(*items)
         for d in deployment.definitions:
             console.print(f"deployed [bold]{d.key}[/] version {d.version} ({d.id})")
         for x in deployment.decisions:
@@ -96,19 +115,19 @@ def start(
             idempotency_key=idempotency_key,
             start_event=start_event,
         )
-        console.print(f"started {inst.id} ({inst.state.value})")
+        console.print(f"started {inst.id} ({inst.state.value})", highlight=False)
 
 
 @app.command()
 def show(
-    instance_id: Annotated[str, typer.Argument(help="The instance id.")],
+    instance_id: Annotated[str, typer.Argument(help=ID_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     db: DbOpt = None,
 ) -> None:
     """Print an instance, its variables and its token trail."""
     with user_errors():
         engine = _engine(db)
-        inst = engine.get_instance(instance_id)
+        inst = engine.get_instance(resolve_id(engine, "instance", instance_id))
         if as_json:
             typer.echo(json.dumps(_with_children(engine, inst.id), indent=2, default=str))
             return
@@ -130,7 +149,7 @@ def _print_instance(engine: Engine, instance_id: str, level: int = 0) -> None:
     pad = 4 * level
     title = f"token trail of {inst.id}"
     if inst.parent_id is not None:
-        title = f"token trail of {inst.definition_key} {inst.id[:8]}"
+        title = f"token trail of {inst.definition_key} {inst.id}"
         header = f"called by {inst.parent_id}: {inst.definition_key} {inst.id}"
         console.print(Padding(header, (1, 0, 0, pad)), highlight=False)
     console.print(Padding(trail_table(events, title=title), (0, 0, 0, pad)))
@@ -146,12 +165,19 @@ def _print_instance(engine: Engine, instance_id: str, level: int = 0) -> None:
 def list_instances(
     state: Annotated[str | None, typer.Option("--state", help="active, suspended, ...")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
 ) -> None:
     """List instances, newest first."""
     with user_errors():
         rows = _engine(db).instances(state=state, limit=limit)
-        table = Table("id", "process", "business key", "state", "started", header_style="bold")
+        if as_json:
+            print_json([_instance_row(i) for i in rows])
+            return
+        table = Table(
+            id_column("id", rows), "process", "business key", "state", "started",
+            header_style="bold",
+        )  # fmt: skip
         for inst in rows:
             table.add_row(
                 inst.id,
@@ -160,16 +186,30 @@ def list_instances(
                 inst.state.value,
                 inst.created_at.isoformat(timespec="seconds"),
             )
-        console.print(table)
+        print_table(table)
+
+
+def _instance_row(inst: Instance) -> dict[str, Any]:
+    return {
+        "id": inst.id,
+        "definition_id": inst.definition_id,
+        "process": inst.definition_key,
+        "business_key": inst.business_key,
+        "state": inst.state.value,
+        "created_at": inst.created_at,
+        "ended_at": inst.ended_at,
+        "parent_id": inst.parent_id,
+    }
 
 
 def _operator(action: str) -> Any:
     def command(
-        instance_id: Annotated[str, typer.Argument(help="The instance id.")], db: DbOpt = None
+        instance_id: Annotated[str, typer.Argument(help=ID_HELP)], db: DbOpt = None
     ) -> None:
         with user_errors():
-            inst = getattr(_engine(db), action)(instance_id)
-            console.print(f"{inst.id}: {inst.state.value}")
+            engine = _engine(db)
+            inst = getattr(engine, action)(resolve_id(engine, "instance", instance_id))
+            console.print(f"{inst.id}: {inst.state.value}", highlight=False)
 
     command.__doc__ = f"{action.capitalize()} an instance."
     return command
@@ -182,31 +222,67 @@ app.command("resume")(_operator("resume"))
 
 @app.command("tasks")
 def list_tasks(
-    instance_id: Annotated[str | None, typer.Option("--instance")] = None, db: DbOpt = None
+    instance_id: Annotated[
+        str | None, typer.Option("--instance", help="One instance (its id or a unique prefix).")
+    ] = None,
+    as_json: JsonOpt = False,
+    db: DbOpt = None,
 ) -> None:
     """List open user tasks."""
     with user_errors():
-        table = Table("task id", "instance", "node", "name", "assignee", header_style="bold")
-        for t in _engine(db).user_tasks(instance_id):
+        engine = _engine(db)
+        if instance_id is not None:
+            instance_id = resolve_id(engine, "instance", instance_id)
+        tasks = engine.user_tasks(instance_id)
+        if as_json:
+            print_json(
+                [
+                    {
+                        "id": t.id,
+                        "instance_id": t.instance_id,
+                        "node_id": t.node_id,
+                        "name": t.name,
+                        "assignee": t.assignee,
+                        "created_at": t.created_at,
+                    }
+                    for t in tasks
+                ]
+            )
+            return
+        table = Table(
+            id_column("task id", tasks), id_column("instance", tasks, "instance_id"),
+            "node", "name", "assignee", header_style="bold",
+        )  # fmt: skip
+        for t in tasks:
             table.add_row(t.id, t.instance_id, t.node_id, t.name or "", t.assignee or "")
-        console.print(table)
+        print_table(table)
 
 
 @app.command("complete-task")
 def complete_task(
-    task_id: Annotated[str, typer.Argument(help="The user task id.")],
+    task_id: Annotated[str, typer.Argument(help="The user task id, or a unique prefix of it.")],
     var: VarOpt = None,
     db: DbOpt = None,
 ) -> None:
     """Complete an open user task with variables."""
     with user_errors():
-        _engine(db).complete_user_task(task_id, parse_vars(var))
-        console.print(f"completed {task_id}")
+        variables = parse_vars(var)
+        engine = _engine(db)
+        task_id = resolve_id(engine, "task", task_id)
+        engine.complete_user_task(task_id, variables)
+        console.print(f"completed {task_id}", highlight=False)
 
 
 @app.command()
 def run(
-    file: Annotated[Path, typer.Argument(help="A .bpmn file to deploy and run once.")],
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="A .bpmn file, or a Python builder process (loan.py, loan.py:process, "
+            "module:attribute), to deploy and run once.",
+            show_default=False,
+        ),
+    ],
     var: VarOpt = None,
     handlers: Annotated[
         str | None, typer.Option("--handlers", help="Comma-separated handler modules.")
@@ -221,21 +297,24 @@ def run(
     ] = 300.0,
     db: DbOpt = None,
 ) -> None:
-    """Run one instance to its end in this process (SQLite ./bpm.db by default).
+    """Run one instance to its end in this process, with no broker (the embedded loop).
 
     Prints the token trail and the final state. Exits 0 when the instance completed, 1 when
     it ended otherwise or waits on something outside (a user or external task).
     """
+    from bpm.cli.sources import load_source
     from bpm.local import LocalLoop
 
     with user_errors():
-        if not file.is_file():
-            fail(f"{file} is not a file")
         variables = parse_vars(var)
         import_handlers(handlers)
-        engine = _engine(db, embedded=True)
+        source = load_source(file)
+        if len(source.processes) > 1:
+            names = ", ".join(name for name, _ in source.processes)
+            fail(f"{file} defines {len(source.processes)} processes ({names}): name one")
+        engine = _engine(db, create=True)
         loop = LocalLoop(engine)
-        d = engine.deploy(file)
+        d = engine.deploy(source.path or source.processes[0][1])
         console.print(f"deployed [bold]{d.key}[/] version {d.version} on {engine.url}")
         inst = engine.start(d.key, variables, business_key=business_key)
         with console.status(f"running {inst.id}") as status:
@@ -279,10 +358,19 @@ def dev(
 
     with user_errors():
         import_handlers(handlers)
-        engine = _engine(db, embedded=True)
+        engine = _engine(db, create=True)
         loop = LocalLoop(engine)
         signal.signal(signal.SIGTERM, lambda *_: loop.stop())
         if api:
+            try:
+                import uvicorn  # noqa: F401
+            except ImportError as exc:
+                from bpm.extras import missing_extra
+
+                error = missing_extra(exc, "`bpm dev` serves the REST API and")
+                if error is None:
+                    raise
+                fail(f"{error}; or pass --no-api")
             from bpm.cli.api import start_dev_api
 
             start_dev_api(engine, port=port)

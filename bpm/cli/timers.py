@@ -12,12 +12,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from bpm.cli.app import app, console, err_console, fail, open_engine, user_errors
+from bpm.cli.app import (
+    DbOpt,
+    app,
+    console,
+    err_console,
+    id_column,
+    open_engine,
+    print_json,
+    print_table,
+    resolve_id,
+    user_errors,
+)
 from bpm.dispatch import NullDispatcher
-
-DbOpt = Annotated[
-    str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
-]
 
 
 def sleep_for(
@@ -89,19 +96,41 @@ def timers_loop(
 
 @app.command("incidents")
 def list_incidents(
-    instance_id: Annotated[str | None, typer.Option("--instance", help="One instance.")] = None,
+    instance_id: Annotated[
+        str | None, typer.Option("--instance", help="One instance (its id or a unique prefix).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     db: DbOpt = None,
 ) -> None:
     """List open incidents: steps that ran out of attempts. Retry one with `bpm retry ID`."""
     with user_errors():
         engine = open_engine(db)
+        if instance_id is not None:
+            instance_id = resolve_id(engine, "instance", instance_id)
         found = engine.incidents(instance_id)
+        if as_json:
+            print_json(
+                [
+                    {
+                        "id": inc.id,
+                        "instance_id": inc.instance_id,
+                        "node_id": inc.node_id,
+                        "type": inc.type,
+                        "state": inc.state,
+                        "created_at": inc.created_at,
+                        "message": inc.message,
+                    }
+                    for inc in found
+                ]
+            )
+            return
         if not found:
             console.print("no open incidents")
             return
         table = Table(
-            "incident", "instance", "node", "type", "since", "message", header_style="bold"
-        )
+            id_column("incident", found), id_column("instance", found, "instance_id"),
+            "node", "type", "since", "message", header_style="bold",
+        )  # fmt: skip
         for inc in found:
             table.add_row(
                 inc.id,
@@ -111,24 +140,35 @@ def list_incidents(
                 inc.created_at.isoformat(timespec="seconds"),
                 inc.message or "",
             )
-        console.print(table)
+        print_table(table)
 
 
 @app.command("retry")
 def retry(
-    incident_id: Annotated[str, typer.Argument(help="The incident id (see `bpm incidents`).")],
+    incident_id: Annotated[
+        str, typer.Argument(help="The incident id, or a unique prefix (see `bpm incidents`).")
+    ],
     db: DbOpt = None,
 ) -> None:
     """Run an incident's failed step again, with a fresh set of attempts."""
     with user_errors():
         engine = open_engine(db)
-        if not incident_id.strip():
-            fail("give the id of an open incident (see `bpm incidents`)")
-        inc = engine.retry_incident(incident_id)
+        inc = engine.retry_incident(resolve_id(engine, "incident", incident_id))
         console.print(
-            f"retrying {inc.node_id} of instance {inc.instance_id} (incident {inc.id} {inc.state})"
+            f"retrying {inc.node_id} of instance {inc.instance_id} (incident {inc.id} {inc.state})",
+            highlight=False,
+            soft_wrap=True,
         )
-        if isinstance(engine.dispatcher, NullDispatcher):
+        from bpm.store.db import is_sqlite
+
+        if is_sqlite(engine.db):
+            err_console.print(
+                "the step is ready again: `bpm dev` (same --db) runs it in this machine's "
+                "embedded loop",
+                highlight=False,
+                soft_wrap=True,
+            )
+        elif isinstance(engine.dispatcher, NullDispatcher):
             err_console.print(
                 "the step is ready again: no broker is configured (BPM_BROKER_URL), so a "
                 "Celery worker runs it once beat's sweeper publishes it (within seconds)",

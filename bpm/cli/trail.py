@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from bpm.cli.app import app, open_engine, user_errors
+from bpm.cli.app import DbOpt, app, open_engine, resolve_id, user_errors
 
 trail_app = typer.Typer(help="An instance's trail as a test case.", no_args_is_help=True)
 app.add_typer(trail_app, name="trail")
@@ -16,10 +16,8 @@ app.add_typer(trail_app, name="trail")
 
 @trail_app.command("export")
 def export(
-    instance_id: Annotated[str, typer.Argument(help="The instance id.")],
-    db: Annotated[
-        str | None, typer.Option("--db", help="Database URL (default: $BPM_DATABASE_URL).")
-    ] = None,
+    instance_id: Annotated[str, typer.Argument(help="The instance id, or a unique prefix of it.")],
+    db: DbOpt = None,
 ) -> None:
     """Print the instance's inputs (start variables, handler results, task completions,
     messages, timer firings) as JSON: `bpm trail export ID > case.json`, then
@@ -29,6 +27,7 @@ def export(
     with user_errors():
         engine = open_engine(db)
         try:
-            typer.echo(json.dumps(export_case(engine, instance_id), indent=2, default=str))
+            case = export_case(engine, resolve_id(engine, "instance", instance_id))
+            typer.echo(json.dumps(case, indent=2, default=str))
         finally:
             engine.close()

@@ -41,7 +41,7 @@ from bpm.engine.queries import Queries
 from bpm.engine.signals import SignalResult
 from bpm.engine.transactions import TransactionSource
 from bpm.engine.user_tasks import TaskChanges
-from bpm.errors import BpmError
+from bpm.errors import BpmError, InvalidOperation
 from bpm.handlers import HandlerRegistry
 from bpm.handlers import registry as default_registry
 from bpm.model.process import ProcessModel
@@ -531,6 +531,16 @@ class Engine:
         return _timers.timers(self.core, instance_id, state=state, limit=limit)
 
     # -- incidents ------------------------------------------------------------------------
+    def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 10) -> list[str]:
+        """Up to ``limit`` ids of ``kind`` (``instance``, ``task`` or ``incident``) that start
+        with ``prefix``, in id order: how the CLI takes a short id as git does."""
+        from bpm.store.id_prefix import TABLES, ids_with_prefix
+
+        if kind not in TABLES:
+            raise InvalidOperation(f"unknown id kind '{kind}'; use {', '.join(TABLES)}")
+        with self.db.connect() as conn:
+            return ids_with_prefix(conn, kind, prefix, limit)
+
     def incidents(
         self,
         instance_id: str | None = None,

@@ -18,6 +18,8 @@ Config keys: ``BPM_DATABASE_URL`` (default: the session's database), ``BPM_BROKE
 ``BPM_QUEUE`` (default: the environment; without a broker nothing publishes and beat's
 sweeper finds new steps), ``BPM_HANDLERS`` (modules imported at ``init_app``).
 
+``flask bpm ...`` runs the ``bpm`` command on the app's engine (:mod:`bpm.contrib.flask.cli`).
+
 Signals (blinker, like Flask's): :data:`process_completed` and :data:`process_failed`,
 sent with the app as sender and ``instance=`` the ended instance, by the process that
 ended it after its commit (usually the Celery worker that ran the last step; create the
@@ -112,6 +114,9 @@ class BPM:
             str(url), config=config, dispatcher=self.dispatcher, transactions=transactions
         )
         _apps.add(app)
+        from bpm.contrib.flask.cli import bpm_command
+
+        app.cli.add_command(bpm_command)
 
     @staticmethod
     def engine(app: Flask) -> Engine:
