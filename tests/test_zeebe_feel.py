@@ -264,3 +264,35 @@ def test_feel_that_does_not_compile_is_refused_at_deploy(
     with pytest.raises(DeploymentError, match=message):
         engine.deploy(xml)
     assert table_dump(engine) == before
+
+
+USER_TASK = c8(
+    '<bpmn:startEvent id="s"/><bpmn:userTask id="approve"><bpmn:extensionElements>'
+    '<zeebe:assignmentDefinition assignee="=reviewers[1]" '
+    'candidateGroups="=for t in teams return t + &quot;-leads&quot;"/>'
+    '<zeebe:taskSchedule dueDate="=date and time(opened) + duration(&quot;P2D&quot;)"/>'
+    '<zeebe:priorityDefinition priority="=if urgent then 90 else 40"/>'
+    '</bpmn:extensionElements></bpmn:userTask><bpmn:endEvent id="e"/>'
+    + flow("s", "approve")
+    + flow("approve", "e"),
+    key="review",
+)
+
+
+def test_user_task_assignments_dates_and_priority_run_as_feel(engine: Engine) -> None:
+    engine.deploy(USER_TASK)
+    variables = {
+        "reviewers": ["ann", "bob"],
+        "teams": ["sales", "legal"],
+        "opened": "2026-03-02T07:00:00Z",
+        "urgent": True,
+    }
+    inst = engine.start("review", variables, now=T0)
+    (task,) = engine.user_tasks(inst.id)
+    assert (task.assignee, task.candidate_groups, task.priority) == (
+        "ann", ("sales-leads", "legal-leads"), 90,
+    )  # fmt: skip
+    assert task.due_at == datetime(2026, 3, 4, 7, 0, tzinfo=UTC)
+    bare = engine.start("review", {}, now=T0)  # unset: the settings stay empty
+    (task,) = engine.user_tasks(bare.id)
+    assert (task.assignee, task.candidate_groups, task.due_at) == (None, (), None)
