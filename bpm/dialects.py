@@ -1,4 +1,5 @@
-"""Conditions as other engines write them, turned into CEL where the meaning is the same.
+"""Conditions as other engines write them: CEL, JUEL turned into CEL where the meaning is
+the same, and Zeebe's FEEL kept as it is (run natively by :mod:`bpm.expressions_feel`).
 
 Three spellings reach a deploy besides plain CEL:
 
@@ -8,9 +9,10 @@ Three spellings reach a deploy besides plain CEL:
   for an empty string, list or map, false otherwise, exactly as JUEL. What has no exact
   CEL meaning (``div`` and ``/``: JUEL divides as decimals, CEL integers as integers; Java
   method calls; ``execution.getVariable``) is refused with the CEL spelling to use.
-* **FEEL** after ``=`` (Zeebe): ``= amount > 100 and status = "open"``. Comparisons,
-  ``and``/``or``/``not(...)``, literals, paths and ``+ - *`` are rewritten; the rest (lists,
-  ranges, ``between``, ``in``, functions, decimal ``/``) is refused with the CEL spelling.
+* **FEEL** after ``=`` (Zeebe): ``= amount > 100 and status = "open"``, kept as
+  ``=...`` text and evaluated as FEEL (every construct and builtin of :mod:`bpm.feel`);
+  one that does not compile is refused at deploy. (:func:`translate_feel`, FEEL to CEL
+  where the meaning is the same, is kept for callers that need CEL text.)
 * **Python** spellings (``True``, ``False``, ``None``, ``and``, ``or``, ``not``, ``is``,
   ``len``) in a plain expression are refused at deploy with the fix named: ``x == False``
   would otherwise deploy and fail the first instance (CEL reads ``False`` as a variable).
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 from bpm.errors import ExpressionError
 
-__all__ = ["python_spellings", "to_cel", "translate_feel", "translate_juel"]
+__all__ = ["native_feel", "python_spellings", "to_cel", "translate_feel", "translate_juel"]
 
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
@@ -299,15 +301,30 @@ def translate_feel(body: str) -> str:
     return "".join(out).strip()
 
 
+def native_feel(source: str) -> str:
+    """Zeebe's FEEL (``=`` optional) as the ``=FEEL`` text the engine stores and runs;
+    :class:`ExpressionError` when it does not compile."""
+    from bpm.expressions import compile_expression  # the expressions build on this module
+
+    body = source.strip()
+    if body.startswith("="):
+        body = body[1:].strip()
+    text = "=" + body
+    compile_expression(text)
+    return text
+
+
 def to_cel(source: str) -> str:
-    """The CEL text of a condition written in CEL, ``${JUEL}`` or ``=FEEL``.
+    """The text the engine stores for a condition written in CEL or ``${JUEL}`` (CEL), or
+    ``=FEEL`` (kept as FEEL, see :func:`native_feel`).
 
     Raises :class:`ExpressionError` when the text uses something without an exact CEL
-    translation, or a Python spelling; the message names the CEL to write instead.
+    translation, or a Python spelling (the message names the CEL to write instead), or is
+    FEEL that does not compile.
     """
     text = source.strip()
     if text.startswith("=") and not text.startswith("=="):
-        cel = translate_feel(text[1:])
+        return native_feel(text)
     else:
         match = _WRAPPED.match(text)
         cel = translate_juel(match.group("body")) if match else text

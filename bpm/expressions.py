@@ -1,7 +1,11 @@
-"""Gateway conditions: CEL, compiled once at deploy and evaluated without Python ``eval``.
+"""Expressions of a process: CEL, or FEEL after ``=``; compiled once at deploy and
+evaluated without Python ``eval``.
 
-Camunda files write conditions as ``${amount > 100}``; the wrapper is removed here so the
-same text works from BPMN and from the builder.
+Camunda 7 files write conditions as ``${amount > 100}``; the wrapper is removed here so the
+same text works from BPMN and from the builder. Camunda 8 (Zeebe) files write FEEL after
+``=`` (``= amount > 100 and status = "open"``): such a text is FEEL, run natively by
+:mod:`bpm.feel` (variables in, its value out as JSON: numbers ``int``/``float``, dates
+and durations ISO 8601 text), so a Camunda 8 model needs no translation.
 """
 
 from __future__ import annotations
@@ -10,11 +14,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cel
 
 from bpm.errors import ExpressionError
+
+if TYPE_CHECKING:
+    from bpm.expressions_feel import FeelCondition, FeelExpression
 
 # Functions and macros of the CEL standard library. Anything else (``__import__``,
 # ``system``, ...) is refused at deploy: CEL has no way to reach Python, but an unknown
@@ -99,16 +106,31 @@ def _compile(text: str, what: str) -> Any:
     return program
 
 
+def is_feel(source: str) -> bool:
+    """Whether ``source`` is FEEL: Zeebe's ``=`` before the expression (not CEL's ``==``)."""
+    text = source.strip()
+    return text.startswith("=") and not text.startswith("==")
+
+
 @lru_cache(maxsize=4096)
-def compile_condition(source: str) -> Condition:
-    """Compile ``source`` (optionally ``${...}``), refusing anything outside standard CEL
-    and Python spellings (``True``, ``and``...) with the CEL to write instead."""
+def compile_condition(source: str) -> Condition | FeelCondition:
+    """Compile ``source``: ``=FEEL``, or CEL (optionally ``${...}``), refusing anything
+    outside standard CEL and Python spellings (``True``, ``and``...) with the CEL to
+    write instead."""
+    if is_feel(source):
+        from bpm.expressions_feel import compile_feel_condition
+
+        return compile_feel_condition(source)
     text = unwrap(source)
     return Condition(text, _compile(text, "condition"))
 
 
 @lru_cache(maxsize=1024)
-def compile_expression(source: str) -> Expression:
-    """Compile a CEL expression of any type, with the same checks as conditions."""
+def compile_expression(source: str) -> Expression | FeelExpression:
+    """Compile an expression of any type: ``=FEEL``, or CEL with the checks of conditions."""
+    if is_feel(source):
+        from bpm.expressions_feel import compile_feel_expression
+
+        return compile_feel_expression(source)
     text = source.strip()
     return Expression(text, _compile(text, "expression"))

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from bpm.cron import Cron, CronError, looks_like_cron, parse_cron
 from bpm.model.nodes import TimerKind, TimerSpec
-from bpm.timeexpr import TimerError, parse_date, parse_duration
+from bpm.timeexpr import TimerError, feel_timer_value, is_feel, parse_date, parse_duration
 
 __all__ = ["Recurrence", "recurrence"]
 
@@ -68,6 +68,8 @@ class Recurrence:
 def recurrence(spec: TimerSpec, *, sunday_zero: bool = False) -> Recurrence:
     """Read the spec of a timer start event, or raise :class:`TimerError` saying why."""
     text = spec.expression.strip()
+    if is_feel(text):  # Zeebe evaluates a timer start's FEEL at deploy, with no variables
+        text = feel_timer_value(spec, {})
     if "${" in text or "#{" in text or text.startswith("="):
         raise TimerError(
             f"timer start '{text}' reads an expression, but no instance (and no variable) "

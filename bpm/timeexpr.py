@@ -2,8 +2,10 @@
 
 Timers in BPMN hold one of three kinds of text (see :class:`bpm.model.nodes.TimerSpec`);
 any of them may instead be ``${name}``, which reads the instance variable ``name`` when the
-timer starts. Deploy checks the literal forms with :func:`check`; the runtime turns a spec
-into its first fire time with :func:`resolve`.
+timer starts, or Zeebe's ``=FEEL`` (``= now() + duration("PT" + string(delay) + "S")``),
+evaluated then: its value is a date and time, a duration, or their ISO 8601 text. Deploy
+checks the literal forms (and compiles the FEEL) with :func:`check`; the runtime turns a
+spec into its first fire time with :func:`resolve`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from bpm.model.nodes import TimerKind, TimerSpec
 __all__ = [
     "TimerError",
     "check",
+    "feel_timer_value",
+    "is_feel",
     "parse_cycle",
     "parse_date",
     "parse_duration",
@@ -104,9 +108,42 @@ def parse_cycle(text: str) -> tuple[int | None, timedelta]:
     return repeat, interval
 
 
+def is_feel(text: str) -> bool:
+    """Whether a timer text is Zeebe's ``=FEEL``."""
+    stripped = text.strip()
+    return stripped.startswith("=") and not stripped.startswith("==")
+
+
+def feel_timer_value(spec: TimerSpec, variables: Mapping[str, Any]) -> str:
+    """The ISO 8601 text a ``=FEEL`` timer gives with ``variables`` (TimerError if none)."""
+    from bpm.errors import ExpressionError
+    from bpm.expressions import compile_expression
+
+    try:
+        value = compile_expression(spec.expression).evaluate(variables)
+    except ExpressionError as exc:
+        raise TimerError(f"timer expression: {exc}") from None
+    if not isinstance(value, str) or not value:
+        raise TimerError(
+            f"timer expression `{spec.expression.strip()}` gave {value!r}: a {spec.kind.value} "
+            "timer needs a date and time, a duration, or their ISO 8601 text"
+        )
+    return value
+
+
 def check(spec: TimerSpec) -> None:
-    """Raise :class:`TimerError` when a literal spec does not parse; ``${var}`` passes."""
+    """Raise :class:`TimerError` when a literal spec does not parse; ``${var}`` passes,
+    ``=FEEL`` must compile."""
     if variable_name(spec.expression) is not None:
+        return
+    if is_feel(spec.expression):
+        from bpm.errors import ExpressionError
+        from bpm.expressions import compile_expression
+
+        try:
+            compile_expression(spec.expression)
+        except ExpressionError as exc:
+            raise TimerError(f"timer expression: {exc}") from None
         return
     if "${" in spec.expression or "#{" in spec.expression:
         raise TimerError(
@@ -122,6 +159,8 @@ def check(spec: TimerSpec) -> None:
 
 
 def _text_of(spec: TimerSpec, variables: Mapping[str, Any]) -> str | datetime | timedelta:
+    if is_feel(spec.expression):
+        return feel_timer_value(spec, variables)
     name = variable_name(spec.expression)
     if name is None:
         return spec.expression

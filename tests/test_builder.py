@@ -218,7 +218,7 @@ def test_conditions_in_other_spellings_are_translated_or_refused_once() -> None:
 
     model = gateway("${x gt 1 and not done}").build()
     assert [f.condition for f in model.flows if f.id == "c"] == ["x > 1 && ! done"]
-    assert [f.condition for f in gateway('= x = "a"').build().flows if f.id == "c"] == ['x == "a"']
+    assert [f.condition for f in gateway('= x = "a"').build().flows if f.id == "c"] == ['=x = "a"']
     with pytest.raises(DeploymentError) as info:
         gateway("skipParallel == False").build()
     assert [p.element_id for p in info.value.problems] == ["c"]

@@ -96,7 +96,7 @@ def test_zeebe_correlation_key_and_send_task() -> None:
     m = parse_bpmn(ZEEBE)
     wait = m.nodes["wait"]
     assert isinstance(wait, n.CatchEvent)
-    assert wait.event == n.EventRef(n.EventKind.MESSAGE, "payment", "order.id")
+    assert wait.event == n.EventRef(n.EventKind.MESSAGE, "payment", "=order.id")  # FEEL
     send = m.nodes["send"]
     assert isinstance(send, n.ServiceTask) and send.topic == "send-mail"
 

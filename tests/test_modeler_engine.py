@@ -149,7 +149,7 @@ def test_a_failing_cel_script_opens_an_incident_and_a_retry_evaluates_it_again(
     assert len(retried) == 1
 
 
-def test_feel_script_and_condition_run_translated(database_url: str) -> None:
+def test_feel_script_and_condition_run_natively(database_url: str) -> None:
     engine, _ = make_engine(database_url)
     engine.deploy(DATA / "zeebe.bpmn")
     inst = engine.start("zeebe_order", {"total": 600, "fee": 5, "status": "new"})

@@ -244,7 +244,8 @@ def test_script_tasks_cel_evaluated_others_run_as_handlers() -> None:
     assert model.handler_names() == {"legacy": ["legacy"]}
     feel = load("zeebe.bpmn").node("total_with_tax")
     assert isinstance(feel, n.ScriptTask)
-    assert (feel.script, feel.result_variable) == ("total * 2 + fee", "gross")
+    assert (feel.script, feel.result_variable) == ("=total * 2 + fee", "gross")  # FEEL, as is
+    assert feel.is_cel and not feel.waits
 
 
 def test_a_cel_script_that_does_not_compile_is_refused() -> None:
@@ -397,12 +398,12 @@ def test_user_task_settings_that_cannot_be_read_are_refused(attrs: str, fragment
 # -- 7. conditions --------------------------------------------------------------------------
 
 
-def test_juel_and_feel_conditions_are_stored_as_cel() -> None:
+def test_juel_conditions_are_stored_as_cel_and_feel_as_feel() -> None:
     model = load("conditions.bpmn")
     assert flow(model, "big").condition == "total >= 1000 || rush"
     vip = flow(model, "vip").condition
     assert vip is not None and vip.startswith("tier == 'gold' && ! (orders == null")
-    assert flow(load("zeebe.bpmn"), "f4").condition == 'gross > 1000 && status == "new"'
+    assert flow(load("zeebe.bpmn"), "f4").condition == '=gross > 1000 and status = "new"'
 
 
 @pytest.mark.parametrize(
@@ -415,9 +416,9 @@ def test_juel_and_feel_conditions_are_stored_as_cel() -> None:
         ("${a div b gt 2}", "double(a) / double(b)"),
         ("${execution.getVariable('x') == 1}", "there is no `execution`"),
         ("${name.equals('x')}", "a == b"),
-        ("= x between 1 and 5", "x >= a && x <= b"),
-        ("= items[1] = 2", "FEEL lists count from 1"),
-        ("= string length(name) > 3", "FEEL function `string`"),
+        ("= x between 1 and", "FEEL expression `=x between 1 and` does not compile"),
+        ("= items[1 = 2", "does not compile: FEEL syntax error"),
+        ("=", "empty expression: write a FEEL expression after"),
         ("amount gt 5", "wrap the whole condition in ${...}"),
     ],
 )
@@ -474,7 +475,7 @@ def test_settings_understood_but_not_honoured_deploy_with_a_warning_naming_each(
     assert not any("zeebe:ioMapping" in w for w in zeebe.warnings)
     collect = zeebe.nodes["collect"]
     assert isinstance(collect, n.ServiceTask)
-    assert collect.inputs == (n.VariableMapping("amount", "total"),)
+    assert collect.inputs == (n.VariableMapping("amount", "=total"),)
 
 
 # -- the cron reader ------------------------------------------------------------------------

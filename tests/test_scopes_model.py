@@ -139,8 +139,9 @@ def test_multi_instance_in_every_spelling() -> None:
     ).nodes["t"]
     assert isinstance(zeebe, n.ServiceTask)
     assert zeebe.loop == n.MultiInstance(
-        collection="orders", element="order", output_collection="results", output_element="result"
-    )
+        collection="=orders", element="order", output_collection="results",
+        output_element="=result",
+    )  # fmt: skip
     counted = parse_bpmn(
         task(
             "<bpmn:multiInstanceLoopCharacteristics><bpmn:loopCardinality>3"
@@ -196,7 +197,7 @@ def test_call_activities_in_every_spelling() -> None:
     ).nodes["c"]
     assert isinstance(zeebe, n.CallActivity)
     assert (zeebe.called_element, zeebe.all_in, zeebe.all_out) == ("child", True, False)
-    assert zeebe.outputs == (n.VariableMapping("sum", "total"),)
+    assert zeebe.outputs == (n.VariableMapping("sum", "=total"),)
 
 
 def test_builder_expresses_every_scope_and_matches_the_parser() -> None:

@@ -96,7 +96,8 @@ def timer(defn: Element, owner: Element, ctx: Context) -> n.TimerSpec | None:
 
 def _literal(text: str) -> str:
     """Other spellings of the same timer: a quoted literal (SpiffWorkflow's Python, Zeebe's
-    ``="PT5M"``) is its text; ``#{name}`` and Zeebe's ``=name`` read variable ``name``."""
+    ``="PT5M"``) is its text; ``#{name}`` and Zeebe's ``=name`` read variable ``name``; any
+    other ``=...`` is FEEL, kept as it is (evaluated when the timer starts)."""
     body = text[1:].strip() if text.startswith("=") else text
     if len(body) >= 2 and body[0] == body[-1] and body[0] in "\"'":
         return body[1:-1].strip()

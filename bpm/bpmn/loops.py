@@ -17,7 +17,7 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import java_engine, local, pretty
-from bpm.dialects import to_cel, translate_feel
+from bpm.dialects import native_feel, to_cel
 from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 
@@ -50,7 +50,7 @@ def _feel(owner: Element, where: Element, what: str, text: str | None, ctx: Cont
         return None
     body = text.strip()
     try:
-        return translate_feel(body[1:]) if body.startswith("=") else to_cel(body)
+        return native_feel(body) if body.startswith("=") else to_cel(body)
     except ExpressionError as exc:
         ctx.report_in(owner, where, f"the {what} of '{owner.get('id')}': {exc}")
         ctx.placeholders.add(owner.get("id", ""))  # refused already: blamed for nothing else

@@ -18,7 +18,7 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import split
-from bpm.dialects import to_cel, translate_feel
+from bpm.dialects import native_feel, to_cel
 from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 
@@ -58,10 +58,10 @@ def cel_value(text: str) -> str:
 
 
 def feel_value(text: str) -> str:
-    """A Zeebe ``source`` as CEL: ``=`` FEEL (translated), else a string."""
+    """A Zeebe ``source``: ``=`` FEEL (kept, run as FEEL), else a string (as CEL)."""
     stripped = text.strip()
     if stripped.startswith("="):
-        return translate_feel(stripped[1:])
+        return native_feel(stripped)
     return json.dumps(text)
 
 

@@ -1,6 +1,6 @@
 """Message and signal event definitions: ``messageRef`` -> ``<bpmn:message name=...>``,
 ``signalRef`` -> ``<bpmn:signal name=...>``, and Zeebe's
-``<zeebe:subscription correlationKey="=orderId"/>`` on the message (FEEL, stored as CEL)."""
+``<zeebe:subscription correlationKey="=orderId"/>`` on the message (FEEL, run as FEEL)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from xml.etree.ElementTree import Element
 
 from bpm.bpmn.context import Context
 from bpm.bpmn.namespaces import ZEEBE_NS, local, split
-from bpm.dialects import translate_feel
+from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 
@@ -70,7 +70,7 @@ def _correlation_key(message: Element, owner: Element, ctx: Context) -> str | No
             if not text:
                 return None
             try:
-                return translate_feel(text[1:] if text.startswith("=") else text)
+                return native_feel(text)
             except ExpressionError as exc:
                 ctx.report_in(
                     owner, item, f"correlationKey of message '{message.get('id')}': {exc}"

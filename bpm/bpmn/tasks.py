@@ -1,5 +1,6 @@
 """Tasks: service, send and business-rule (bound as :mod:`bpm.bpmn.bindings` says), script
-(CEL evaluated, anything else a handler), user, and ``task`` / ``manualTask`` (pass through).
+(CEL or Zeebe's FEEL evaluated, anything else a handler), user, and ``task`` /
+``manualTask`` (pass through).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.namespaces import java_engine, local, ours
 from bpm.bpmn.scopes import activity_fields
-from bpm.dialects import translate_feel
+from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_duration
@@ -74,7 +75,7 @@ def _script_text(el: Element) -> str | None:
 def parse_script(el: Element, ctx: Context) -> n.Node:
     """``scriptTask``: ``scriptFormat="cel"`` is evaluated by the engine; any other language
     runs as the inline handler named by the task id (the script on ``ctx.script``);
-    ``zeebe:script`` (FEEL) is translated to CEL; ``zeebe:taskDefinition`` is a job."""
+    ``zeebe:script`` (FEEL) is evaluated as FEEL; ``zeebe:taskDefinition`` is a job."""
     event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
     ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES | {"script"})
@@ -100,16 +101,16 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
     if feel is not None:
         expression = (feel.get("expression") or "").strip()
         try:
-            cel = translate_feel(expression[1:] if expression.startswith("=") else expression)
+            text = native_feel(expression)
         except ExpressionError as exc:
             ctx.report(el, f"zeebe:script of '{node_id}': {exc}")
-            cel = ""
+            text = ""
         return n.ScriptTask(
             node_id,
             name,
             line,
-            script=cel,
-            script_format="cel",
+            script=text,
+            script_format="feel",
             result_variable=(feel.get("resultVariable") or "").strip() or None,
             properties=ext.properties,
             priority=priority,

@@ -196,9 +196,10 @@ class ServiceTask(Activity):
 
 @dataclass(frozen=True)
 class ScriptTask(ServiceTask):
-    """A script task. ``cel`` scripts are evaluated by the engine (``result_variable``
-    receives the value); any other language runs as the inline handler ``handler`` (the
-    task id), which finds the script text on ``ctx.script``. Nothing is evaluated as Python.
+    """A script task. ``cel`` scripts (and ``feel`` ones, Zeebe's ``=...``) are evaluated
+    by the engine (``result_variable`` receives the value); any other language runs as the
+    inline handler ``handler`` (the task id), which finds the script text on
+    ``ctx.script``. Nothing is evaluated as Python.
     """
 
     script: str | None = None
@@ -207,7 +208,9 @@ class ScriptTask(ServiceTask):
 
     @property
     def is_cel(self) -> bool:
-        return (self.script_format or "").strip().lower() == "cel"
+        """Evaluated by the engine: CEL, or Zeebe's ``=FEEL`` (``zeebe:script``)."""
+        kind = (self.script_format or "").strip().lower()
+        return kind == "cel" or (kind == "feel" and (self.script or "").startswith("="))
 
     @property
     def waits(self) -> bool:

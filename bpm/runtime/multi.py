@@ -2,7 +2,8 @@
 
 The token that reaches a multi-instance activity waits for the body (``Waiting(scope)``);
 the body's local variables are ``nrOfInstances``, ``nrOfCompletedInstances``,
-``nrOfActiveInstances`` and the output collection (one slot per item, in input order).
+``nrOfActiveInstances`` and the output collection (one slot per item, in input order);
+a completion condition also reads them by Zeebe's names (``numberOfCompletedInstances``...).
 Each inner instance is a scope with ``loopCounter`` and the element variable, and a token
 that runs the activity itself. Parallel: every inner instance starts at once; sequential:
 the next one starts when the previous completes (the items are kept on the body).
@@ -34,6 +35,12 @@ MULTI_INSTANCE_INCIDENT = "failedMultiInstance"
 INSTANCES = "nrOfInstances"
 COMPLETED = "nrOfCompletedInstances"
 ACTIVE = "nrOfActiveInstances"
+_ZEEBE_NUMBERS = {
+    INSTANCES: "numberOfInstances",
+    COMPLETED: "numberOfCompletedInstances",
+    ACTIVE: "numberOfActiveInstances",
+}
+"""Zeebe's names of the same numbers, as its completion conditions read them."""
 COUNTER = "loopCounter"
 
 
@@ -149,9 +156,9 @@ def inner_done(walker: Walker, inner: Scope) -> None:
         done = counts[COMPLETED] >= total
         if loop.completion is not None and not done:
             condition = compile_condition(loop.completion)
-            done = condition.evaluate(
-                {**seen, **{k: counts[k] for k in (INSTANCES, COMPLETED, ACTIVE)}}
-            )
+            numbers = {k: counts[k] for k in (INSTANCES, COMPLETED, ACTIVE)}
+            numbers.update({zeebe: counts[k] for k, zeebe in _ZEEBE_NUMBERS.items()})
+            done = condition.evaluate({**seen, **numbers})
         body = work.set_scope_variables(
             body, _checked(work, counts), source=node.id, token_id=body.token_id
         )

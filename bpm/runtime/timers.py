@@ -26,7 +26,14 @@ from bpm.model import nodes as n
 from bpm.runtime.records import Timer, Token
 from bpm.runtime.states import BlockKind, TimerState, TokenState
 from bpm.runtime.work import InstanceWork
-from bpm.timeexpr import TimerError, parse_cycle, resolve, variable_name
+from bpm.timeexpr import (
+    TimerError,
+    feel_timer_value,
+    is_feel,
+    parse_cycle,
+    resolve,
+    variable_name,
+)
 
 if TYPE_CHECKING:
     from bpm.runtime.walker import Walker
@@ -49,7 +56,10 @@ TIMER_INCIDENT = "failedTimer"
 
 
 def cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, timedelta]:
-    """``(occurrences, interval)`` of a cycle spec; a ``${var}`` must hold the cycle text."""
+    """``(occurrences, interval)`` of a cycle spec; a ``${var}`` (or ``=FEEL``) must hold
+    (give) the cycle text."""
+    if is_feel(spec.expression):
+        return parse_cycle(feel_timer_value(spec, variables))
     name = variable_name(spec.expression)
     text: Any = spec.expression if name is None else variables.get(name)
     if not isinstance(text, str):

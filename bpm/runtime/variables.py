@@ -95,9 +95,12 @@ def keeps_writes(model: ProcessModel, scope: Scope) -> bool:
 def plain_name(expression: str | None) -> str | None:
     """``result`` for an output element that is just a variable name (Zeebe creates it as
     a local variable of each inner instance, so each one's result lands there)."""
-    if expression is not None and _NAME.match(expression.strip()):
-        return expression.strip()
-    return None
+    if expression is None:
+        return None
+    text = expression.strip()
+    if text.startswith("=") and not text.startswith("=="):
+        text = text[1:].strip()  # Zeebe's FEEL: `= result`
+    return text if _NAME.match(text) else None
 
 
 def write(
