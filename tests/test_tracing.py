@@ -10,6 +10,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -502,3 +503,66 @@ def test_a_start_through_the_rest_api_joins_the_caller_s_trace(
     # the first steps' messages carry each start's context
     parents = [tracer.extract(headers) for _, headers in q.queue]
     assert len(parents) == 3 and all(p is not None for p in parents)
+
+
+def test_steps_whose_message_brings_no_trace_join_their_instance_s_start(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    """A retry after its backoff (published by the timer that ends the backoff) and a step
+    published again by the sweeper carry no trace: their spans are children of the start,
+    whose trace the ``instance_started`` history event keeps."""
+    registry = HandlerRegistry()
+
+    def flaky(ctx: TaskContext) -> None:
+        if ctx.attempt == 1:
+            raise RuntimeError("try again later")
+
+    registry.register("flaky", flaky)
+    registry.register("work", lambda ctx: None)
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q, registry=registry)
+    engines.append(engine)
+    engine.deploy(
+        Process("later")
+        .start("s")
+        .service_task("pay", handler="flaky", retry=RetryPolicy.fixed(2, 5))
+        .end("e")
+        .sequence("s", "pay", "e")
+    )
+    engine.deploy(
+        Process("lost")
+        .start("s")
+        .service_task("a", handler="work")
+        .end("e")
+        .sequence("s", "a", "e")
+    )
+    t0 = datetime.now(UTC)
+    shop = spans.provider.get_tracer("shop")
+    with shop.start_as_current_span("POST /later"):
+        later = engine.start("later", now=t0)
+    q.run(engine)  # pay, attempt 1: fails, waits 5 s
+    with shop.start_as_current_span("POST /lost"):
+        lost = engine.start("lost", now=t0)
+    q.queue.clear()  # the broker lost the first step of "lost"
+    # the backoff's timer fires (no span current): the retry's message carries no trace
+    assert engine.fire_due_timers(now=t0 + timedelta(seconds=6)) == 1
+    assert [headers for _, headers in q.queue] == [{}]
+    q.run(engine)
+    # the sweeper publishes the lost step again, without a trace either
+    assert engine.redispatch_stale_ready(now=t0 + timedelta(seconds=60)) == 1
+    assert [headers for _, headers in q.queue] == [{}]
+    q.run(engine)
+    for inst in (later, lost):
+        assert engine.get_instance(inst.id).state.value == "completed"
+    starts = {s.attributes["bpm.process"]: s for s in spans.named("bpm.start") if s.attributes}
+    first, second = spans.step("pay", 1), spans.step("pay", 2)
+    assert parent_of(first) == span_id(starts["later"])  # through its message
+    assert parent_of(second) == span_id(starts["later"])  # through the start's record
+    assert trace_id(second) == trace_id(starts["later"])
+    swept = spans.step("a")
+    assert parent_of(swept) == span_id(starts["lost"])
+    assert trace_id(swept) == trace_id(starts["lost"]) != trace_id(starts["later"])
+    started = [e for e in engine.history(later.id) if e.type == "instance_started"]
+    assert started[0].payload["trace"]["traceparent"].split("-")[1] == format(
+        trace_id(second), "032x"
+    )

@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bpm import tracing
-from bpm.engine import observed
+from bpm.engine import observed, traced
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
 from bpm.engine.reclaim import holder_died
@@ -432,9 +432,8 @@ def run_token(
             first=token_id,
             more=core.pace.batch(core.config) - 1 if tracer is None else 0,
         )
-        if tracer is not None:
-            parent = tracer.current()
-            batch = [replace(step, trace=parent) for step in batch]
+        if tracer is not None and batch:
+            batch = traced.parents(core, tracer, batch)
         while batch:
             _hold(core, keeper, batch, worker)
             results = []

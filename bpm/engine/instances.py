@@ -183,6 +183,13 @@ def begin_instance(
         payload["start_event"] = first_node.id
     if work.history_values:
         payload["values"] = plain
+    tracer = tracing.tracer()
+    if tracer is not None:
+        # the start's trace (W3C headers), for the steps whose message brings none: after
+        # a retry's backoff, a timer, a publish the sweeper made again (bpm.engine.traced)
+        headers = tracer.inject(tracer.current())
+        if headers:
+            payload["trace"] = headers
     work.record("instance_started", payload=payload)
     unit.walker(work).begin(first_node.id)
     return work

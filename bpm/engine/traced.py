@@ -5,15 +5,19 @@ call site is one guarded line. A step's span opens when its handler starts (curr
 it runs, so the handler's own spans are its children) and ends once its outcome is
 committed (``bpm.outcome``); the steps a finish makes Ready are published with the context
 of the span of the step of their instance, and a step this worker continues inline is that
-span's child too.
+span's child too. A step whose message brings no trace (published by a timer, after a
+retry's backoff, or again by the sweeper) is a child of its instance's ``bpm.start``: the
+start records its trace headers in the ``instance_started`` history event.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bpm.observe import StepOutcome
+from bpm.store import history as history_store
 from bpm.tracing import Span, TraceContext, Tracer
 
 if TYPE_CHECKING:
@@ -77,3 +81,19 @@ class StepSpans:
         for span in self.spans.values():
             span.end()
         self.spans.clear()
+
+
+def parents(core: EngineCore, tracer: Tracer, batch: list[Claimed]) -> list[Claimed]:
+    """``batch`` with each step's parent: the message's trace (current now), else the
+    trace its instance's start recorded (one read per instance), else none."""
+    current = tracer.current()
+    if tracer.inject(current):
+        return [replace(step, trace=current) for step in batch]
+    found: dict[str, TraceContext | None] = {}
+    with core.tx() as conn:  # this worker's held connection (execution.run_token)
+        for step in batch:
+            instance_id = step.token.instance_id
+            if instance_id not in found:
+                headers = history_store.started_trace(conn, instance_id)
+                found[instance_id] = tracer.extract(headers) if headers else None
+    return [replace(step, trace=found[step.token.instance_id]) for step in batch]

@@ -79,6 +79,19 @@ def events_of(conn: Connection, instance_id: str) -> list[HistoryEvent]:
     return [_numbered(e, i) for i, e in enumerate(out, start=1)]
 
 
+def started_trace(conn: Connection, instance_id: str) -> dict[str, str] | None:
+    """The trace headers its start recorded (``instance_started``'s ``trace``), if any:
+    one indexed read of the instance's first history row."""
+    first = conn.execute(
+        select(h.c.events).where(h.c.instance_id == instance_id).order_by(h.c.seq).limit(1)
+    ).scalar()
+    for item in first or ():
+        if item.get("type") == "instance_started":
+            trace = (item.get("data") or {}).get("trace")
+            return dict(trace) if isinstance(trace, dict) else None
+    return None
+
+
 def _numbered(e: HistoryEvent, seq: int) -> HistoryEvent:
     from dataclasses import replace
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bpm.engine import Engine
-from bpm.errors import BpmnError, InvalidOperation
+from bpm.errors import BpmnError, InvalidOperation, MessageCorrelationError
 from bpm.handlers import Handler, TaskContext
 from bpm.runtime.records import Instance
 from bpm.testing.kit import BpmTest, current
@@ -56,6 +56,9 @@ def export_case(engine: Engine, instance_id: str) -> dict[str, Any]:
     executing: set[str] = set()
     messages: dict[str, dict[str, Any]] = {}
     keys: dict[str, Any] = {}  # the correlation key each message wait opened with
+    # A boundary event's message: its variables are written by the token created at the
+    # boundary event after the activity's token consumed the message.
+    by_node: dict[str, dict[str, Any]] = {}
     steps: list[dict[str, Any]] = []
     start: dict[str, Any] = {}
 
@@ -86,6 +89,8 @@ def export_case(engine: Engine, instance_id: str) -> dict[str, Any]:
             }
         elif e.type == "token_created" and tok and e.node_id:
             node_of[tok] = e.node_id
+            if e.node_id in by_node:
+                messages[tok] = by_node.pop(e.node_id)
         elif e.type == "token_executing":
             executing.add(tok)
             pending[tok] = {}
@@ -132,18 +137,24 @@ def export_case(engine: Engine, instance_id: str) -> dict[str, Any]:
             step("user_task", e, variables=pending.pop(tok, {}))
         elif e.type == "token_waiting" and "message" in p:
             keys[tok] = p.get("correlation_key")
-        elif e.type == "subscription_consumed":
-            messages[tok] = step(
-                "message",
-                e,
-                name=p.get("message"),
-                correlation_key=keys.get(tok),
-                variables={},
-            )
+        elif e.type == "subscription_consumed" and e.node_id:
+            if "signal" in p:
+                got = step("signal", e, name=p["signal"], variables={})
+            else:
+                got = step(
+                    "message",
+                    e,
+                    name=p.get("message"),
+                    correlation_key=keys.get(tok),
+                    variables={},
+                )
+            messages[tok] = by_node[e.node_id] = got
         elif e.type == "timer_fired":
             step("timer", e, due=p.get("due"), timer_kind=p.get("kind"))
         if e.type in ("token_completed", "token_terminated", "token_waiting") and tok in messages:
-            messages.pop(tok)
+            done = messages.pop(tok)
+            if e.node_id and by_node.get(e.node_id) is done:
+                del by_node[e.node_id]  # a catch event: its own token took the variables
     return {
         "format": FORMAT,
         "instance": inst.id,
@@ -184,8 +195,8 @@ def _describe(s: Mapping[str, Any]) -> str:
         return f"the handler of '{node}' {detail} {what}"
     if kind == "timer":
         return f"the timer '{node}' fired (due {s['due']})"
-    if kind == "message":
-        return f"message '{s['name']}' arrived at '{node}'"
+    if kind in ("message", "signal"):
+        return f"{kind} '{s['name']}' arrived at '{node}'"
     return f"{kind.replace('_', ' ')} at '{node}' with {s.get('variables')}"
 
 
@@ -305,20 +316,27 @@ class _Replay:
             target = max(self.replay_start + (due - self.recorded_start), kit.clock.now)
             kit.advance_to(target)
             return
+        variables = dict(s.get("variables") or {})
+        if kind == "signal":  # a broadcast: the path tells whether it was caught
+            kit.signal(s["name"], variables)
+            return
+        if kind == "message":  # at a catch event, a receive task or a boundary event
+            try:
+                kit.correlate(
+                    s["name"], variables, correlation_key=s.get("correlation_key"), instance=iid
+                )
+            except MessageCorrelationError as exc:
+                raise self.fail(i, f"{_describe(s)}; the replay did not take it: {exc}") from None
+            return
         if node not in kit.waiting_at(iid):
             where = ", ".join(kit.waiting_at(iid)) or "nowhere (it ended)"
             raise self.fail(i, f"{_describe(s)}; the replay waits at {where}")
-        variables = dict(s.get("variables") or {})
         if kind in ("user_task", "external_task"):
             kit.complete(iid, node, variables)
         elif kind == "external_error":
             kit.throw_error(iid, node, s["code"], s.get("message"), variables)
         elif kind == "external_failure":
             kit.fail(iid, node, s.get("message") or "failed", retries=s.get("retries"))
-        elif kind == "message":
-            kit.correlate(
-                s["name"], variables, correlation_key=s.get("correlation_key"), instance=iid
-            )
         else:
             raise ValueError(f"step {i}: unknown kind {kind!r} in the case file")
 

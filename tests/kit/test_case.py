@@ -175,3 +175,55 @@ def test_the_cli_exports_what_replay_runs(bpm: BpmTest, tmp_path: Path) -> None:
     assert_that(again).is_completed().has_variables(n=21, r=42, ok=True)
     missing = CliRunner().invoke(app, ["trail", "export", "no-such-id", "--db", url])
     assert missing.exit_code == 2 and "no-such-id" in missing.output
+
+
+def events(*, cancellable: bool = True) -> Process:
+    p = (
+        Process("events")
+        .start("s")
+        .receive_signal("go", "go-signal")
+        .user_task("work")
+        .end("done")
+        .sequence("s", "go", "work", "done")
+    )
+    if cancellable:
+        p = p.boundary_message("cancel", "work", "cancel-order").end("cancelled")
+        p = p.sequence("cancel", "cancelled")
+    return p
+
+
+def test_signals_and_boundary_messages_are_replayed(bpm: BpmTest) -> None:
+    source = BpmTest.create()
+    try:
+        source.deploy(events())
+        inst = source.start("events")
+        source.signal("go-signal", {"went": True})
+        source.correlate("cancel-order", {"why": "late"}, instance=inst)
+        assert_that(inst, source).is_completed().has_passed("cancelled")
+        case = export_case(source.engine, inst.id)
+    finally:
+        source.close()
+    assert [(s["kind"], s["node"]) for s in case["steps"]] == [
+        ("signal", "go"),
+        ("message", "cancel"),
+    ]
+    bpm.deploy(events())
+    again = replay(case)
+    assert_that(again).is_completed().has_passed("cancelled").has_variables(went=True, why="late")
+
+
+def test_a_message_the_current_model_no_longer_waits_for_is_the_step_that_differs(
+    bpm: BpmTest,
+) -> None:
+    source = BpmTest.create()
+    try:
+        source.deploy(events())
+        inst = source.start("events")
+        source.signal("go-signal")
+        source.correlate("cancel-order", instance=inst)
+        case = export_case(source.engine, inst.id)
+    finally:
+        source.close()
+    bpm.deploy(events(cancellable=False))
+    with pytest.raises(ReplayMismatch, match="step 2: message 'cancel-order' arrived at 'cancel'"):
+        replay(case)
