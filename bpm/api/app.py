@@ -267,10 +267,11 @@ def create_app(
     app.include_router(cockpit_router, prefix="/api")
     app.include_router(cockpit_actions, prefix="/api")
     app.include_router(cockpit_decisions, prefix="/api")
+    # The assets before the pages: /cockpit/{page}/{rest} would take /cockpit/static/...
+    app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     app.include_router(cockpit_pages)
     app.include_router(health_router)
     app.include_router(docs_router)
-    app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     limit = max_body_bytes or _env_int(
         "BPM_API_MAX_BODY_BYTES", eng.core.config.max_update_bytes + BODY_ENVELOPE
     )

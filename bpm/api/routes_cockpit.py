@@ -28,6 +28,7 @@ from bpm.api.cockpit_auth import (
     cockpit_caller,
 )
 from bpm.api.errors import ApiError, bad_request
+from bpm.cockpit.links import PAGES, hash_route
 from bpm.engine import Engine
 from bpm.engine.cockpit import InstanceFilter
 from bpm.runtime.states import InstanceState
@@ -77,6 +78,33 @@ async def cockpit_index() -> Response:
 @pages.get("/cockpit/", include_in_schema=False)
 async def cockpit_slash() -> Response:
     return RedirectResponse("/cockpit", status_code=308)
+
+
+@pages.get("/cockpit/{page}", include_in_schema=False)
+async def cockpit_page(page: str, request: Request) -> Response:
+    """A page's path form (``/cockpit/incidents``, ``/cockpit/instances?state=failed``)
+    goes to its hash route (``/cockpit#/incidents``): links that survive tools that drop
+    the part after ``#``, printed by ``bpm start`` / ``bpm show`` (docs/cockpit.md)."""
+    return _to_hash_route(request, page, "")
+
+
+@pages.get("/cockpit/{page}/{rest:path}", include_in_schema=False)
+async def cockpit_page_of(page: str, rest: str, request: Request) -> Response:
+    """``/cockpit/instances/ID`` -> ``/cockpit#/instances/ID`` (any page, any id)."""
+    return _to_hash_route(request, page, rest)
+
+
+def _to_hash_route(request: Request, page: str, rest: str) -> Response:
+    if page not in PAGES:
+        known = ", ".join(f"/cockpit/{p}" for p in sorted(PAGES))
+        raise ApiError(
+            404,
+            "RestException",
+            f"no resource at {request.method} {request.url.path}: the cockpit's pages are {known}",
+        )
+    root = request.scope.get("root_path", "")
+    target = f"{root}/cockpit" + hash_route(page, rest.strip("/"), request.url.query)
+    return RedirectResponse(target, status_code=302)
 
 
 # -- session ----------------------------------------------------------------------------------

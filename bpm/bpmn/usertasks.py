@@ -14,6 +14,8 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import java_engine, local, split
+from bpm.dialects import native_feel
+from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 
@@ -63,8 +65,11 @@ def _value(text: str | None, what: str, el: Element, ctx: Context) -> str | None
             return match["text"]
         if match := _FEEL_PATH.match(text):
             return f"${{{match['path']}}}"
-        ctx.warn(el, el, f"{what} '{text}' is a FEEL expression this engine does not evaluate")
-        return None
+        try:
+            return native_feel(text)  # evaluated when the task is created
+        except ExpressionError as exc:
+            ctx.report(el, f"{what} of '{el.get('id')}': {exc}")
+            return None
     if "${" in text or "#{" in text:
         if variable_name(text) is not None:
             return text
@@ -107,7 +112,7 @@ def _formal(el: Element, kind: str) -> list[str]:
 
 
 def _check_date(value: str | None, what: str, el: Element, ctx: Context) -> str | None:
-    if value is None or variable_name(value) is not None:
+    if value is None or variable_name(value) is not None or value.startswith("="):
         return value
     try:
         parse_date(value)
@@ -307,6 +312,7 @@ def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
     if (
         priority is not None
         and variable_name(priority) is None
+        and not priority.startswith("=")  # FEEL, evaluated when the task is created
         and not priority.lstrip("-").isdigit()
     ):
         ctx.report(el, f"priority '{priority}' must be a whole number or ${{variable}}")

@@ -116,6 +116,7 @@ def start(
             start_event=start_event,
         )
         console.print(f"started {inst.id} ({inst.state.value})", highlight=False)
+        _cockpit_link(inst.id)
 
 
 @app.command()
@@ -132,6 +133,18 @@ def show(
             typer.echo(json.dumps(_with_children(engine, inst.id), indent=2, default=str))
             return
         _print_instance(engine, inst.id)
+        _cockpit_link(inst.id)
+
+
+def _cockpit_link(instance_id: str) -> None:
+    """The instance's cockpit page, when ``BPM_COCKPIT_URL`` says where the cockpit is."""
+    from bpm.cockpit.links import cockpit_url, instance_link
+
+    base = cockpit_url()
+    if base is not None:
+        console.print(
+            f"cockpit: {instance_link(base, instance_id)}", highlight=False, soft_wrap=True
+        )
 
 
 def _with_children(engine: Engine, instance_id: str) -> dict[str, Any]:

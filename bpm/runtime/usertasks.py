@@ -1,6 +1,7 @@
 """The settings of a user task as stored when a token reaches it.
 
-The model keeps each setting as text; ``${name}`` reads instance variable ``name`` here.
+The model keeps each setting as text; ``${name}`` reads instance variable ``name`` here,
+and Zeebe's ``=FEEL`` is evaluated here (``=assignees[1]``, ``=now() + duration("P2D")``).
 A variable that is not set leaves the setting empty (the task is still created: a person
 can always be assigned later); a due date that is a duration counts from the task's
 creation.
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from bpm.errors import ExpressionError
+from bpm.expressions import compile_expression, is_feel
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 
@@ -21,6 +24,11 @@ __all__ = ["user_task_fields"]
 def _read(text: str | None, variables: Mapping[str, Any]) -> Any:
     if text is None:
         return None
+    if is_feel(text):  # Zeebe's FEEL; one that fails leaves the setting empty, like ${unset}
+        try:
+            return compile_expression(text).evaluate(variables)
+        except ExpressionError:
+            return None
     name = variable_name(text)
     return variables.get(name) if name is not None else text
 

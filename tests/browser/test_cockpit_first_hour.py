@@ -51,3 +51,25 @@ def test_a_builder_models_flow_labels_are_drawn(
         assert errors == []
     finally:
         page.close()
+
+
+def test_a_deep_link_by_path_opens_the_instance_page(
+    browser: Browser, open_server: ApiServer, pg_database_url: str
+) -> None:
+    engine = Engine(pg_database_url)
+    try:
+        engine.deploy(loan())
+        instance = engine.start("loan", {"score": 650})
+    finally:
+        engine.close()
+    root = open_server.base.removesuffix("/engine-rest")
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{root}/cockpit/instances/{instance.id}")  # as bpm start / bpm show print it
+        expect(page.get_by_test_id("instance-id")).to_have_text(instance.id)
+        assert page.url == f"{root}/cockpit#/instances/{instance.id}"
+        assert errors == []
+    finally:
+        page.close()
