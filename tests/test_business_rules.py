@@ -125,7 +125,7 @@ def test_a_business_rule_task_without_a_decision_keeps_its_handler_or_topic() ->
          r"evaluates a decision and is also bound to work \(camunda:class\)"),
         (zeebe('resultVariable="r"'), "'rules' names no decision"),
         (zeebe('decisionId="d"'), "zeebe:calledDecision of 'rules' has no resultVariable"),
-        (zeebe('decisionId="=pick(x)" resultVariable="r"'), "decisionId '=pick\\(x\\)'"),
+        (zeebe('decisionId="=pick(" resultVariable="r"'), "decisionId of 'rules': FEEL"),
         (zeebe('decisionId="d" resultVariable="r" bindingType="version"'),
          "bindingType 'version' of 'rules' is not one of latest, deployment, versionTag"),
     ],

@@ -296,3 +296,29 @@ def test_user_task_assignments_dates_and_priority_run_as_feel(engine: Engine) ->
     bare = engine.start("review", {}, now=T0)  # unset: the settings stay empty
     (task,) = engine.user_tasks(bare.id)
     assert (task.assignee, task.candidate_groups, task.due_at) == (None, (), None)
+
+
+def test_feel_called_element_and_called_decision_ids(engine: Engine) -> None:
+    from tests.test_business_rules import PRICING
+
+    child = c8('<bpmn:startEvent id="cs"/><bpmn:endEvent id="ce"/>' + flow("cs", "ce"), "child_eu")
+    parent = c8(
+        '<bpmn:startEvent id="s"/><bpmn:callActivity id="call"><bpmn:extensionElements>'
+        '<zeebe:calledElement processId="=&quot;child_&quot; + lower case(region)"/>'
+        "</bpmn:extensionElements></bpmn:callActivity>"
+        '<bpmn:businessRuleTask id="rate"><bpmn:extensionElements>'
+        '<zeebe:calledDecision decisionId="=&quot;d_&quot; + kind" resultVariable="rate"/>'
+        '</bpmn:extensionElements></bpmn:businessRuleTask><bpmn:endEvent id="e"/>'
+        + flow("s", "call")
+        + flow("call", "rate")
+        + flow("rate", "e"),
+        "parent",
+    )
+    engine.create_deployment(("child.bpmn", child), ("parent.bpmn", parent), ("p.dmn", PRICING))
+    variables = {"region": "EU", "kind": "Discount", "Amount": 500, "Customer": "gold"}
+    inst = engine.start("parent", variables, now=T0)
+    done = engine.get_instance(inst.id)
+    assert (done.state.value, done.variables["rate"]) == ("completed", 0.2)
+    wrong = engine.start("parent", {**variables, "region": 1}, now=T0)
+    (incident,) = engine.incidents(wrong.id)
+    assert "gave None, not the id of a process to call" in (incident.message or "")

@@ -11,7 +11,7 @@ worker, no round trip) and writes the result to a variable:
   ``resultList``, the default);
 * Camunda 8: ``<zeebe:calledDecision decisionId="d" resultVariable="r"/>`` (optionally
   ``bindingType`` ``latest``/``deployment``/``versionTag`` with ``versionTag``): the
-  decision's value goes to ``r`` as it is.
+  decision's value goes to ``r`` as it is; ``decisionId="=..."`` is FEEL giving the id.
 
 Without either, the task keeps its meaning as a service task (a handler or an external
 task: :mod:`bpm.bpmn.bindings`).
@@ -28,6 +28,8 @@ from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.namespaces import ZEEBE_NS, java_engine, local, ours, split
 from bpm.bpmn.scopes import activity_fields
 from bpm.bpmn.tasks import parse_service
+from bpm.dialects import native_feel
+from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 
 __all__ = ["parse_business_rule"]
@@ -165,12 +167,10 @@ def _zeebe(el: Element, item: Element, ctx: Context, node_id: str) -> dict[str, 
         elif body.replace("_", "a").isalnum():
             decision = "${" + body + "}"
         else:
-            ctx.report_in(
-                el,
-                item,
-                f"zeebe:calledDecision decisionId '{decision}' of '{node_id}' is an "
-                "expression: write the decision id, or =name to read it from a variable",
-            )
+            try:
+                decision = native_feel(decision)  # evaluated when the task is reached
+            except ExpressionError as exc:
+                ctx.report_in(el, item, f"zeebe:calledDecision decisionId of '{node_id}': {exc}")
     result_variable = (item.get("resultVariable") or "").strip()
     if not result_variable:
         ctx.report_in(

@@ -16,6 +16,8 @@ from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
 from bpm.bpmn.loops import read_loop
 from bpm.bpmn.mappings import IO_USES, read_call_mappings, read_io
 from bpm.bpmn.namespaces import java_engine
+from bpm.dialects import native_feel
+from bpm.errors import ExpressionError
 from bpm.model import nodes as n
 from bpm.timeexpr import variable_name
 
@@ -64,15 +66,22 @@ def parse_inclusive(el: Element, ctx: Context) -> n.Node:
 
 def _called_element(el: Element, ext: Extensions, ctx: Context) -> str:
     """The called process key: ``calledElement`` or ``zeebe:calledElement processId``;
-    ``${name}`` (Zeebe ``=name``) reads the key from a variable."""
+    ``${name}`` (Zeebe ``=name``) reads the key from a variable, any other ``=...`` is FEEL
+    evaluated when the activity starts."""
     zeebe = ext.zeebe.get("calledElement")
     text = (zeebe.get("processId") or "") if zeebe is not None else (el.get("calledElement") or "")
     text = text.strip()
     if text.startswith("="):
         body = text[1:].strip()
-        if len(body) >= 2 and body[0] == body[-1] == '"':
+        if len(body) >= 2 and body[0] == body[-1] == '"' and '"' not in body[1:-1]:
             return body[1:-1]
-        text = "${" + body + "}"
+        if variable_name("${" + body + "}") is not None:
+            return "${" + body + "}"
+        try:
+            return native_feel(text)
+        except ExpressionError as exc:
+            ctx.report(el, f"the called process of '{el.get('id')}': {exc}")
+            return ""
     if ("${" in text or "#{" in text) and variable_name(text.replace("#{", "${")) is None:
         ctx.report(
             el,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bpm.errors import BpmError
+from bpm.expressions import is_feel
 from bpm.model import nodes as n
 from bpm.runtime import variables as v
 from bpm.runtime.records import ProcessDefinition, Token
@@ -67,6 +68,8 @@ class Relatives(Protocol):
 
 
 def _called_key(node: n.CallActivity, seen: dict[str, Any]) -> str:
+    if is_feel(node.called_element):
+        return v.reference(node.called_element, seen, "a process to call")
     name = variable_name(node.called_element)
     if name is None:
         return node.called_element

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bpm.errors import BpmError
 from bpm.model import nodes as n
 from bpm.runtime.records import Token
-from bpm.timeexpr import variable_name
+from bpm.runtime.variables import reference
 
 if TYPE_CHECKING:
     from bpm.runtime.walker import Walker
@@ -57,14 +57,9 @@ class Decider(Protocol):
 
 
 def decision_key(node: n.DecisionTask, seen: Mapping[str, Any]) -> str:
-    """The decision id ``node`` names (``${var}``: the variable's value)."""
-    name = variable_name(node.decision)
-    if name is None:
-        return node.decision
-    value = seen.get(name)
-    if not isinstance(value, str) or not value:
-        raise BpmError(f"variable '{name}' holds {value!r}, not the id of a decision to evaluate")
-    return value
+    """The decision id ``node`` names (``${var}``: the variable's value; ``=FEEL``: the
+    expression's)."""
+    return reference(node.decision, seen, "a decision to evaluate")
 
 
 def decision_task(walker: Walker, tok: Token, node: n.DecisionTask) -> None:

@@ -15,12 +15,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bpm.expressions import compile_expression
+from bpm.errors import BpmError
+from bpm.expressions import compile_expression, is_feel
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.records import Scope
 from bpm.runtime.states import ScopeKind
 from bpm.runtime.work import InstanceWork, check_variables
+from bpm.timeexpr import variable_name
 
 __all__ = ["chain", "evaluate", "overlay", "visible", "write"]
 
@@ -138,3 +140,20 @@ def write(
         current = work.scope(target_id)
         assert current is not None
         work.set_scope_variables(current, values, source=source, token_id=token_id)
+
+
+def reference(text: str, seen: Mapping[str, Any], what: str) -> str:
+    """The id a model names (a called process, a decision): the text itself, the value of
+    ``${name}``, or the value of Zeebe's ``=FEEL``; a BpmError when that is no id."""
+    if is_feel(text):
+        value = compile_expression(text).evaluate(seen)
+        if not isinstance(value, str) or not value:
+            raise BpmError(f"`{text.strip()}` gave {value!r}, not the id of {what}")
+        return value
+    name = variable_name(text)
+    if name is None:
+        return text
+    value = seen.get(name)
+    if not isinstance(value, str) or not value:
+        raise BpmError(f"variable '{name}' holds {value!r}, not the id of {what}")
+    return value
