@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.conftest import ApiServer, free_port, start_worker, write_worker
-from tests.support import eventually
+from tests.support import create_database, drop_database, eventually, pg_url
 
 WORKER = """
     from bpm.worker import ExternalWorker
@@ -26,13 +26,19 @@ WORKER = """
 """
 
 
-@pytest.fixture
-def keyed_server(pg_database_url: str, tmp_path: Path) -> Iterator[ApiServer]:
-    server = ApiServer(
-        pg_database_url, keys="w1:right:charge|ship,admin:adm1n", log=tmp_path / "api.log"
-    ).start()
+@pytest.fixture(scope="module")
+def keyed_server(pg_template: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    """One server for the module (its cases only read refusals, which change nothing); the
+    cases that use it run on one xdist worker (``SHARED``)."""
+    name = create_database(template=pg_template)
+    log = tmp_path_factory.mktemp("refusals") / "api.log"
+    server = ApiServer(pg_url(name), keys="w1:right:charge|ship,admin:adm1n", log=log).start()
     yield server
     server.kill()
+    drop_database(name)
+
+
+SHARED = pytest.mark.xdist_group("worker-sdk-refusals")  # one keyed_server for them all
 
 
 def _run_worker(tmp_path: Path, base: str, key: str, topic: str = "charge") -> tuple[int, str]:
@@ -48,6 +54,7 @@ def _run_worker(tmp_path: Path, base: str, key: str, topic: str = "charge") -> t
     return code, log.read_text()
 
 
+@SHARED
 def test_a_wrong_key_stops_the_worker_with_what_to_fix(
     keyed_server: ApiServer, tmp_path: Path
 ) -> None:
@@ -60,6 +67,7 @@ def test_a_wrong_key_stops_the_worker_with_what_to_fix(
     assert "_Http" not in out and "_Refusal" not in out and "Traceback" not in out
 
 
+@SHARED
 def test_a_key_not_allowed_the_topic_stops_the_worker(
     keyed_server: ApiServer, tmp_path: Path
 ) -> None:
@@ -69,6 +77,7 @@ def test_a_key_not_allowed_the_topic_stops_the_worker(
     assert "Traceback" not in out
 
 
+@SHARED
 def test_a_url_without_engine_rest_stops_the_worker(
     keyed_server: ApiServer, tmp_path: Path
 ) -> None:
@@ -79,6 +88,7 @@ def test_a_url_without_engine_rest_stops_the_worker(
     assert "ends in /engine-rest" in out
 
 
+@SHARED
 def test_run_raises_worker_refused_in_process(keyed_server: ApiServer) -> None:
     from bpm.worker import ExternalWorker, WorkerRefused
 

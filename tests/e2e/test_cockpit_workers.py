@@ -23,13 +23,13 @@ def test_work_lists_celery_workers(
         env={"BPM_BROKER_URL": BROKER_URL},  # the API pings the workers over the broker
     ).start()
     try:
-        http = httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=30)
+        with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=30) as http:
 
-        def seen() -> list[str]:
-            names = http.get("/api/work", headers={"Authorization": "Bearer s"}).json()
-            return [n for n in names["celeryWorkers"] if n.startswith(f"{name}@")]
+            def seen() -> list[str]:
+                names = http.get("/api/work", headers={"Authorization": "Bearer s"}).json()
+                return [n for n in names["celeryWorkers"] if n.startswith(f"{name}@")]
 
-        # the answer is kept 10 s; the worker answers the first ping once it is ready
-        assert eventually(seen, timeout=30, interval=1, what=f"{name} in celeryWorkers")
+            # the answer is kept 10 s; the worker answers the first ping once it is ready
+            assert eventually(seen, timeout=30, interval=1, what=f"{name} in celeryWorkers")
     finally:
         server.kill()

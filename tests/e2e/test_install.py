@@ -272,11 +272,8 @@ def test_durable_chords_finish_through_a_killed_worker_child_with_each_effect_on
         ]
         r = redis.Redis.from_url(os.environ["BPM_TEST_REDIS_URL"], decode_responses=True)
         eventually(lambda: r.hlen(f"{shop_env['SHOP_TAG']}:effects") >= 10, timeout=60)
-        children = [
-            int(line.split()[0])
-            for line in os.popen(f"ps -o pid= --ppid {worker.pid}").read().splitlines()
-            if line.strip()
-        ]
+        with os.popen(f"ps -o pid= --ppid {worker.pid}") as ps:  # closed: ps is waited for
+            children = [int(line.split()[0]) for line in ps.read().splitlines() if line.strip()]
         os.kill(children[0], signal.SIGKILL)
         for result in results:
             assert result.get(timeout=120) == sum(n * n for n in range(10))
