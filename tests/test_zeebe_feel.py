@@ -322,3 +322,22 @@ def test_feel_called_element_and_called_decision_ids(engine: Engine) -> None:
     wrong = engine.start("parent", {**variables, "region": 1}, now=T0)
     (incident,) = engine.incidents(wrong.id)
     assert "gave None, not the id of a process to call" in (incident.message or "")
+
+
+def test_feel_now_reads_the_operation_clock(engine: Engine) -> None:
+    soon = c8(
+        '<bpmn:startEvent id="s"/><bpmn:intermediateCatchEvent id="w"><bpmn:timerEventDefinition>'
+        '<bpmn:timeDate>=now() + duration("PT1M")</bpmn:timeDate></bpmn:timerEventDefinition>'
+        '</bpmn:intermediateCatchEvent><bpmn:scriptTask id="stamp"><bpmn:extensionElements>'
+        '<zeebe:script expression="=string(today())" resultVariable="day"/>'
+        '</bpmn:extensionElements></bpmn:scriptTask><bpmn:endEvent id="e"/>'
+        + flow("s", "w")
+        + flow("w", "stamp")
+        + flow("stamp", "e"),
+        "soon",
+    )
+    engine.deploy(soon)
+    inst = engine.start("soon", {}, now=T0)
+    assert engine.fire_due_timers(now=T0 + timedelta(seconds=59)) == 0
+    assert engine.fire_due_timers(now=T0 + timedelta(minutes=1)) == 1
+    assert engine.get_instance(inst.id).variables["day"] == "2026-03-02"
