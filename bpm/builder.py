@@ -29,6 +29,7 @@ as one :class:`~bpm.errors.DeploymentError`, exactly like a rejected BPMN file.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
@@ -520,30 +521,48 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         in the builder's words where the validator speaks of XML."""
         message = problem.message
         for xml, words in _XML_ADVICE:
-            message = message.replace(xml, words)
+            message = xml.sub(words, message)
         origin = self._origins.get(problem.element_id or "")
         return dataclasses.replace(problem, message=message, origin=origin)
 
 
-# What the model validator advises in BPMN XML terms, said in the builder's.
-_XML_ADVICE = (
-    (
-        "fix the targetRef or add the missing element",
-        "fix the flow's target or add that node (e.g. .service_task(id, handler=...))",
-    ),
-    (
-        "fix the sourceRef or add the missing element",
-        "fix the flow's source or add that node",
-    ),
-    (
-        "set attachedToRef to a task, sub-process or call activity",
-        "pass attached_to= the id of a task, sub-process or call activity",
-    ),
-    (
-        'set bpm:handler="name" or camunda:type="external" camunda:topic="topic"',
-        'pass handler="name" (run inline) or topic="topic" (an external worker)',
-    ),
-    ("has no start event: add a startEvent", "has no start event: add .start(id)"),
+# What the model validator advises in BPMN XML terms, said in the builder's (patterns).
+_XML_ADVICE = tuple(
+    (re.compile(pattern), words)
+    for pattern, words in (
+        (
+            r"fix the targetRef or add the missing element",
+            "fix the flow's target or add that node (e.g. .service_task(id, handler=...))",
+        ),
+        (r"fix the sourceRef or add the missing element", "fix the flow's source or add that node"),
+        (
+            r"set attachedToRef to a task, sub-process or call activity",
+            "pass attached_to= the id of a task, sub-process or call activity",
+        ),
+        (
+            r'set bpm:handler="name" or camunda:type="external" camunda:topic="topic"',
+            'pass handler="name" (run inline) or topic="topic" (an external worker)',
+        ),
+        (r"has no start event: add a startEvent", "has no start event: add .start(id)"),
+        (r"add timeDuration, timeDate or timeCycle", "pass duration=, date= or cycle="),
+        (r"has activityRef '([^']*)'", r"has activity='\1'"),
+        (r"or remove activityRef to compensate", "or leave activity= out to compensate"),
+        (
+            r"set camunda:decisionRef \(or zeebe:calledDecision decisionId\) to the id",
+            "pass decision= the id",
+        ),
+        (r" \(camunda:mapDecisionResult\)", " (map_result=)"),
+        (
+            r"the version binding needs camunda:decisionRefVersion, a whole number",
+            'binding="version" needs version= a whole number',
+        ),
+        (r"set camunda:decisionRefVersionTag", "pass version= the tag"),
+        (
+            r'add an intermediate catch event with <linkEventDefinition name="([^"]*)"/> there',
+            r'add .link_catch(id, "\1") there',
+        ),
+        (r'reference a <bpmn:(\w+) name="\.\.\."> with a name', r"give the \1 a name"),
+    )
 )
 
 

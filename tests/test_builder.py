@@ -280,3 +280,32 @@ def test_docs_show_every_builder_verb_with_an_example_that_runs() -> None:
         assert example.startswith(f".{verb}("), row
         builder = Process("docs")
         assert eval("builder" + example, {"builder": builder}) is builder
+
+
+def test_more_validator_advice_is_said_in_builder_terms() -> None:
+    with pytest.raises(DeploymentError) as info:
+        (
+            Process("p")
+            .start("s")
+            .business_rule_task("d", decision=" ")
+            .compensate("c", activity="zz")
+            .link_throw("lt", "L")
+            .receive_signal("r", " ")
+            .end("e")
+            .sequence("s", "d", "c", "r", "lt")
+            .link_catch("lc", "other")
+            .flow("lc", "e")
+            .build()
+        )
+    text = str(info.value)
+    for xml in ("bpmn:", "camunda:", "zeebe:", "Ref", "<"):
+        assert xml not in text, (xml, text)
+    messages = " | ".join(p.message for p in info.value.problems)
+    for advice in (
+        "names no decision: pass decision= the id of a deployed DMN decision",
+        "has activity='zz', which names no activity of the process",
+        "or leave activity= out to compensate them all",
+        'add .link_catch(id, "L") there',
+        "has no signal name: give the signal a name",
+    ):
+        assert advice in messages, advice
