@@ -29,6 +29,8 @@ as one :class:`~bpm.errors.DeploymentError`, exactly like a rejected BPMN file.
 from __future__ import annotations
 
 import dataclasses
+import re
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -78,6 +80,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         self._defaults: dict[str, str] = {}  # gateway id -> flow id, from flow(default=True)
         self._problems: list[Problem] = []
         self._containers: list[str] = []  # the sub-processes being built, innermost last
+        self._origins: dict[str, str] = {}  # element id -> the call that made it, for problems
 
     # -- nodes ---------------------------------------------------------------------------
 
@@ -89,6 +92,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
             self._problems.append(Problem(f"id '{node.id}' is used twice: rename one", node.id))
         else:
             self._nodes[node.id] = node
+            self._origins[node.id] = f".{_verb()}({node.id!r})"
         return self
 
     def start(
@@ -448,6 +452,9 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
             except ExpressionError as exc:
                 self._problems.append(Problem(f"flow '{flow_id}': {exc}", flow_id))
         self._flows.append(n.Flow(flow_id, source, target, text or None, name))
+        self._origins[flow_id] = f".flow({source!r}, {target!r})"
+        if _verb(past="flow") == "sequence":
+            self._origins[flow_id] += " of .sequence(...)"
         if default:
             if source in self._defaults:
                 self._problems.append(Problem(f"'{source}' has two default flows", flow_id))
@@ -501,8 +508,76 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         if not self.key:
             problems.insert(0, Problem("the process needs a non-empty key"))
         if problems:
-            raise DeploymentError(problems, f"process '{self.key}'")
+            raise DeploymentError(
+                [self._in_builder_terms(p) for p in problems], f"process '{self.key}'"
+            )
         return dataclasses.replace(model, warnings=tuple(warnings))
 
     to_model = build
     """Alias of :meth:`build`."""
+
+    def _in_builder_terms(self, problem: Problem) -> Problem:
+        """The problem named by the builder call that made its element, and its advice
+        in the builder's words where the validator speaks of XML."""
+        message = problem.message
+        for xml, words in _XML_ADVICE:
+            message = xml.sub(words, message)
+        origin = self._origins.get(problem.element_id or "")
+        return dataclasses.replace(problem, message=message, origin=origin)
+
+
+# What the model validator advises in BPMN XML terms, said in the builder's (patterns).
+_XML_ADVICE = tuple(
+    (re.compile(pattern), words)
+    for pattern, words in (
+        (
+            r"fix the targetRef or add the missing element",
+            "fix the flow's target or add that node (e.g. .service_task(id, handler=...))",
+        ),
+        (r"fix the sourceRef or add the missing element", "fix the flow's source or add that node"),
+        (
+            r"set attachedToRef to a task, sub-process or call activity",
+            "pass attached_to= the id of a task, sub-process or call activity",
+        ),
+        (
+            r'set bpm:handler="name" or camunda:type="external" camunda:topic="topic"',
+            'pass handler="name" (run inline) or topic="topic" (an external worker)',
+        ),
+        (r"has no start event: add a startEvent", "has no start event: add .start(id)"),
+        (r"add timeDuration, timeDate or timeCycle", "pass duration=, date= or cycle="),
+        (r"has activityRef '([^']*)'", r"has activity='\1'"),
+        (r"or remove activityRef to compensate", "or leave activity= out to compensate"),
+        (
+            r"set camunda:decisionRef \(or zeebe:calledDecision decisionId\) to the id",
+            "pass decision= the id",
+        ),
+        (r" \(camunda:mapDecisionResult\)", " (map_result=)"),
+        (
+            r"the version binding needs camunda:decisionRefVersion, a whole number",
+            'binding="version" needs version= a whole number',
+        ),
+        (r"set camunda:decisionRefVersionTag", "pass version= the tag"),
+        (
+            r'add an intermediate catch event with <linkEventDefinition name="([^"]*)"/> there',
+            r'add .link_catch(id, "\1") there',
+        ),
+        (r'reference a <bpmn:(\w+) name="\.\.\."> with a name', r"give the \1 a name"),
+    )
+)
+
+
+def _verb(past: str | None = None) -> str:
+    """The public builder method being called (the first one up the stack, ``past`` that
+    one: flow() called by sequence())."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name in _VERBS and name != past:
+            return name
+        frame = frame.f_back  # type: ignore[assignment]
+    return "add"
+
+
+_VERBS = frozenset(
+    name for name in dir(Process) if not name.startswith("_") and name not in ("build", "to_model")
+)

@@ -40,7 +40,8 @@ class NoBrokerDispatcher(NullDispatcher):
             NoBrokerDispatcher._said = True
             _log.warning(
                 "no broker configured (set BPM_BROKER_URL): new steps are not published "
-                "and wait for beat's redispatch_stale_ready sweeper"
+                "and wait for beat's redispatch_stale_ready sweeper (Celery), or for an "
+                "embedded loop (bpm.local.LocalLoop, `bpm dev`; docs/embedded.md)"
             )
 
 

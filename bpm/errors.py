@@ -25,10 +25,15 @@ class Problem:
     column: int | None = None
     element_type: str | None = None
     """The element's kind as written in the file, e.g. ``bpmn:serviceTask``."""
+    origin: str | None = None
+    """The builder call that made the element (``.flow('g', 'nowhere')``): a model built in
+    Python is named by its calls, not by the XML it never was."""
 
     def __str__(self) -> str:
         where = []
-        if self.element_id:
+        if self.origin:
+            where.append(self.origin)
+        elif self.element_id:
             where.append(f"{self.element_type or 'element'} '{self.element_id}'")
         if self.line is not None:
             where.append(f"line {self.line}")

@@ -19,7 +19,9 @@ incident), never silently false.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from bpm import feel
@@ -46,8 +48,13 @@ def _compile(source: str, what: str) -> feel.Expression:
         raise ExpressionError(f"FEEL {what} `={text}` does not compile: {exc}") from None
 
 
+CLOCK: ContextVar[datetime | None] = ContextVar("bpm_feel_clock", default=None)
+"""What ``now()`` and ``today()`` read: the engine operation's clock (set by the unit of
+work, so an operation given ``now=`` evaluates with it); None: the system clock."""
+
+
 def _run(expr: feel.Expression, variables: Mapping[str, Any], what: str) -> Any:
-    run = Run(DEFAULT_LIMITS, expr.source)
+    run = Run(DEFAULT_LIMITS, expr.source, CLOCK.get())
     outer = Env(camunda.EXTENSIONS, None, run)  # Camunda 8's functions; a variable wins
     try:
         return expr.run_in(outer.child({k: to_feel(v) for k, v in variables.items()}))

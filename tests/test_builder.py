@@ -9,7 +9,7 @@ import pytest
 
 from bpm.bpmn import parse_bpmn
 from bpm.builder import Process
-from bpm.errors import DeploymentError
+from bpm.errors import DeploymentError, Problem
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.retry import RetryPolicy
@@ -228,3 +228,84 @@ def test_conditions_in_other_spellings_are_translated_or_refused_once() -> None:
     assert [(p.element_type, p.element_id) for p in info.value.problems] == [
         ("bpmn:serviceTask", "t")
     ]
+
+
+def test_builder_errors_name_the_builder_call_and_its_arguments_not_xml() -> None:
+    with pytest.raises(DeploymentError) as info:
+        (
+            Process("p")
+            .start("s")
+            .service_task("g")
+            .boundary_timer("t", "nope", duration="PT1M")
+            .end("e")
+            .sequence("s", "g", "e")
+            .flow("g", "nowhere")
+            .build()
+        )
+    text = str(info.value)
+    assert "bpmn:" not in text and "Ref" not in text and "camunda:" not in text
+    assert [(p.origin, p.element_id) for p in info.value.problems] == [
+        (".flow('g', 'nowhere')", "Flow_g_nowhere"),
+        (".boundary_timer('t')", "t"),
+        (".service_task('g')", "g"),
+    ]
+    assert [p.message for p in info.value.problems] == [
+        "sequence flow 'Flow_g_nowhere' has target 'nowhere', which is not a node of the "
+        "process: fix the flow's target or add that node (e.g. .service_task(id, handler=...))",
+        "boundary event 't' is attached to 'nope', which does not exist: pass attached_to= "
+        "the id of a task, sub-process or call activity",
+        "service task 'g' has neither a handler nor a topic: pass handler=\"name\" (run "
+        'inline) or topic="topic" (an external worker)',
+    ]
+    assert text.endswith("or topic=\"topic\" (an external worker) (.service_task('g'))")
+    # A flow made by sequence() says so; the element types stay for tools that read them.
+    with pytest.raises(DeploymentError) as info:
+        Process("p").start("s").end("e").sequence("s", "x", "e").build()
+    assert [(p.origin, p.element_type) for p in info.value.problems][:2] == [
+        (".flow('s', 'x') of .sequence(...)", "bpmn:sequenceFlow"),
+        (".flow('x', 'e') of .sequence(...)", "bpmn:sequenceFlow"),
+    ]
+    assert str(Problem("m", "a", element_type="bpmn:task")) == "m (bpmn:task 'a')"  # XML
+
+
+def test_docs_show_every_builder_verb_with_an_example_that_runs() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "bpmn.md").read_text()
+    table = text.split("<!-- builder-verbs -->")[1].split("<!-- /builder-verbs -->")[0]
+    rows = [line.split(" | ") for line in table.strip().splitlines()[2:]]
+    documented = {row[0].strip("| `").split("`")[0] for row in rows}
+    public = {m for m in dir(Process) if not m.startswith("_") and m not in ("build", "to_model")}
+    assert documented == public
+    for row in rows:
+        verb, example = row[0].strip("| `").split("`")[0], row[1].strip("`")
+        assert example.startswith(f".{verb}("), row
+        builder = Process("docs")
+        assert eval("builder" + example, {"builder": builder}) is builder
+
+
+def test_more_validator_advice_is_said_in_builder_terms() -> None:
+    with pytest.raises(DeploymentError) as info:
+        (
+            Process("p")
+            .start("s")
+            .business_rule_task("d", decision=" ")
+            .compensate("c", activity="zz")
+            .link_throw("lt", "L")
+            .receive_signal("r", " ")
+            .end("e")
+            .sequence("s", "d", "c", "r", "lt")
+            .link_catch("lc", "other")
+            .flow("lc", "e")
+            .build()
+        )
+    text = str(info.value)
+    for xml in ("bpmn:", "camunda:", "zeebe:", "Ref", "<"):
+        assert xml not in text, (xml, text)
+    messages = " | ".join(p.message for p in info.value.problems)
+    for advice in (
+        "names no decision: pass decision= the id of a deployed DMN decision",
+        "has activity='zz', which names no activity of the process",
+        "or leave activity= out to compensate them all",
+        'add .link_catch(id, "L") there',
+        "has no signal name: give the signal a name",
+    ):
+        assert advice in messages, advice

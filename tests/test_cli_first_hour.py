@@ -110,6 +110,10 @@ def test_run_and_deploy_a_python_builder_process(tmp_path: Path) -> None:
     res = bpm("deploy", "two.py", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "deployed a version 1" in res.stdout and "deployed b version 1" in res.stdout
+    # a file named like a module already in use (the standard library's types) loads beside it
+    (tmp_path / "types.py").write_text(TWO.replace('"a"', '"ty"').replace("b = ", "_b = "))
+    res = bpm("run", "types.py", cwd=tmp_path)
+    assert res.returncode == 0 and "state: completed" in res.stdout, res.stderr
 
 
 def test_a_python_source_that_is_not_a_process_is_one_line(tmp_path: Path) -> None:

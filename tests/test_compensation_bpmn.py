@@ -224,7 +224,7 @@ def test_builder_mistakes_are_deploy_errors() -> None:
     messages = " | ".join(p.message for p in info.value.problems)
     assert "has both compensate_with and compensate_topic" in messages
     assert "'plain', which is not a compensation handler" in messages
-    assert "activityRef 'ghost', which names no activity of the process" in messages
+    assert "activity='ghost', which names no activity of the process" in messages  # builder terms
 
 
 def test_instance_and_record_states_only_move_along_their_tables() -> None:

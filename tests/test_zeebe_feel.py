@@ -322,3 +322,41 @@ def test_feel_called_element_and_called_decision_ids(engine: Engine) -> None:
     wrong = engine.start("parent", {**variables, "region": 1}, now=T0)
     (incident,) = engine.incidents(wrong.id)
     assert "gave None, not the id of a process to call" in (incident.message or "")
+
+
+def test_feel_now_reads_the_operation_clock(engine: Engine) -> None:
+    soon = c8(
+        '<bpmn:startEvent id="s"/><bpmn:intermediateCatchEvent id="w"><bpmn:timerEventDefinition>'
+        '<bpmn:timeDate>=now() + duration("PT1M")</bpmn:timeDate></bpmn:timerEventDefinition>'
+        '</bpmn:intermediateCatchEvent><bpmn:scriptTask id="stamp"><bpmn:extensionElements>'
+        '<zeebe:script expression="=string(today())" resultVariable="day"/>'
+        '</bpmn:extensionElements></bpmn:scriptTask><bpmn:endEvent id="e"/>'
+        + flow("s", "w")
+        + flow("w", "stamp")
+        + flow("stamp", "e"),
+        "soon",
+    )
+    engine.deploy(soon)
+    inst = engine.start("soon", {}, now=T0)
+    assert engine.fire_due_timers(now=T0 + timedelta(seconds=59)) == 0
+    assert engine.fire_due_timers(now=T0 + timedelta(minutes=1)) == 1
+    assert engine.get_instance(inst.id).variables["day"] == "2026-03-02"
+
+
+def test_a_feel_job_type_is_the_topic_of_each_task(engine: Engine) -> None:
+    dynamic = c8(
+        '<bpmn:startEvent id="s"/>'
+        + job("send", "=&quot;send-&quot; + channel")
+        + '<bpmn:endEvent id="e"/>'
+        + flow("s", "send")
+        + flow("send", "e"),
+        "notify",
+    )
+    engine.deploy(dynamic)
+    mail = engine.start("notify", {"channel": "mail"}, now=T0)
+    assert [t.topic for t in engine.external_tasks(instance_id=mail.id)] == ["send-mail"]
+    assert work(engine, "send-mail") and engine.get_instance(mail.id).state.value == "completed"
+    bad = engine.start("notify", {}, now=T0)  # "send-" + null is null: no topic
+    (incident,) = engine.incidents(bad.id)
+    assert incident.type == "failedJobType"
+    assert engine.external_tasks(instance_id=bad.id) == []

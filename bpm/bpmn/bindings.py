@@ -3,7 +3,8 @@
 In order of precedence, one binding per task:
 
 * ``zeebe:taskDefinition type="T" retries="3"`` -> external task on topic T, 3 attempts,
-  with the ``zeebe:taskHeaders`` as extension properties;
+  with the ``zeebe:taskHeaders`` as extension properties (``type="=..."``: FEEL giving the
+  topic when the task is reached);
 * ``bpm:handler="name"`` -> the inline handler ``name``;
 * ``bpm:celeryTask="shop.tasks.charge"`` -> that Celery task, run inline as the handler
   ``celery:shop.tasks.charge`` (:mod:`bpm.contrib.celery.handlers`); ``bpm:resultVariable``
@@ -37,6 +38,8 @@ from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import camunda, java_engine, ours
 from bpm.bpmn.retryspec import RetrySpecError, parse_retry, parse_retry_cycle
+from bpm.dialects import native_feel
+from bpm.errors import ExpressionError
 from bpm.expressions import unwrap
 from bpm.handlers import CELERY_TASK, RESULT_VARIABLE
 from bpm.retry import FailureAction, RetryPolicy
@@ -87,12 +90,24 @@ def _static(text: str, what: str, el: Element, ctx: Context) -> str | None:
     return None
 
 
+def _job_type(kind: str, el: Element, ctx: Context) -> str | None:
+    """A job type: text, ``="text"``, or any other ``=FEEL`` (kept: evaluated when the task
+    is reached, the topic of that task)."""
+    if not kind.startswith("=") or _FEEL_STRING.match(kind):
+        return _static(kind, "zeebe:taskDefinition type", el, ctx)
+    try:
+        return native_feel(kind)
+    except ExpressionError as exc:
+        ctx.report(el, f"zeebe:taskDefinition type of '{el.get('id')}': {exc}")
+        return None
+
+
 def _zeebe(el: Element, ctx: Context, ext: Extensions, out: Binding) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     definition = ext.zeebe.get("taskDefinition")
     if definition is not None:
-        kind = definition.get("type", "")
-        topic = _static(kind, "zeebe:taskDefinition type", el, ctx)
+        kind = definition.get("type", "").strip()
+        topic = _job_type(kind, el, ctx)
         if topic is None and not kind.startswith("="):
             ctx.report(el, 'zeebe:taskDefinition needs type="...": name the job type')
         if topic is not None:

@@ -55,7 +55,10 @@ def _import_file(path: Path) -> ModuleType:
     for entry in (folder, os.getcwd()):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    spec = importlib.util.spec_from_file_location(name, path)
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__file__", None) != str(path.resolve()):
+        name = f"_bpm_source_{name}"  # e.g. a types.py: never replace a module in use
+    spec = importlib.util.spec_from_file_location(name, path.resolve())
     if spec is None or spec.loader is None:
         fail(f"{path}: cannot be loaded as a Python module")
         raise AssertionError("unreachable")

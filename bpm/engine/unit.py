@@ -41,6 +41,7 @@ from bpm.engine.decisions import DecisionCall, Evaluated, prepare_call, record_c
 from bpm.engine.mailbox import deliver_buffered
 from bpm.errors import NotFound
 from bpm.events import ended_by
+from bpm.expressions_feel import CLOCK as FEEL_CLOCK
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.behaviours import BEHAVIOURS
@@ -325,10 +326,14 @@ class Unit:
 def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit]:
     """One engine operation: lock, load, change, flush, commit, then publish."""
     at = core.now(now)
-    with core.tx() as conn:
-        unit = Unit(core, conn, at)
-        yield unit
-        unit.flush()
+    clock = FEEL_CLOCK.set(at)  # FEEL's now() in this operation's expressions
+    try:
+        with core.tx() as conn:
+            unit = Unit(core, conn, at)
+            yield unit
+            unit.flush()
+    finally:
+        FEEL_CLOCK.reset(clock)
     if core.listeners:
         core.announce_ended([e for w in unit.works.values() if (e := ended_by(w)) is not None])
     if unit.traces:

@@ -8,7 +8,7 @@ Ready for a worker (inline service tasks, published after commit).
 from __future__ import annotations
 
 from bpm.errors import BpmError, ExpressionError
-from bpm.expressions import compile_condition, compile_expression
+from bpm.expressions import compile_condition, compile_expression, is_feel
 from bpm.model import nodes as n
 from bpm.runtime import (
     calls,
@@ -24,9 +24,12 @@ from bpm.runtime import (
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
+from bpm.runtime.variables import reference
 from bpm.runtime.walker import Behaviour, Walker
 from bpm.runtime.work import new_id
 
+JOB_TYPE_INCIDENT = "failedJobType"
+"""Incident type of a Zeebe job type expression that gave no topic."""
 SCRIPT_INCIDENT = "failedScript"
 """Incident type of a CEL script that could not be evaluated or stored."""
 
@@ -74,6 +77,13 @@ def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
 
 
 def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
+    topic = node.topic
+    if topic is not None and is_feel(topic):  # Zeebe's job type expression: this task's topic
+        try:
+            topic = reference(topic, walker.variables(tok), "a job type")
+        except BpmError as exc:
+            walker.fail_token(tok, f"job type of {node.id}: {exc}", incident_type=JOB_TYPE_INCIDENT)
+            return
     if not walker.enter_activity(tok):
         return
     w = walker.work
@@ -81,7 +91,7 @@ def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
         # Stays Ready: a worker claims it. Published after commit.
         w.to_dispatch.append(tok.id)
         return
-    assert node.topic is not None
+    assert topic is not None
     task = w.add(
         ExternalTask(
             id=new_id(),
@@ -91,7 +101,7 @@ def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
             definition_key=w.instance.definition_key,
             business_key=w.instance.business_key,
             node_id=node.id,
-            topic=node.topic,
+            topic=topic,
             state=TaskState.READY,
             priority=node.priority,
             properties=dict(node.properties),
@@ -99,7 +109,7 @@ def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
             updated_at=w.now,
         )
     )
-    w.notify.add(node.topic)
+    w.notify.add(topic)
     w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.EXTERNAL_TASK, task.id))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -429,15 +430,13 @@ def test_pending_long_polls_are_bounded(pg_database_url: str, tmp_path: Path) ->
 def test_reclaimer_returns_expired_locks_with_a_history_event(api: Api) -> None:
     api.deploy(one_task("reclaim", "reclaim"))
     iid = api.start("reclaim", {"n": 1})
-    [task] = api.fetch("w1", "reclaim", lock=300)
-    assert api.engine.reclaim_expired_external_locks() == 0  # not expired yet
-    from tests.support import eventually
-
-    eventually(
-        lambda: api.engine.reclaim_expired_external_locks() == 1,
-        timeout=10,
-        what="the lock to expire and be reclaimed",
-    )
+    [task] = api.fetch("w1", "reclaim", lock=60_000)
+    # time injected: a 300 ms lock with a real wait expired before its first check under load
+    now = api.engine.core.now()
+    assert api.engine.reclaim_expired_external_locks(now=now) == 0  # not expired yet
+    later = now + timedelta(seconds=61)
+    assert api.engine.reclaim_expired_external_locks(now=later) == 1
+    assert api.engine.reclaim_expired_external_locks(now=later) == 0  # counted once
     info = api.http.get(f"/external-task/{task['id']}").json()
     # the lock is gone; the last worker stays until an unlock, as in Camunda
     assert info["workerId"] == "w1" and info["lockExpirationTime"] is None
