@@ -1,5 +1,6 @@
 """``bpm lint``, ``bpm deploy`` of files from other modelers, ``bpm schedules``, starting at a
-chosen start event and suspending a definition: real subprocesses, real databases."""
+chosen start event and suspending a definition: real subprocesses, real databases (``bpm
+lint`` of a file, which reads nothing else, and the help pages run in-process: ``bpm_here``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import ROOT, bpm
+from tests.test_cli import ROOT, bpm, bpm_here
 
 DATA = ROOT / "tests" / "data" / "modeler"
 HANDLERS = (
@@ -22,20 +23,20 @@ def lines(text: str) -> list[str]:
 
 
 def test_lint_a_clean_file_exits_0() -> None:
-    res = bpm("lint", str(DATA / "pass_through.bpmn"))
+    res = bpm_here("lint", str(DATA / "pass_through.bpmn"))
     assert res.returncode == 0, res.stdout + res.stderr
     assert lines(res.stdout) == ["1 file(s): 0 error(s), 0 warning(s)"]
 
 
 def test_lint_warnings_exit_0_or_1_with_strict() -> None:
     path = str(DATA / "warnings.bpmn")
-    res = bpm("lint", path)
+    res = bpm_here("lint", path)
     assert res.returncode == 0, res.stdout + res.stderr
     warnings = [line for line in lines(res.stdout) if ": warning: " in line]
     # asyncBefore, asyncAfter, executionListener (its inputOutput is honoured since issue 10)
     assert len(warnings) == 3 and all(line.startswith(path) for line in warnings)
     assert any("camunda:executionListener" in line and "'work'" in line for line in warnings)
-    strict = bpm("lint", "--strict", path)
+    strict = bpm_here("lint", "--strict", path)
     assert strict.returncode == 1 and strict.stdout == res.stdout
 
 
@@ -43,7 +44,7 @@ def test_lint_errors_exit_2_with_file_line_and_element(tmp_path: Path) -> None:
     broken = tmp_path / "broken.bpmn"
     text = (DATA / "pass_through.bpmn").read_text()
     broken.write_text(text.replace('targetRef="end"', 'targetRef="nowhere"'))
-    res = bpm("lint", str(broken), str(DATA / "pass_through.bpmn"))
+    res = bpm_here("lint", str(broken), str(DATA / "pass_through.bpmn"))
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stdout + res.stderr
     errors = [line for line in lines(res.stdout) if ": error: " in line]
@@ -51,7 +52,7 @@ def test_lint_errors_exit_2_with_file_line_and_element(tmp_path: Path) -> None:
     assert errors[0].endswith("[bpmn:sequenceFlow f5]")
     assert errors[1].startswith(f"{broken}:16: error: 'end' cannot be reached")
     assert lines(res.stdout)[-1] == "2 file(s): 2 error(s), 0 warning(s)"
-    missing = bpm("lint", str(tmp_path / "missing.bpmn"))
+    missing = bpm_here("lint", str(tmp_path / "missing.bpmn"))
     assert missing.returncode == 2 and "cannot read the file" in missing.stdout
 
 
@@ -91,7 +92,7 @@ def test_deploy_prints_every_process_and_the_warnings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["lint", "schedules", "suspend-definition"])
 def test_new_commands_have_help(command: str) -> None:
-    res = bpm(command, "--help")
+    res = bpm_here(command, "--help")
     assert res.returncode == 0 and "Usage" in res.stdout
 
 
@@ -156,10 +157,10 @@ EXTERNAL_WITH_LEASE = """<?xml version="1.0" encoding="UTF-8"?>
 def test_lint_warns_that_bpm_lease_on_an_external_task_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "leased.bpmn"
     path.write_text(EXTERNAL_WITH_LEASE)
-    res = bpm("lint", str(path))
+    res = bpm_here("lint", str(path))
     assert res.returncode == 0, res.stdout + res.stderr
     warnings = [line for line in lines(res.stdout) if ": warning: " in line]
     assert len(warnings) == 1, warnings  # the inline task's lease is honoured
     assert "'charge'" in warnings[0] and "bpm:lease" in warnings[0]
     assert "lockDuration" in warnings[0]
-    assert bpm("lint", "--strict", str(path)).returncode == 1
+    assert bpm_here("lint", "--strict", str(path)).returncode == 1

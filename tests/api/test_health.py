@@ -24,8 +24,8 @@ def test_live_and_ready(
     server = ApiServer(pg_database_url, keys="ops:s", log=tmp_path / "api.log").start()
     try:
         base = f"http://127.0.0.1:{server.port}"
-        assert httpx.get(f"{base}/health/live").json() == {"status": "ok"}
-        ready = httpx.get(f"{base}/health/ready")
+        assert httpx.get(f"{base}/health/live", timeout=30).json() == {"status": "ok"}
+        ready = httpx.get(f"{base}/health/ready", timeout=30)
         assert ready.status_code == 200
         checks = {c["name"]: c for c in ready.json()["checks"]}
         assert checks["database"]["ok"] and checks["migrations"]["ok"]
@@ -56,7 +56,7 @@ def test_ready_says_503_when_the_schema_is_behind(tmp_path: Path) -> None:
         # the server starts fine: /version needs no schema
         server = ApiServer(pg_url(name), keys="ops:s", log=tmp_path / "api.log").start()
         try:
-            r = httpx.get(f"http://127.0.0.1:{server.port}/health/ready")
+            r = httpx.get(f"http://127.0.0.1:{server.port}/health/ready", timeout=30)
             assert r.status_code == 503 and r.json()["status"] == "unavailable"
             (migrations,) = [c for c in r.json()["checks"] if c["name"] == "migrations"]
             assert not migrations["ok"] and "bpm db upgrade" in migrations["detail"]
@@ -112,5 +112,7 @@ def test_bpm_doctor_on_a_database_that_is_down() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("BPM_BROKER_URL", None)
     url = "postgresql+psycopg://root@127.0.0.1:1/none"
-    r = subprocess.run([*BPM, "doctor", "--db", url], env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [*BPM, "doctor", "--db", url], env=env, capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 1 and "database" in r.stdout and "FAILED" in r.stdout
