@@ -12,6 +12,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -35,21 +36,29 @@ def bpm(
     )
 
 
+def engines() -> list[Any]:
+    """The engines alive in this process. By their real type: ``isinstance`` asks an
+    object its ``__class__``, and a Celery task proxy answers by evaluating itself (it binds
+    the task to its app, which is not this test's business and warns on Celery 5.7)."""
+    from bpm import Engine
+
+    return [o for o in gc.get_objects() if issubclass(type(o), Engine)]
+
+
 def bpm_here(
     *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
     """:func:`bpm` in this process (click's runner), as the same CompletedProcess: the exit
     code, stdout and stderr (an unexpected exception is exit 1 with its traceback on stderr,
     as Python prints it)."""
-    from bpm import Engine
     from bpm.cli import app
 
     full_env: dict[str, str | None] = {"BPM_DATABASE_URL": None, "COLUMNS": "200", **(env or {})}
-    before = {id(o) for o in gc.get_objects() if isinstance(o, Engine)}
+    before = {id(o) for o in engines()}
     with contextlib.chdir(cwd):
         res = CliRunner(env=full_env).invoke(app, list(args), prog_name="bpm")
     # A refused command leaves its engine to the end of the process: end it here.
-    for leftover in [o for o in gc.get_objects() if isinstance(o, Engine)]:
+    for leftover in engines():
         if id(leftover) not in before and hasattr(leftover, "core"):  # built, not half-built
             leftover.close()
     stderr = res.stderr

@@ -110,9 +110,15 @@ def test_run_and_deploy_a_python_builder_process(tmp_path: Path) -> None:
     res = bpm("deploy", "two.py", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "deployed a version 1" in res.stdout and "deployed b version 1" in res.stdout
-    # a file named like a module already in use (the standard library's types) loads beside it
-    (tmp_path / "types.py").write_text(TWO.replace('"a"', '"ty"').replace("b = ", "_b = "))
-    res = bpm("run", "types.py", cwd=tmp_path)
+    # a file named like a module already in use (the standard library's types) loads beside
+    # it; not in the working directory, which `python -c` puts first on sys.path: there it
+    # shadows the standard module for Python's own start-up (an editable install's finder
+    # imports it from site), before bpm runs at all
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "types.py").write_text(
+        TWO.replace('"a"', '"ty"').replace("b = ", "_b = ")
+    )
+    res = bpm("run", "models/types.py", cwd=tmp_path)
     assert res.returncode == 0 and "state: completed" in res.stdout, res.stderr
 
 

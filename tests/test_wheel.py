@@ -3,6 +3,7 @@ environment of an app that installs it (where modules of those names may already
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,14 +16,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    # Built from a copy of what the wheel is made of: an in-tree build writes build/ and
+    # *.egg-info into the checkout while the rest of the suite runs from it (a CI run's
+    # build failed there, its reason swallowed: it is printed now).
+    # The whole tree, its other top-level packages (workers, beat) included: the wheel
+    # must leave them out by its own configuration.
+    src = tmp_path_factory.mktemp("tree") / "source"
+    junk = (".git", ".venv", "build", "*.egg-info", "__pycache__", "node_modules", ".*_cache")
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*junk, "*.db", "*.db-*"))
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(out), str(ROOT)],
-        check=True,
+         "-w", str(out), str(src)],
         capture_output=True,
+        text=True,
         timeout=300,
     )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
     (built,) = out.glob("bpm_celery-*.whl")
     return zipfile.ZipFile(built)
 
