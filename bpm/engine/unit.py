@@ -42,9 +42,9 @@ from bpm.engine.mailbox import deliver_buffered
 from bpm.errors import NotFound
 from bpm.events import ended_by
 from bpm.expressions_feel import CLOCK as FEEL_CLOCK
+from bpm.kinds import KINDS
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime.behaviours import BEHAVIOURS
 from bpm.runtime.decisions import Decided
 from bpm.runtime.records import Instance, ProcessDefinition, Token
 from bpm.runtime.states import InstanceState
@@ -166,7 +166,7 @@ class Unit:
             found = Walker(
                 work,
                 self.model(work.instance.definition_id),
-                BEHAVIOURS,
+                KINDS.behaviours,
                 self,
                 max_steps=self.core.config.max_steps_per_transaction,
                 decider=self,

@@ -1,4 +1,5 @@
-"""What a token arriving at each kind of node does: the table :data:`BEHAVIOURS`.
+"""What a token arriving at the plainer kinds of node does (each kind names its behaviour
+in :mod:`bpm.kinds`, which hands the walker the table).
 
 Every behaviour gets the walker, the Ready token and the node; it either moves the token on
 (:meth:`Walker.leave`), makes it wait (a work item it waits for, or a join), or leaves it
@@ -11,21 +12,16 @@ from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression, is_feel
 from bpm.model import nodes as n
 from bpm.runtime import (
-    calls,
     compensation,
-    decisions,
-    inclusive,
     intermediate,
-    messages,
     scopes,
     throwing,
-    timers,
 )
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
 from bpm.runtime.variables import reference
-from bpm.runtime.walker import Behaviour, Walker
+from bpm.runtime.walker import Walker
 from bpm.runtime.work import new_id
 
 JOB_TYPE_INCIDENT = "failedJobType"
@@ -229,30 +225,3 @@ def _fork(walker: Walker, tok: Token, node: n.ParallelGateway, outer: str | None
 def event_sub_process(walker: Walker, tok: Token, node: n.EventSubProcess) -> None:
     # Validation refuses flows into an event sub-process: say so if a model slips through.
     walker.fail_token(tok, f"event sub-process '{node.id}' is started by its event, not a flow")
-
-
-BEHAVIOURS: dict[type[n.Node], Behaviour] = {
-    n.StartEvent: start_event,
-    n.PassThrough: pass_through,
-    n.ScriptTask: script_task,
-    n.BoundaryEvent: boundary_event,
-    n.EndEvent: end_event,
-    n.ServiceTask: service_task,
-    n.UserTask: user_task,
-    n.ExclusiveGateway: exclusive_gateway,
-    n.ParallelGateway: parallel_gateway,
-    n.TimerCatchEvent: timers.catch_event,
-    n.InclusiveGateway: inclusive.inclusive_gateway,
-    n.SubProcess: scopes.sub_process,
-    n.EventSubProcess: event_sub_process,
-    n.CallActivity: calls.call_activity,
-    n.DecisionTask: decisions.decision_task,
-    n.CompensationThrowEvent: compensation.throw_event,
-    n.EscalationThrowEvent: intermediate.escalation_throw_event,
-    n.LinkThrowEvent: intermediate.link_throw_event,
-    n.LinkCatchEvent: intermediate.link_catch_event,
-    n.CatchEvent: messages.catch_event,
-    n.ReceiveTask: messages.receive_task,
-    n.EventBasedGateway: messages.event_gateway,
-    n.SignalThrow: messages.signal_throw,
-}
