@@ -42,8 +42,8 @@ from bpm.builder_compensation import CompensationMethods
 from bpm.builder_events import EventMethods
 from bpm.builder_messages import MessageMethods
 from bpm.builder_scopes import Mappings, in_container
-from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
+from bpm.expressions import to_cel
 from bpm.handlers import CELERY_TASK, RESULT_VARIABLE
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel

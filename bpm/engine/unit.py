@@ -45,11 +45,12 @@ from bpm.expressions_feel import CLOCK as FEEL_CLOCK
 from bpm.kinds import KINDS
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.runtime.changes import Item
 from bpm.runtime.decisions import Decided
 from bpm.runtime.records import Instance, ProcessDefinition, Token
 from bpm.runtime.states import InstanceState
 from bpm.runtime.walker import Walker
-from bpm.runtime.work import InstanceWork, Item
+from bpm.runtime.work import InstanceWork
 from bpm.store import definitions as defs_store
 from bpm.store import work as work_store
 from bpm.tracing import TraceContext

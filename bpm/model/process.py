@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from bpm.errors import InvalidOperation
 from bpm.model import nodes as n
+from bpm.model.reach import upstream_of
 from bpm.retry import RetryPolicy
 
 
@@ -204,8 +206,6 @@ class ProcessModel:
         """For every inclusive gateway that joins: the nodes of its container from which a
         token can still reach it (not through the gateway itself). BPMN's rule: the join
         waits while a live token of its scope sits on one of them."""
-        from bpm.model.reach import upstream_of
-
         return {
             node.id: upstream_of(self, node.id)
             for node in self.nodes.values()
@@ -223,8 +223,6 @@ class ProcessModel:
 
         Raises :class:`~bpm.errors.InvalidOperation` saying which ids may be given.
         """
-        from bpm.errors import InvalidOperation
-
         ids = ", ".join(s.id for s in self.start_events) or "none"
         if start_event is not None:
             node = self.nodes.get(start_event)

@@ -25,6 +25,7 @@ from bpm.runtime import scopes
 from bpm.runtime import variables as v
 from bpm.runtime.records import Scope, Token
 from bpm.runtime.states import BlockKind, ScopeKind, ScopeState, TokenState
+from bpm.runtime.work import check_variables
 
 if TYPE_CHECKING:
     from bpm.runtime.walker import Walker
@@ -175,8 +176,6 @@ def inner_done(walker: Walker, inner: Scope) -> None:
 
 
 def _checked(work: Any, values: dict[str, Any]) -> dict[str, Any]:
-    from bpm.runtime.work import check_variables
-
     return check_variables(values, work.max_variable_bytes, work.max_update_bytes)
 
 
