@@ -342,10 +342,7 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
             core.dispatch(ids, trace)
     else:
         core.dispatch(unit.ready)
-    thrown = [s for w in unit.works.values() for s in w.signals]
-    if thrown:
-        # Signal throw events reach other instances, which are locked by transactions of
-        # their own (never inside this one: that would break the lock order).
-        from bpm.engine.signals import broadcast_thrown
-
-        broadcast_thrown(core, thrown)
+    if core.after_unit:
+        works = list(unit.works.values())
+        for hook in core.after_unit:
+            hook(core, works)
