@@ -46,7 +46,7 @@ from bpm.kinds import KINDS
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.changes import Item
-from bpm.runtime.decisions import Decided
+from bpm.runtime.hooks import Decided, Walk
 from bpm.runtime.records import Instance, ProcessDefinition, Token
 from bpm.runtime.states import InstanceState
 from bpm.runtime.walker import Walker
@@ -216,7 +216,7 @@ class Unit:
     def start_child(
         self,
         definition: ProcessDefinition,
-        caller: Walker,
+        caller: Walk,
         token: Token,
         child_id: str,
         variables: dict[str, Any],
@@ -255,7 +255,7 @@ class Unit:
     # -- decisions: what business rule tasks evaluate (bpm.runtime.decisions.Decider) -----
     def decide(
         self,
-        walker: Walker,
+        walker: Walk,
         tok: Token,
         node: n.DecisionTask,
         key: str,

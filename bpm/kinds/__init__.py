@@ -50,7 +50,7 @@ from bpm.kinds import (
 from bpm.kinds.spec import ElementKind, KindError, TriggerKind
 from bpm.model import nodes as n
 from bpm.model.process import NODE_CLASSES, ProcessModel
-from bpm.runtime.walker import Behaviour
+from bpm.runtime.hooks import Behaviour
 
 __all__ = [
     "KINDS",

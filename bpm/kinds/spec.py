@@ -17,7 +17,7 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.elements import ElementParser
 from bpm.cockpit.diagram import Draw, Drawing
 from bpm.model import nodes as n
-from bpm.runtime.walker import Behaviour
+from bpm.runtime.hooks import Behaviour
 
 __all__ = [
     "POSITIONS",
