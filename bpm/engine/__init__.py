@@ -36,7 +36,7 @@ from bpm.engine.deployment_admin import DeploymentQuery
 from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
-from bpm.engine.messages import Correlation
+from bpm.engine.messages import Correlation, Message
 from bpm.engine.queries import Queries
 from bpm.engine.signals import SignalResult
 from bpm.engine.transactions import TransactionSource
@@ -73,6 +73,7 @@ __all__ = [
     "ExternalTask",
     "FetchRequest",
     "Incident",
+    "Message",
     "Schedule",
     "SignalResult",
     "TaskChanges",
@@ -352,6 +353,17 @@ class Engine:
             ttl=ttl,
             now=now,
         )
+
+    def correlate_many(
+        self, messages: Sequence[Message], *, now: datetime | None = None
+    ) -> list[list[Correlation] | BpmError]:
+        """Correlate several messages in ONE transaction (group commit): per message, in
+        order, what :meth:`correlate` would have returned, or the error that refused it
+        (nothing of a refused message is applied; the others commit). The messages are
+        delivered in the order given; one that a wait opened by an earlier message of the
+        batch could take is correlated after the batch commits, so each message sees what
+        it would have seen one call at a time."""
+        return _messages.correlate_many(self.core, messages, now=now)
 
     def signal(
         self, name: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
