@@ -177,3 +177,35 @@ def test_a_batch_that_fails_on_the_way_runs_each_message_alone(engine: Engine) -
     assert engine.get_instance(ids[0]).state is InstanceState.COMPLETED
     second = engine.get_instance(ids[1])
     assert second.state is InstanceState.ACTIVE and "a" not in second.variables
+
+
+def test_business_keys_variables_and_instance_ids_narrow_each_message(engine: Engine) -> None:
+    engine.deploy(
+        Process("plain")
+        .start("s")
+        .receive_message("paid", "payment")
+        .end("e")
+        .sequence("s", "paid", "e")
+        .build()
+    )
+    a = engine.start("plain", {"customer": "c1"}, business_key="b1", now=T0).id
+    b = engine.start("plain", {"customer": "c2"}, business_key="b2", now=T0).id
+    c = engine.start("plain", {"customer": "c3"}, business_key="b3", now=T0).id
+    d = engine.start("plain", {"customer": "c4"}, business_key="b4", now=T0).id
+
+    out = engine.correlate_many(
+        [
+            Message("payment", business_key="b2"),
+            Message("payment", correlation_keys={"customer": "c3"}),
+            Message("payment", instance_id=a),
+            Message("payment", business_key="b4", correlation_keys={"customer": "c9"}),
+        ],
+        now=T0 + S,
+    )
+
+    assert [r[0].instance_id if isinstance(r, list) else None for r in out[:3]] == [b, c, a]
+    assert [r[0].node_id if isinstance(r, list) else None for r in out[:3]] == ["paid"] * 3
+    assert isinstance(out[3], MessageCorrelationError)  # b4's customer is c4, not c9
+    assert engine.get_instance(d).state is InstanceState.ACTIVE
+    for iid in (a, b, c):
+        assert engine.get_instance(iid).state is InstanceState.COMPLETED

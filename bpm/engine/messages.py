@@ -33,6 +33,7 @@ from bpm.runtime.variable_types import split
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import definitions as defs_store
 from bpm.store import messages as store
+from bpm.store import work as work_store
 
 MESSAGE = "message"
 
@@ -236,7 +237,12 @@ def _together(
     later: list[int] = []
     with unit_of_work(core, now) as unit:
         order = sorted(checked)
-        found = store.waiting_many(unit.conn, MESSAGE, [checked[i].query for i in order])
+        found = store.waiting_many(
+            unit.conn,
+            MESSAGE,
+            [checked[i].query for i in order],
+            with_variables=any(checked[i].match for i in order),
+        )
         wanted: dict[int, dict[str, list[str]]] = {}
         for i, waits in zip(order, found, strict=True):
             try:
@@ -245,6 +251,11 @@ def _together(
                 results[i] = exc
         every = sorted({iid for by in wanted.values() for iid in by})
         works = unit.lock(every) if every else {}
+        # the waits, read again under those locks in one statement (not one read each)
+        subs = [s for by in wanted.values() for ids in by.values() for s in ids]
+        for sub in work_store.items_by_id(unit.conn, Subscription, subs):
+            if sub.instance_id in works:
+                works[sub.instance_id].adopt(sub)
         for i, by_instance in wanted.items():
             c = checked[i]
             if _opened_for(unit, c.message.name):

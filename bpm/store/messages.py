@@ -14,18 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    Select,
-    and_,
-    delete,
-    insert,
-    literal,
-    or_,
-    select,
-    union_all,
-    update,
-)
+from sqlalchemy import Connection, Select, and_, delete, insert, null, or_, select, update
 
 from bpm.runtime.states import InstanceState, SubscriptionState
 from bpm.store import tables as t
@@ -77,10 +66,6 @@ class WaitQuery:
     correlation_key: str | None = None
 
 
-# SQLite refuses a compound SELECT of more than 500 parts: a batch is read in chunks.
-_PARTS = 200
-
-
 def _waits(kind: str, query: WaitQuery) -> Select[Any]:
     q = (
         select(es.c.id, es.c.instance_id, es.c.node_id, pi.c.variables, es.c.created_at)
@@ -104,19 +89,56 @@ def _waits(kind: str, query: WaitQuery) -> Select[Any]:
     return q
 
 
-def waiting_many(conn: Connection, kind: str, queries: Sequence[WaitQuery]) -> list[list[Waiting]]:
-    """:func:`waiting` for several messages in one statement (a UNION ALL of one indexed
-    lookup each): per query, its waits oldest first."""
+def waiting_many(
+    conn: Connection, kind: str, queries: Sequence[WaitQuery], *, with_variables: bool = True
+) -> list[list[Waiting]]:
+    """:func:`waiting` for several messages: one statement per message name (the waits of
+    every key asked, and those without a key; narrowed by business key or instance when
+    every message of the name gives one), shared out in memory. Per query, its waits
+    oldest first; without ``with_variables``, the instances' variables are not read
+    (``Waiting.variables`` is empty)."""
     out: list[list[Waiting]] = [[] for _ in queries]
-    for first in range(0, len(queries), _PARTS):
-        part = queries[first : first + _PARTS]
-        branches = [
-            _waits(kind, q).add_columns(literal(first + i).label("m")) for i, q in enumerate(part)
-        ]
-        both = union_all(*branches).subquery()
-        rows = conn.execute(select(both).order_by(both.c.m, both.c.created_at, both.c.id))
-        for r in rows:
-            out[r.m].append(Waiting(r.id, r.instance_id, r.node_id, r.variables or {}))
+    variables = pi.c.variables if with_variables else null().label("variables")
+    by_name: dict[str, list[int]] = {}
+    for i, query in enumerate(queries):
+        by_name.setdefault(query.name, []).append(i)
+    for name, members in by_name.items():
+        asked = [queries[i] for i in members]
+        keys = sorted({k for q in asked if (k := q.correlation_key) is not None})
+        q = (
+            select(
+                es.c.id,
+                es.c.instance_id,
+                es.c.node_id,
+                es.c.correlation_key,
+                pi.c.business_key,
+                variables,
+            )
+            .join(pi, pi.c.id == es.c.instance_id)
+            .where(
+                es.c.kind == kind,
+                es.c.name == name,
+                es.c.state == OPEN,
+                pi.c.state == InstanceState.ACTIVE.value,
+            )
+            .order_by(es.c.created_at, es.c.id)
+        )
+        keyless = es.c.correlation_key.is_(None)
+        q = q.where(or_(es.c.correlation_key.in_(keys), keyless) if keys else keyless)
+        if all(x.business_key is not None for x in asked):
+            q = q.where(pi.c.business_key.in_(sorted({str(x.business_key) for x in asked})))
+        if all(x.instance_id is not None for x in asked):
+            q = q.where(es.c.instance_id.in_(sorted({str(x.instance_id) for x in asked})))
+        rows = list(conn.execute(q))
+        for i in members:
+            wanted = queries[i]
+            out[i] = [
+                Waiting(r.id, r.instance_id, r.node_id, r.variables or {})
+                for r in rows
+                if (r.correlation_key is None or r.correlation_key == wanted.correlation_key)
+                and (wanted.business_key is None or r.business_key == wanted.business_key)
+                and (wanted.instance_id is None or r.instance_id == wanted.instance_id)
+            ]
     return out
 
 
