@@ -38,6 +38,7 @@ from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
 from bpm.engine.messages import Correlation, Message
 from bpm.engine.queries import Queries
+from bpm.engine.replica import ReadReplica
 from bpm.engine.signals import SignalResult
 from bpm.engine.transactions import TransactionSource
 from bpm.engine.user_tasks import TaskChanges
@@ -110,6 +111,11 @@ class Engine:
         cfg = config or EngineConfig.from_env()
         self.url = url
         db = _db.connect(url, pool_size=cfg.pool_size)
+        replica = None
+        if cfg.read_url is not None:
+            replica = ReadReplica(
+                _db.connect(cfg.read_url, pool_size=cfg.pool_size), cfg.read_max_lag
+            )
         self.core = EngineCore(
             db=db,
             config=cfg,
@@ -117,6 +123,7 @@ class Engine:
             registry=registry or default_registry,
             clock=clock or clock_for(db),
             transactions=transactions,
+            replica=replica,
         )
 
     # -- plumbing -------------------------------------------------------------------------
@@ -151,6 +158,20 @@ class Engine:
         return Queries(self.core)
 
     @property
+    def history_queries(self) -> Queries:
+        """:attr:`queries` whose every read goes to the read replica when one is
+        configured (``BPM_DATABASE_READ_URL``): what ``/history/*`` serves."""
+        return Queries(self.core, replica=True)
+
+    def read_age(self) -> float | None:
+        """How many seconds behind the primary a read of the replica would be now; None
+        without a replica, or when such reads go to the primary (too far behind, lag
+        unknown, unreachable): their data is then current."""
+        if self.core.replica is None:
+            return None
+        return self.core.replica.age()
+
+    @property
     def cockpit(self) -> Cockpit:
         """The cockpit's read-only views (counts, pages of instances, queues, workers)."""
         return Cockpit(self.core)
@@ -174,6 +195,8 @@ class Engine:
         A dispatcher passed in is the caller's to close."""
         self.core.leases.stop()
         self.core.db.dispose()
+        if self.core.replica is not None:
+            self.core.replica.close()
 
     # -- definitions ----------------------------------------------------------------------
     def deploy(
