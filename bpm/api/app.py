@@ -54,9 +54,11 @@ from bpm.api.routes_history import router as history_router
 from bpm.api.routes_identity import router as identity_router
 from bpm.api.routes_messages import router as messages_router
 from bpm.api.routes_process import router as process_router
+from bpm.api.routes_task_comments import router as task_comments_router
 from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.api.routes_variables import router as variables_router
+from bpm.api.task_access import authorization_from_env
 from bpm.api.worker_ids import WorkerIds
 from bpm.contrib.otel_env import trace_from_env
 from bpm.engine import Engine
@@ -188,12 +190,15 @@ def create_app(
     max_fetch_bytes: int | None = None,
     cockpit_open_actions: bool = False,
     identity: IdentityProvider | None = None,
+    task_authorization: bool | None = None,
 ) -> FastAPI:
     """Build the app. Without arguments everything comes from the environment.
 
     ``cockpit_open_actions``: with no API keys, let the keyless cockpit act from localhost
     (only ``bpm dev`` sets it). ``identity``: who the users and groups are (default: as
-    ``BPM_IDENTITY`` says, the engine's own tables unless it names a file)."""
+    ``BPM_IDENTITY`` says, the engine's own tables unless it names a file).
+    ``task_authorization`` False: every user sees and claims every task
+    (``BPM_TASK_AUTHORIZATION=off``, :mod:`bpm.api.task_access`)."""
     keys = api_keys if api_keys is not None else keys_from_env()
     if open_access is None:
         open_access = os.environ.get("BPM_API_INSECURE_NO_AUTH", "") in ("1", "true", "yes")
@@ -236,6 +241,9 @@ def create_app(
     app.state.engine = eng
     app.state.auth = auth
     app.state.identity = people
+    app.state.task_authorization = (
+        authorization_from_env() if task_authorization is None else task_authorization
+    )
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
     app.state.worker_ids = WorkerIds(keys)
@@ -268,6 +276,7 @@ def create_app(
     app.include_router(messages_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)
     app.include_router(task_variables_router, prefix=PREFIX)
+    app.include_router(task_comments_router, prefix=PREFIX)
     app.include_router(variables_router, prefix=PREFIX)
     app.include_router(history_router, prefix=PREFIX)
     app.include_router(identity_router, prefix=PREFIX)

@@ -19,6 +19,7 @@ from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.routes_tasks import missing_task
+from bpm.api.task_access import may_work, sees
 from bpm.api.variables import from_camunda, one_from_camunda, to_camunda, typed
 from bpm.engine import Engine
 from bpm.engine.queries import TaskVariables
@@ -39,12 +40,20 @@ def _engine(request: Request) -> Engine:
     return engine
 
 
-async def _visible(request: Request, who: Principal, task_id: str) -> TaskVariables:
-    who.check_unrestricted("read user tasks")
+async def _visible(
+    request: Request, who: Principal, task_id: str, *, change: bool = False
+) -> TaskVariables:
+    """The task's variables if ``who`` may see the task (404 otherwise), and may work on
+    it when ``change``."""
     try:
-        return await run_in_threadpool(_engine(request).queries.task_variables, task_id)
+        found = await run_in_threadpool(_engine(request).queries.task_variables, task_id)
     except NotFound:
         raise missing_task(task_id) from None
+    if not sees(request, who, found.task):
+        raise missing_task(task_id)
+    if change:
+        may_work(who, found.task, "change the variables of")
+    return found
 
 
 def _deserialize(request: Request, name: str = "deserializeValues") -> bool:
@@ -124,7 +133,7 @@ async def put_variable(
 ) -> Response:
     """Set one variable visible from the task (its instance's)."""
     value = one_from_camunda(name, body.model_dump())
-    found = await _visible(request, who, task_id)
+    found = await _visible(request, who, task_id, change=True)
     await run_in_threadpool(
         lambda: _engine(request).modify_variables(
             found.task.instance_id, {name: value}, by=who.name
@@ -135,7 +144,7 @@ async def put_variable(
 
 @router.delete("/task/{task_id}/variables/{name}", status_code=204, responses=oa.errors(400, 404))
 async def delete_variable(task_id: str, name: str, request: Request, who: Who) -> Response:
-    found = await _visible(request, who, task_id)
+    found = await _visible(request, who, task_id, change=True)
     await run_in_threadpool(
         lambda: _engine(request).modify_variables(found.task.instance_id, {}, [name], by=who.name)
     )
@@ -148,7 +157,7 @@ async def modify_variables(
 ) -> Response:
     """``modifications`` (typed values) and ``deletions`` (names) in one transaction."""
     changes = from_camunda(body.modifications, "modifications") or {}
-    found = await _visible(request, who, task_id)
+    found = await _visible(request, who, task_id, change=True)
     await run_in_threadpool(
         lambda: _engine(request).modify_variables(
             found.task.instance_id, changes, list(body.deletions or []), by=who.name
