@@ -55,6 +55,7 @@ from bpm.api.routes_identity import router as identity_router
 from bpm.api.routes_messages import router as messages_router
 from bpm.api.routes_process import router as process_router
 from bpm.api.routes_task_comments import router as task_comments_router
+from bpm.api.routes_task_forms import router as task_forms_router
 from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.api.routes_variables import router as variables_router
@@ -277,6 +278,7 @@ def create_app(
     app.include_router(task_router, prefix=PREFIX)
     app.include_router(task_variables_router, prefix=PREFIX)
     app.include_router(task_comments_router, prefix=PREFIX)
+    app.include_router(task_forms_router, prefix=PREFIX)
     app.include_router(variables_router, prefix=PREFIX)
     app.include_router(history_router, prefix=PREFIX)
     app.include_router(identity_router, prefix=PREFIX)

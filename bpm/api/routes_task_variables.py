@@ -18,12 +18,14 @@ from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params
 from bpm.api.errors import ApiError, bad_request
-from bpm.api.routes_tasks import missing_task
+from bpm.api.routes_tasks import missing_task, visible_task
 from bpm.api.task_access import may_work, sees
+from bpm.api.task_forms import task_form
 from bpm.api.variables import from_camunda, one_from_camunda, to_camunda, typed
 from bpm.engine import Engine
 from bpm.engine.queries import TaskVariables
 from bpm.errors import NotFound
+from bpm.forms import generated_values
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -104,10 +106,17 @@ async def variables(task_id: str, request: Request, who: Who) -> Response:
     openapi_extra=oa.query([("variableNames", "list"), ("deserializeValues", "boolean")]),
 )
 async def form_variables(task_id: str, request: Request, who: Who) -> Response:
-    """The variables a form of the task starts from (all visible ones, or ``variableNames``)."""
+    """The variables a form of the task starts from: a generated form's fields (the
+    variable's value, else the field's default), otherwise all visible ones; only
+    ``variableNames`` when given."""
     names = Params.of_query(request.query_params).texts("variableNames")
     found = await _visible(request, who, task_id)
-    values = {k: v for k, v in found.values.items() if names is None or k in names}
+    values = dict(found.values)
+    row = await visible_task(request, who, task_id)
+    form = await task_form(request, row)
+    if form.fields:  # a generated form: its fields, each its variable's value or default
+        values = generated_values(form.fields, found.values)
+    values = {k: v for k, v in values.items() if names is None or k in names}
     return JSONResponse(to_camunda(values, _deserialize(request), found.types))
 
 
