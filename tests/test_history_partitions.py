@@ -1,4 +1,4 @@
-"""History partitioned by month on PostgreSQL (migration 0012, bpm/store/partitions.py):
+"""History partitioned by month on PostgreSQL (migration 0013, bpm/store/partitions.py):
 the migration keeps existing rows, rows land in their month, retention drops a whole
 partition only when nothing it keeps has rows there, and SQLite stays one table."""
 
@@ -139,7 +139,7 @@ def test_the_migration_keeps_the_rows_a_database_had_and_goes_back() -> None:
     name = create_database()
     engine = Engine(pg_url(name))
     try:
-        migrate.upgrade(engine.db, "0011")
+        migrate.upgrade(engine.db, "0012")
         engine.deploy(task_process())
         old = _run(engine, Y(1, 5), Y(1, 6))
         trail = engine.history(old)
@@ -155,7 +155,7 @@ def test_the_migration_keeps_the_rows_a_database_had_and_goes_back() -> None:
         cfg = migrate._config()
         with engine.db.begin() as conn:
             cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0011")
+            command.downgrade(cfg, "0012")
         with engine.db.connect() as conn:
             assert not parts.partitioned(conn)
         assert engine.history(old) == trail and engine.history(new) == new_trail

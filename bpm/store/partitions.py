@@ -1,7 +1,7 @@
 """History partitioned by time, on PostgreSQL: one partition per calendar month (UTC).
 
 The ``history`` table is the engine's largest (a row per transaction and instance). On
-PostgreSQL it is ``PARTITION BY RANGE (at)`` (migration 0012): ``history_pYYYY_MM`` holds
+PostgreSQL it is ``PARTITION BY RANGE (at)`` (migration 0013): ``history_pYYYY_MM`` holds
 the rows of one month, ``history_default`` whatever falls outside the months created (never
 lost, only never dropped whole), and ``history_before_YYYY_MM`` the rows a database had
 before it was partitioned (everything older than that month). An instance's rows are found
@@ -91,7 +91,7 @@ def _bounds(name: str) -> Partition:
 
 
 def partitioned(conn: Connection) -> bool:
-    """True on PostgreSQL once migration 0012 partitioned the history."""
+    """True on PostgreSQL once migration 0013 partitioned the history."""
     if conn.dialect.name != "postgresql":
         return False
     kind = conn.execute(

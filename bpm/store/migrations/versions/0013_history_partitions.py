@@ -1,7 +1,7 @@
 """history partitioned by time on PostgreSQL: one partition per month, retention drops them
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-01
 
 The existing ``history`` table becomes the partition ``history_before_YYYY_MM`` (every row
@@ -19,8 +19,8 @@ from alembic import op
 
 from bpm.store import partitions as parts
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
