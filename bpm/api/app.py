@@ -31,7 +31,7 @@ from bpm.api import errors, openapi
 from bpm.api import metrics as api_metrics
 from bpm.api.auth import VIEWER, ApiKey, Authenticator, keys_from_env
 from bpm.api.auth_gate import AuthGate
-from bpm.api.batching import CompletionBatcher
+from bpm.api.batching import CompletionBatcher, MessageBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
@@ -232,6 +232,7 @@ def create_app(
     app.state.auth = auth
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
+    app.state.messages = MessageBatcher(eng)
     app.state.worker_ids = WorkerIds(keys)
     app.state.max_fetch_bytes = max_fetch_bytes or _env_int(
         "BPM_API_MAX_FETCH_BYTES", DEFAULT_MAX_FETCH_BYTES

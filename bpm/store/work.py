@@ -203,6 +203,16 @@ class StoreLoader:
         return int(self.conn.execute(q).scalar() or 0)
 
 
+def items_by_id(conn: Connection, kind: type[Item], ids: Sequence[str]) -> list[Item]:
+    """The records ``ids`` of ``kind`` in one statement (read them under their instances'
+    locks and adopt them: a batch needs no read per record)."""
+    if not ids:
+        return []
+    table = table_of(kind)
+    q = select(table).where(table.c.id.in_(sorted(set(ids))))
+    return [record_of(kind, r._mapping) for r in conn.execute(q)]
+
+
 def load(
     conn: Connection,
     instance_ids: Sequence[str],
