@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine as SAEngine
 
 from bpm.dispatch import Dispatcher, default_dispatcher
+from bpm.engine import comments as _comments
 from bpm.engine import definitions as _defs
 from bpm.engine import deployment_admin as _dep_admin
 from bpm.engine import deployments as _deployments
@@ -61,6 +62,7 @@ from bpm.runtime.records import (
 )
 from bpm.store import db as _db
 from bpm.store import migrate as _migrate
+from bpm.store.comments import TaskComment
 
 __all__ = [
     "Completion",
@@ -508,6 +510,22 @@ class Engine:
     ) -> UserTask:
         """Assign an open task to ``user_id`` whoever has it (None: nobody)."""
         return _user_tasks.set_assignee(self.core, task_id, user_id, now=now)
+
+    def comment_user_task(
+        self,
+        task_id: str,
+        message: str,
+        *,
+        user_id: str | None = None,
+        instance_id: str | None = None,
+        now: datetime | None = None,
+    ) -> TaskComment:
+        """Add a comment to a task (kept after the task ends)."""
+        return _comments.add_comment(self.core, task_id, instance_id, user_id, message, now=now)
+
+    def user_task_comments(self, task_id: str) -> list[TaskComment]:
+        """A task's comments, oldest first."""
+        return _comments.comments(self.core, task_id)
 
     # -- inline execution -----------------------------------------------------------------
     def run_token(

@@ -26,7 +26,7 @@ from bpm.store import instances as instance_store
 from bpm.store import task_queries as tq
 from bpm.store import variable_queries as vq
 from bpm.store.history_queries import IncidentQuery, IncidentRow, InstanceQuery
-from bpm.store.task_queries import TaskQuery, TaskRow
+from bpm.store.task_queries import TaskQuery, TaskRow, Viewer
 from bpm.store.variable_queries import VariableQuery, VariableRow
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "TaskVariables",
     "VariableQuery",
     "VariableRow",
+    "Viewer",
 ]
 
 # History rows read per statement while looking for activity instances.
