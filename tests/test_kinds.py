@@ -89,7 +89,7 @@ def _one_kind_changed(**changes: Any) -> Kinds:
     elements = tuple(
         dataclasses.replace(k, **changes) if k is service_kind.KIND else k for k in KINDS.elements
     )
-    return Kinds(elements=elements, triggers=KINDS.triggers)
+    return Kinds(elements=elements, triggers=KINDS.triggers, hooks=KINDS.hooks)
 
 
 def test_a_kind_without_a_facet_fails_when_the_registry_is_built() -> None:
@@ -111,18 +111,22 @@ def test_a_tag_parsed_two_ways_fails_when_the_registry_is_built() -> None:
 def test_a_node_class_without_a_kind_fails_when_the_registry_is_built() -> None:
     elements = tuple(k for k in KINDS.elements if k.node is not n.ReceiveTask)
     with pytest.raises(KindError, match="without an element kind: ReceiveTask"):
-        Kinds(elements=elements, triggers=KINDS.triggers)
+        Kinds(elements=elements, triggers=KINDS.triggers, hooks=KINDS.hooks)
     with pytest.raises(KindError, match="ServiceTask has two element kinds"):
-        Kinds(elements=(*KINDS.elements, service_kind.KIND), triggers=KINDS.triggers)
+        Kinds(
+            elements=(*KINDS.elements, service_kind.KIND),
+            triggers=KINDS.triggers,
+            hooks=KINDS.hooks,
+        )
 
 
 def test_a_trigger_declared_twice_or_in_no_position_fails() -> None:
     timer = KINDS.by_trigger["timer"]
     with pytest.raises(KindError, match="declared twice"):
-        Kinds(elements=KINDS.elements, triggers=(*KINDS.triggers, timer))
+        Kinds(elements=KINDS.elements, triggers=(*KINDS.triggers, timer), hooks=KINDS.hooks)
     bad = TriggerKind("x", "xEventDefinition", {"middle": "x"}, timer.draw)
     with pytest.raises(KindError, match="positions must be some of"):
-        Kinds(elements=KINDS.elements, triggers=(*KINDS.triggers, bad))
+        Kinds(elements=KINDS.elements, triggers=(*KINDS.triggers, bad), hooks=KINDS.hooks)
     assert isinstance(KINDS.by_node[n.StartEvent], ElementKind)
 
 

@@ -171,6 +171,7 @@ class Unit:
                 self,
                 max_steps=self.core.config.max_steps_per_transaction,
                 decider=self,
+                hooks=KINDS.hooks,
             )
             self._walkers[work.instance.id] = found
         return found

@@ -50,7 +50,13 @@ from bpm.kinds import (
 from bpm.kinds.spec import ElementKind, KindError, TriggerKind
 from bpm.model import nodes as n
 from bpm.model.process import NODE_CLASSES, ProcessModel
-from bpm.runtime.hooks import Behaviour
+from bpm.runtime import compensation as compensating
+from bpm.runtime import eventsub, multi
+from bpm.runtime import inclusive as joining
+from bpm.runtime import messages as messaging
+from bpm.runtime import timers as timing
+from bpm.runtime.hooks import Behaviour, Hooks, TimerHooks
+from bpm.runtime.states import ScopeKind
 
 __all__ = [
     "KINDS",
@@ -70,6 +76,8 @@ class Kinds:
 
     elements: tuple[ElementKind, ...]
     triggers: tuple[TriggerKind, ...]
+    hooks: Hooks
+    """What the walker and the mechanisms reach without naming it (runtime/hooks.py)."""
     flow: ElementParser = field(default=parse_flow)
     """The parser of ``sequenceFlow``, the one flow element that is not a node."""
 
@@ -185,6 +193,24 @@ KINDS = Kinds(
         compensation.TRIGGER,
         link.TRIGGER,
         terminate.TRIGGER,
+    ),
+    hooks=Hooks(
+        arm=eventsub.arm,
+        disarm=eventsub.disarm,
+        start_event_subprocess=eventsub.start,
+        start_loop=multi.start,
+        release_joins=joining.release,
+        settlers={
+            ScopeKind.INNER_INSTANCE: multi.inner_done,
+            ScopeKind.EVENT_SUBPROCESS: eventsub.complete,
+            ScopeKind.COMPENSATION: compensating.advance,
+        },
+        timers={
+            timing.EVENT_START: TimerHooks(eventsub.timer_still_waits, eventsub.fire),
+            timing.EVENT_GATEWAY: TimerHooks(
+                messaging.gateway_timer_waits, messaging.gateway_timer_fired
+            ),
+        },
     ),
 )
 """The registry: add a kind here, in its own module."""

@@ -296,9 +296,7 @@ def _start_next(walker: Walk, run: Scope) -> None:
     work.move(r, CompensableState.RUNNING, payload={"activity": r.node_id, "run": nested.id})
     trigger = walker.model.compensation_start_in(r.node_id)
     if trigger is not None:
-        from bpm.runtime.eventsub import start
-
-        start(walker, trigger, nested.id, parent_token=r.token_id)
+        walker.hooks.start_event_subprocess(walker, trigger, nested.id, parent_token=r.token_id)
         return
     inner = [
         x
@@ -340,7 +338,5 @@ def _instance_done(walker: Walk) -> None:
         work.set_state(InstanceState.ACTIVE)
         return
     if scoped:
-        from bpm.runtime.eventsub import disarm
-
-        disarm(walker, None)
+        walker.hooks.disarm(walker, None)
     work.set_state(InstanceState.COMPENSATED)

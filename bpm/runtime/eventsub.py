@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 from bpm.errors import BpmError
 from bpm.model import nodes as n
 from bpm.runtime import scopes
+from bpm.runtime.messages import listen
 from bpm.runtime.records import Scope, Timer, Token
 from bpm.runtime.states import BlockKind, ScopeKind, ScopeState, TokenState
+from bpm.runtime.timers import TIMER_INCIDENT, cycle_of, fire_time
 from bpm.runtime.variables import evaluate, visible, write
 from bpm.timeexpr import TimerError
 
@@ -34,8 +36,6 @@ def arm(walker: Walk, container: str | None, scope_id: str | None) -> None:
     for esp in walker.model.event_subprocesses(container):
         trigger = walker.model.trigger_of(esp.id)
         if trigger is not None and trigger.event is not None:
-            from bpm.runtime.messages import listen
-
             listen(
                 walker,
                 walker.work.create_token(trigger.id, scope_id=scope_id, parent_id=None),
@@ -49,8 +49,6 @@ def arm(walker: Walk, container: str | None, scope_id: str | None) -> None:
 
 
 def _schedule(walker: Walk, listener: Token, trigger: n.StartEvent, *, first: bool) -> None:
-    from bpm.runtime.timers import TIMER_INCIDENT, cycle_of, fire_time
-
     work = walker.work
     assert trigger.timer is not None
     seen = visible(work, listener.scope_id)
@@ -161,6 +159,11 @@ def disarm(walker: Walk, scope_id: str | None) -> None:
     for tok in list(walker.work.tokens.values()):
         if tok.scope_id == scope_id and scopes.is_listener(walker, tok):
             walker.stop_token(tok, TokenState.COMPLETED, payload={"scope_completed": True})
+
+
+def timer_still_waits(walker: Walk, tok: Token, timer: Timer) -> bool:
+    """Whether a due timer start still has its listener (the timer hook)."""
+    return still_listening(walker, timer)
 
 
 def still_listening(walker: Walk, timer: Timer) -> bool:

@@ -9,16 +9,56 @@ mechanism imports the walker back: imports run one way.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime.records import ProcessDefinition, Token
-from bpm.runtime.states import TokenState
+from bpm.runtime.records import ProcessDefinition, Scope, Timer, Token
+from bpm.runtime.states import ScopeKind, TokenState
 from bpm.runtime.work import InstanceWork
 
-__all__ = ["Behaviour", "Decided", "Decider", "Relatives", "Walk"]
+__all__ = ["Behaviour", "Decided", "Decider", "Hooks", "Relatives", "TimerHooks", "Walk"]
+
+
+class StartEventSubProcess(Protocol):
+    """Runs the event sub-process of ``trigger`` in scope ``region``."""
+
+    def __call__(
+        self, walker: Walk, trigger: n.StartEvent, region: str | None, *, parent_token: str | None
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class TimerHooks:
+    """A kind of timer that a mechanism above the timers owns (an event sub-process's
+    timer start, an event-based gateway's timer): whether the token still waits for it,
+    and what firing it does."""
+
+    still_waits: Callable[[Walk, Token, Timer], bool]
+    fire: Callable[[Walk, Token, Timer], None]
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the walker and the shared mechanisms call without naming the module that
+    does it, so that imports run one way (the registry, :mod:`bpm.kinds`, hands them):
+
+    ``arm``/``disarm`` the listeners of the event sub-processes drawn in a container
+    (``arm(walker, container, scope_id)``, ``disarm(walker, scope_id)``);
+    ``start_event_subprocess`` runs one; ``start_loop`` opens a multi-instance body;
+    ``release_joins`` fires an inclusive join nothing can reach any more (True: it did);
+    ``settlers`` complete a scope no token is left in, by its kind; ``timers`` fire the
+    timers of the kinds they name.
+    """
+
+    arm: Callable[[Walk, str | None, str | None], None]
+    disarm: Callable[[Walk, str | None], None]
+    start_event_subprocess: StartEventSubProcess
+    start_loop: Callable[[Walk, Token, n.Activity], None]
+    release_joins: Callable[[Walk], bool]
+    settlers: Mapping[ScopeKind, Callable[[Walk, Scope], None]] = field(default_factory=dict)
+    timers: Mapping[str, TimerHooks] = field(default_factory=dict)
 
 
 class Walk(Protocol):
@@ -29,6 +69,7 @@ class Walk(Protocol):
     model: ProcessModel
     relatives: Relatives | None
     decider: Decider | None
+    hooks: Hooks
 
     def run(self, token_ids: Iterable[str] = ()) -> None: ...
 

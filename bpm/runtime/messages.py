@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from bpm.errors import BpmError
 from bpm.expressions import compile_expression
 from bpm.model import nodes as n
-from bpm.runtime import eventsub, scopes
+from bpm.runtime import scopes
 from bpm.runtime.records import Subscription, Timer, Token
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -210,6 +210,16 @@ def gateway_won(walker: Walk, tok: Token, target_id: str, variables: dict[str, A
     walker.leave(event_tok)  # the event happened: its node is passed at once
 
 
+def gateway_timer_waits(walker: Walk, tok: Token, timer: Timer) -> bool:
+    """Whether a due timer of an event-based gateway still races (its timer hook)."""
+    return gateway_waits(tok)
+
+
+def gateway_timer_fired(walker: Walk, tok: Token, timer: Timer) -> None:
+    """A timer after an event-based gateway fired first: it wins the race."""
+    gateway_won(walker, tok, timer.node_id, {})
+
+
 def gateway_waits(tok: Token | None) -> bool:
     return (
         tok is not None and tok.state is T.WAITING and tok.blocked_kind is BlockKind.EVENT_GATEWAY
@@ -288,7 +298,7 @@ def _listener(walker: Walk, tok: Token, trigger: n.StartEvent, variables: dict[s
     else:
         w.transition(tok.id, T.READY)
         listen(walker, w.token(tok.id), trigger)  # and waits for the next one
-    eventsub.start(walker, trigger, region, parent_token=tok.id)
+    walker.hooks.start_event_subprocess(walker, trigger, region, parent_token=tok.id)
 
 
 def signal_throw(walker: Walk, tok: Token, node: n.SignalThrow) -> None:

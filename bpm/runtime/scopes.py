@@ -205,8 +205,6 @@ def sub_process(walker: Walk, tok: Token, node: n.SubProcess) -> None:
     """Enter an embedded sub-process: its scope (inputs as local variables), a token at
     each of its start events, listeners for its event sub-processes; the token at the
     sub-process waits until the scope completes."""
-    from bpm.runtime import eventsub
-
     if not walker.enter_activity(tok):
         return
     work = walker.work
@@ -226,7 +224,7 @@ def sub_process(walker: Walk, tok: Token, node: n.SubProcess) -> None:
     work.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.SCOPE, scope.id))
     for start in walker.model.starts_in(node.id):
         walker.continue_tokens([work.create_token(start.id, scope_id=scope.id, parent_id=tok.id)])
-    eventsub.arm(walker, node.id, scope.id)
+    walker.hooks.arm(walker, node.id, scope.id)
 
 
 def complete_sub_process(walker: Walk, scope: Scope) -> None:
@@ -299,9 +297,7 @@ def settle(walker: Walk) -> bool:
     """Fire one inclusive join nothing can reach any more, or complete one scope that no
     token is left in (the innermost first); True when it did (the walk then goes on:
     completing a scope moves the token that waited for it)."""
-    from bpm.runtime import eventsub, inclusive, multi
-
-    if inclusive.release(walker):
+    if walker.hooks.release_joins(walker):
         return True
     work = walker.work
     occupied: set[str] = set()
@@ -323,17 +319,12 @@ def settle(walker: Walk) -> bool:
     if not empty:
         return False
     scope = max(empty, key=lambda s: len(v.chain(work, s.id)))
-    eventsub.disarm(walker, scope.id)
+    walker.hooks.disarm(walker, scope.id)
+    settler = walker.hooks.settlers.get(scope.kind)
     if scope.kind is ScopeKind.SUBPROCESS:
         complete_sub_process(walker, scope)
-    elif scope.kind is ScopeKind.INNER_INSTANCE:
-        multi.inner_done(walker, scope)
-    elif scope.kind is ScopeKind.EVENT_SUBPROCESS:
-        eventsub.complete(walker, scope)
-    elif scope.kind is ScopeKind.COMPENSATION:
-        from bpm.runtime import compensation
-
-        compensation.advance(walker, scope)
+    elif settler is not None:  # inner instances, event sub-processes, compensation runs
+        settler(walker, scope)
     else:
         opener = work.tokens.get(scope.token_id or "")
         ended = opener is not None and opener.state is TokenState.TERMINATED
@@ -352,9 +343,7 @@ def enter(walker: Walk, tok: Token, node: n.Node) -> Token | None:
         return tok
     work = walker.work
     if node.loop is not None and not is_inner(work, tok):
-        from bpm.runtime.multi import start
-
-        start(walker, tok, node)
+        walker.hooks.start_loop(walker, tok, node)
         return None
     if node.has_mappings and not isinstance(node, n.SubProcess) and own_scope(work, tok) is None:
         return open_activity(walker, tok, node)

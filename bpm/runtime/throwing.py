@@ -192,9 +192,9 @@ def throw(
         if catcher.start.interrupting:
             reason = f"{kind.value} {code} caught by {catcher.start.container}"
             scopes.stop_inside(at, catcher.region, reason)
-        from bpm.runtime.eventsub import start
-
-        start(at, catcher.start, catcher.region, parent_token=catcher.token.id)
+        at.hooks.start_event_subprocess(
+            at, catcher.start, catcher.region, parent_token=catcher.token.id
+        )
     if at is not walker:
         at.run()
     return catcher

@@ -181,15 +181,8 @@ def still_applies(walker: Walk, timer: Timer) -> bool:
     if timer.kind == TIMEOUT:
         node = walker.model.nodes.get(timer.node_id)
         return isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id
-    if timer.kind == EVENT_START:
-        from bpm.runtime.eventsub import still_listening
-
-        return still_listening(walker, timer)
-    if timer.kind == EVENT_GATEWAY:
-        from bpm.runtime.messages import gateway_waits
-
-        return gateway_waits(tok)
-    return False
+    hook = walker.hooks.timers.get(timer.kind)  # event sub-process starts, gateways
+    return hook is not None and hook.still_waits(walker, tok, timer)
 
 
 def apply(walker: Walk, timer: Timer) -> Timer | None:
@@ -215,14 +208,8 @@ def apply(walker: Walk, timer: Timer) -> Timer | None:
         w.to_dispatch.append(tok.id)
     elif timer.kind == TIMEOUT:
         return _boundary_fired(walker, tok, timer)
-    elif timer.kind == EVENT_START:
-        from bpm.runtime.eventsub import fire
-
-        fire(walker, tok, timer)
-    elif timer.kind == EVENT_GATEWAY:
-        from bpm.runtime.messages import gateway_won
-
-        gateway_won(walker, tok, timer.node_id, {})
+    elif timer.kind in walker.hooks.timers:  # event sub-process starts, gateways
+        walker.hooks.timers[timer.kind].fire(walker, tok, timer)
     else:  # pragma: no cover - rows are written only by this package
         raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
     return None

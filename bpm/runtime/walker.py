@@ -17,8 +17,8 @@ from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime import calls, compensation, eventsub, messages, scopes, timers, variables
-from bpm.runtime.hooks import Behaviour, Decider, Relatives
+from bpm.runtime import calls, compensation, messages, scopes, timers, variables
+from bpm.runtime.hooks import Behaviour, Decider, Hooks, Relatives
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -54,9 +54,11 @@ class Walker:
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
         decider: Decider | None = None,
+        hooks: Hooks,
     ) -> None:
         self.work = work
         self.decider = decider
+        self.hooks = hooks  # the mechanisms reached through the registry (runtime/hooks.py)
         self.model = model
         self.behaviours = behaviours  # node kind -> what a token does there
         self.relatives = relatives
@@ -72,7 +74,7 @@ class Walker:
         """A new instance's first token (and its event sub-processes' listeners), walked."""
         first = self.work.create_token(start_node_id, scope_id=None, parent_id=None)
         if self.model.scoped:
-            eventsub.arm(self, None, None)
+            self.hooks.arm(self, None, None)
         self.run([first.id])
         return first
 
@@ -267,7 +269,7 @@ class Walker:
         if self.model.scoped:
             if any(not scopes.is_listener(self, t) for t in live):
                 return
-            eventsub.disarm(self, None)
+            self.hooks.disarm(self, None)
         elif live:
             return
         w.set_state(InstanceState.COMPLETED)
