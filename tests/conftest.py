@@ -12,6 +12,7 @@ import pytest
 from bpm import Engine, EngineConfig
 from bpm.store import db as bpm_db
 from bpm.store import migrate
+from tests.forked import close_zygote
 from tests.support import create_database, drop_database, drop_database_later, finish_drops, pg_url
 
 # The test kit's plugin (the bpm fixture). The package's pytest11 entry point loads it
@@ -87,6 +88,7 @@ def pg_engine(pg_database_url: str, config: EngineConfig) -> Iterator[Engine]:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     finish_drops()
+    close_zygote()
 
 
 def pytest_configure(config: pytest.Config) -> None:
