@@ -12,6 +12,7 @@ import pytest
 from bpm import Engine, EngineConfig
 from bpm.store import db as bpm_db
 from bpm.store import migrate
+from tests.engine_helpers import close_made_engines
 from tests.forked import close_zygote
 from tests.support import create_database, drop_database, drop_database_later, finish_drops, pg_url
 
@@ -65,6 +66,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         if Path(f"{template}{suffix}").exists():
             shutil.copyfile(f"{template}{suffix}", tmp_path / f"bpm.db{suffix}")
     return f"sqlite:///{tmp_path / 'bpm.db'}"
+
+
+@pytest.fixture(autouse=True)
+def _close_made_engines() -> Iterator[None]:
+    """Every engine ``tests/engine_helpers.make_engine`` made in a test is closed after it."""
+    yield
+    close_made_engines()
 
 
 @pytest.fixture
