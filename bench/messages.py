@@ -10,8 +10,11 @@ Each run uses a fresh PostgreSQL database (``BENCH_PG_ADMIN_DSN``) and prints:
    (``engine.correlate("go", correlation_key=i)``). Baseline, same run: N instances of
    ``start -> user task -> end``, one thread completes each task
    (``engine.complete_user_task``). Both are one transaction per call that ends an instance.
-2. REST: the same with 4 client threads against a real ``bpm api`` server process:
-   ``POST /message`` vs ``POST /task/{id}/complete``.
+   Third side, same run: ``engine.correlate_many`` of each block of 50 messages (one
+   transaction per block: group commit).
+2. REST: the same with ``--rest-threads`` client threads (4) against a real ``bpm api``
+   server process: ``POST /message`` (messages arriving together are committed together)
+   vs ``POST /task/{id}/complete``.
 3. Latency: ``start -> receive message -> inline step -> end``; the time from calling
    ``engine.correlate`` to the inline handler starting, one message at a time (the Ready
    step is handed to an in-process worker thread that calls ``engine.run_token``: no
@@ -38,6 +41,7 @@ import httpx
 from bench.external import _dsn, api_server, database
 from bpm import Engine, TaskContext
 from bpm.builder import Process
+from bpm.engine import Message
 from bpm.handlers import HandlerRegistry
 
 REST_THREADS = 4
@@ -79,36 +83,45 @@ BLOCK = 50
 changes during the run (a shared one) slows both alike."""
 
 
-def _alternate(count: int, side_a: Any, side_b: Any) -> tuple[float, float]:
-    """Run ``side_a(range)`` and ``side_b(range)`` block by block; (a/s, b/s)."""
-    spent = [0.0, 0.0]
+def _alternate(count: int, *sides: Any) -> tuple[float, ...]:
+    """Run each ``side(range)`` block by block, in turn; calls/s of each."""
+    spent = [0.0] * len(sides)
     for first in range(0, count, BLOCK):
         block = range(first, min(first + BLOCK, count))
-        for side, fn in enumerate((side_a, side_b)):
+        for side, fn in enumerate(sides):
             t0 = time.perf_counter()
             fn(block)
             spent[side] += time.perf_counter() - t0
-    return count / spent[0], count / spent[1]
+    return tuple(count / s for s in spent)
 
 
-def python_api(engine: Engine, count: int) -> tuple[float, float]:
-    """(correlations/s, user-task completions/s), one thread each."""
+def python_api(engine: Engine, count: int) -> tuple[float, float, float]:
+    """(correlations/s, correlations/s by correlate_many, user-task completions/s), one
+    thread each."""
     _start(engine, "msg", 0, count)
+    _start(engine, "msg", 2 * count, count)
     tasks = _tasks(engine, _start(engine, "task", 0, count))
 
     def correlate(block: range) -> None:
         for i in block:
             engine.correlate("go", correlation_key=f"k{i}")
 
+    def correlate_many(block: range) -> None:
+        out = engine.correlate_many(
+            [Message("go", correlation_key=f"k{2 * count + i}") for i in block]
+        )
+        assert all(isinstance(r, list) and r for r in out), out
+
     def complete(block: range) -> None:
         for i in block:
             engine.complete_user_task(tasks[i])
 
-    return _alternate(count, correlate, complete)
+    corr, many, comp = _alternate(count, correlate, correlate_many, complete)
+    return corr, many, comp
 
 
-def rest(engine: Engine, url: str, count: int) -> tuple[float, float]:
-    """(correlations/s, completions/s) over HTTP from ``REST_THREADS`` client threads."""
+def rest(engine: Engine, url: str, count: int, threads: int) -> tuple[float, ...]:
+    """(correlations/s, completions/s) over HTTP from ``threads`` client threads."""
     base_key = 1_000_000
     _start(engine, "msg", base_key, count)
     tasks = _tasks(engine, _start(engine, "task", base_key, count))
@@ -123,7 +136,7 @@ def rest(engine: Engine, url: str, count: int) -> tuple[float, float]:
             r = http.post(f"/task/{task_id}/complete", json={})
             assert r.status_code == 204, r.text
 
-        with ThreadPoolExecutor(REST_THREADS) as pool:
+        with ThreadPoolExecutor(threads) as pool:
             return _alternate(
                 count,
                 lambda block: list(pool.map(message, block)),
@@ -208,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="200 instances, 100 samples, 1 run")
     parser.add_argument("--skip-rest", action="store_true")
+    parser.add_argument("--rest-threads", type=int, default=REST_THREADS)
     args = parser.parse_args(argv)
     count = 200 if args.quick else args.instances
     samples = 100 if args.quick else args.latency_samples
@@ -220,15 +234,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine.upgrade()
             _deploy(engine)
             line: list[str] = [f"run {run}:"]
-            corr, comp = python_api(engine, count)
+            corr, many, comp = python_api(engine, count)
             line.append(
                 f"python correlate {corr:7.1f}/s vs complete {comp:7.1f}/s "
                 f"(ratio {corr / comp:.2f})"
             )
+            line.append(
+                f"python correlate_many({BLOCK}) {many:7.1f}/s "
+                f"({many / corr:.2f}x correlate, {many / comp:.2f}x complete)"
+            )
             if not args.skip_rest:
-                rc, rd = rest(engine, url, count)
+                threads = args.rest_threads
+                rc, rd = rest(engine, url, count, threads)
                 line.append(
-                    f"REST x{REST_THREADS} /message {rc:7.1f}/s vs /task/complete {rd:7.1f}/s "
+                    f"REST x{threads} /message {rc:7.1f}/s vs /task/complete {rd:7.1f}/s "
                     f"(ratio {rc / rd:.2f})"
                 )
             engine.close()

@@ -123,6 +123,60 @@ def test_sequential_instances_run_one_after_the_other(
     assert done.variables == {"answers": [0, 10, 20]}  # `answer` stayed in each instance
 
 
+@pytest.mark.parametrize("output", ["answer", "= answer"])
+def test_a_bare_name_output_is_evaluated_over_that_variable_alone(
+    local: tuple[Engine, QueueDispatcher], monkeypatch: pytest.MonkeyPatch, output: str
+) -> None:
+    """Each inner instance's end reads its output; evaluated over every variable in view
+    (all the items, the collection so far) that cost O(instances) per instance. The value
+    is still the expression's (FEEL gives 1.0 as 1)."""
+    from bpm.expressions import Expression
+    from bpm.expressions_feel import FeelExpression
+
+    engine, _ = local
+    seen: list[list[str]] = []
+    for cls in (Expression, FeelExpression):
+        evaluate = cls.evaluate
+
+        def spy(self: Any, variables: Any, _evaluate: Any = evaluate) -> Any:
+            seen.append(sorted(variables))
+            return _evaluate(self, variables)
+
+        monkeypatch.setattr(cls, "evaluate", spy)
+    engine.deploy(
+        Process("bare")
+        .start("s")
+        .user_task("ask", for_each="items", as_="item", collect="answers", output=output)
+        .end("e")
+        .sequence("s", "ask", "e")
+    )
+    inst = engine.start("bare", {"items": list(range(3)), "big": ["x"] * 50})
+    seen.clear()
+    _complete_all(engine, inst.id, "ask", [2, 0, 1])
+    done = engine.get_instance(inst.id)
+    assert done.state is InstanceState.COMPLETED
+    assert done.variables["answers"] == [0, 10, 20]
+    assert seen == [["answer"]] * 3
+
+
+def test_a_bare_name_output_keeps_the_expression_s_value(
+    local: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, _ = local
+    engine.deploy(
+        Process("feel-out")
+        .start("s")
+        .user_task("ask", times=2, collect="answers", output="= answer")
+        .end("e")
+        .sequence("s", "ask", "e")
+    )
+    inst = engine.start("feel-out")
+    for task in engine.user_tasks(inst.id):
+        engine.complete_user_task(task.id, {"answer": 1.0})
+    answers = engine.get_instance(inst.id).variables["answers"]
+    assert answers == [1, 1] and [type(a) for a in answers] == [int, int]
+
+
 def test_a_completion_condition_cancels_the_remaining_instances(
     both: tuple[Engine, QueueDispatcher],
 ) -> None:

@@ -31,7 +31,7 @@ from bpm.api import errors, openapi
 from bpm.api import metrics as api_metrics
 from bpm.api.auth import VIEWER, ApiKey, Authenticator, keys_from_env
 from bpm.api.auth_gate import AuthGate
-from bpm.api.batching import CompletionBatcher
+from bpm.api.batching import CompletionBatcher, MessageBatcher
 from bpm.api.celery_workers import CeleryWorkers
 from bpm.api.cockpit_auth import Sessions
 from bpm.api.errors import error_response
@@ -51,15 +51,20 @@ from bpm.api.routes_docs import router as docs_router
 from bpm.api.routes_external import router as external_router
 from bpm.api.routes_health import router as health_router
 from bpm.api.routes_history import router as history_router
+from bpm.api.routes_identity import router as identity_router
 from bpm.api.routes_messages import router as messages_router
 from bpm.api.routes_process import router as process_router
+from bpm.api.routes_task_comments import router as task_comments_router
+from bpm.api.routes_task_forms import router as task_forms_router
 from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.api.routes_variables import router as variables_router
+from bpm.api.task_access import authorization_from_env
 from bpm.api.worker_ids import WorkerIds
 from bpm.contrib.otel_env import trace_from_env
 from bpm.engine import Engine
 from bpm.errors import ConfigurationError
+from bpm.identity import IdentityProvider, identity_from_env
 from bpm.runtime.external import NOTIFY_CHANNEL
 from bpm.store.db import libpq_dsn
 
@@ -185,21 +190,27 @@ def create_app(
     max_body_bytes: int | None = None,
     max_fetch_bytes: int | None = None,
     cockpit_open_actions: bool = False,
+    identity: IdentityProvider | None = None,
+    task_authorization: bool | None = None,
 ) -> FastAPI:
     """Build the app. Without arguments everything comes from the environment.
 
     ``cockpit_open_actions``: with no API keys, let the keyless cockpit act from localhost
-    (only ``bpm dev`` sets it)."""
+    (only ``bpm dev`` sets it). ``identity``: who the users and groups are (default: as
+    ``BPM_IDENTITY`` says, the engine's own tables unless it names a file).
+    ``task_authorization`` False: every user sees and claims every task
+    (``BPM_TASK_AUTHORIZATION=off``, :mod:`bpm.api.task_access`)."""
     keys = api_keys if api_keys is not None else keys_from_env()
     if open_access is None:
         open_access = os.environ.get("BPM_API_INSECURE_NO_AUTH", "") in ("1", "true", "yes")
-    auth = Authenticator(keys, open_access=open_access)
     if engine is None:
         url = database_url or os.environ.get("BPM_DATABASE_URL")
         if not url:
             raise ConfigurationError("no database: set BPM_DATABASE_URL or pass database_url")
         engine = Engine(url)
     eng = engine
+    people = identity if identity is not None else identity_from_env(eng.core)
+    auth = Authenticator(keys, open_access=open_access, identity=people)
     max_pending = max_pending_polls or _env_int("BPM_API_MAX_PENDING_POLLS", 1000)
     hub = LongPollHub(
         libpq_dsn(eng.db),
@@ -230,8 +241,13 @@ def create_app(
     )
     app.state.engine = eng
     app.state.auth = auth
+    app.state.identity = people
+    app.state.task_authorization = (
+        authorization_from_env() if task_authorization is None else task_authorization
+    )
     app.state.longpoll = hub
     app.state.completions = CompletionBatcher(eng)
+    app.state.messages = MessageBatcher(eng)
     app.state.worker_ids = WorkerIds(keys)
     app.state.max_fetch_bytes = max_fetch_bytes or _env_int(
         "BPM_API_MAX_FETCH_BYTES", DEFAULT_MAX_FETCH_BYTES
@@ -262,8 +278,11 @@ def create_app(
     app.include_router(messages_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)
     app.include_router(task_variables_router, prefix=PREFIX)
+    app.include_router(task_comments_router, prefix=PREFIX)
+    app.include_router(task_forms_router, prefix=PREFIX)
     app.include_router(variables_router, prefix=PREFIX)
     app.include_router(history_router, prefix=PREFIX)
+    app.include_router(identity_router, prefix=PREFIX)
     app.include_router(cockpit_router, prefix="/api")
     app.include_router(cockpit_actions, prefix="/api")
     app.include_router(cockpit_decisions, prefix="/api")

@@ -54,7 +54,10 @@ class AuthGate:
             await self.app(scope, receive, send)
             return
         try:
-            who = self.auth.authenticate(Headers(scope=scope).get("authorization"))
+            client = scope.get("client")
+            who = await self.auth.authenticate_async(
+                Headers(scope=scope).get("authorization"), address=client[0] if client else None
+            )
             check_method(who, scope["method"])
         except ApiError as exc:
             self._name_route(scope)

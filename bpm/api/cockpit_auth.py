@@ -123,7 +123,8 @@ async def cockpit_caller(request: Request) -> Caller:
     if auth.open:
         return Caller(Principal(None), "open", csrf=sessions.csrf(None, "open"))
     if header:
-        who = auth.authenticate(header, challenge=False)
+        address = request.client.host if request.client else None
+        who = await auth.authenticate_async(header, challenge=False, address=address)
         _no_workers(who)
         return Caller(who, "header", scheme=header.partition(" ")[0].lower())
     cookie = request.cookies.get(COOKIE)

@@ -178,7 +178,11 @@ def install(app: FastAPI) -> None:
                         extra.append(("404", "No such resource (unknown or ended)"))
                 if _authenticated(path):
                     operation["security"] = [{"basic": []}, {"bearer": []}]
-                    extra += [("401", "No or wrong credentials"), ("403", "Not allowed")]
+                    extra += [
+                        ("401", "No or wrong credentials"),
+                        ("403", "Not allowed"),
+                        ("429", "Too many failed sign-ins: wait Retry-After seconds"),
+                    ]
                 if "requestBody" in operation:
                     extra.append(("413", "Request body over the size limit"))
                 for status, text in extra:

@@ -15,6 +15,7 @@ from bpm.api import schemas as s
 from bpm.api import schemas_decisions as sd
 from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params, page
+from bpm.api.data_age import DataAgeRoute
 from bpm.api.errors import ApiError
 from bpm.api.routes_decisions import UNSUPPORTED
 from bpm.api.variables import format_date, typed
@@ -22,7 +23,7 @@ from bpm.engine import Engine
 from bpm.runtime.records import DecisionInstance
 from bpm.store.decisions import INSTANCE_SORTS, InstanceQuery
 
-router = APIRouter()
+router = APIRouter(route_class=DataAgeRoute)
 Who = Annotated[Principal, Depends(principal)]
 COUNT: dict[str, Any] = {"response_model": s.CountDto, "responses": oa.errors(400)}
 

@@ -106,6 +106,19 @@ DEPLOYMENT_FORM = {
 }
 
 
+async def _files(form: Any) -> list[tuple[str, bytes]]:
+    files: list[tuple[str, bytes]] = []
+    for key, value in form.multi_items():
+        if isinstance(value, UploadFile):
+            data = await value.read(MAX_RESOURCE_BYTES + 1)
+            if len(data) > MAX_RESOURCE_BYTES:
+                raise ApiError(
+                    413, "InvalidRequestException", f"resource {value.filename or key} is over 5 MB"
+                )
+            files.append((value.filename or key, data))
+    return files
+
+
 def _flag(form: Any, name: str) -> bool:
     value = form.get(name)
     if value is None or isinstance(value, UploadFile):
@@ -135,15 +148,10 @@ async def deployment_create(request: Request, who: Who) -> Response:
         form = await request.form(max_files=MAX_FILES, max_fields=100)
     except Exception as exc:  # malformed multipart
         raise bad_request(f"cannot read the multipart body: {exc}") from None
-    files: list[tuple[str, bytes]] = []
-    for key, value in form.multi_items():
-        if isinstance(value, UploadFile):
-            data = await value.read(MAX_RESOURCE_BYTES + 1)
-            if len(data) > MAX_RESOURCE_BYTES:
-                raise ApiError(
-                    413, "InvalidRequestException", f"resource {value.filename or key} is over 5 MB"
-                )
-            files.append((value.filename or key, data))
+    try:
+        files = await _files(form)
+    finally:
+        await form.close()  # the parts' spooled temporary files
     if not files:
         raise bad_request("no resource: attach at least one file part (a .bpmn file)")
     name = _text(form, "deployment-name")

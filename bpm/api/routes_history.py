@@ -16,6 +16,7 @@ from bpm.api import openapi as oa
 from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params, page
+from bpm.api.data_age import DataAgeRoute
 from bpm.api.errors import ApiError
 from bpm.api.history_filters import (
     ACTIVITY_FILTERS,
@@ -43,7 +44,7 @@ from bpm.runtime.states import IncidentState, UserTaskState
 from bpm.store.history_queries import INCIDENT_SORTS, INSTANCE_SORTS
 from bpm.store.variable_queries import VARIABLE_SORTS
 
-router = APIRouter()
+router = APIRouter(route_class=DataAgeRoute)
 Who = Annotated[Principal, Depends(principal)]
 COUNT: dict[str, Any] = {"response_model": s.CountDto, "responses": oa.errors(400)}
 
@@ -91,7 +92,9 @@ async def _instances(request: Request, who: Principal, p: Params) -> Response:
     at = page(request.query_params)
     q = instance_query(p)
     found = await run_in_threadpool(
-        lambda: _engine(request).queries.historic_instances(q, offset=at.offset, limit=at.limit)
+        lambda: _engine(request).history_queries.historic_instances(
+            q, offset=at.offset, limit=at.limit
+        )
     )
     return JSONResponse([instance_dto(h).dump() for h in found])
 
@@ -99,7 +102,9 @@ async def _instances(request: Request, who: Principal, p: Params) -> Response:
 async def _count_instances(request: Request, who: Principal, p: Params) -> Response:
     who.check_unrestricted("read history")
     q = instance_query(p)
-    n = await run_in_threadpool(lambda: _engine(request).queries.count_historic_instances(q))
+    n = await run_in_threadpool(
+        lambda: _engine(request).history_queries.count_historic_instances(q)
+    )
     return JSONResponse({"count": n})
 
 
@@ -145,7 +150,9 @@ async def count_instances_by_body(
 async def instance(instance_id: str, request: Request, who: Who) -> Response:
     who.check_unrestricted("read history")
     try:
-        found = await run_in_threadpool(_engine(request).queries.historic_instance, instance_id)
+        found = await run_in_threadpool(
+            _engine(request).history_queries.historic_instance, instance_id
+        )
     except NotFound:
         raise ApiError(
             404,
@@ -193,7 +200,9 @@ async def activity_instances(request: Request, who: Who) -> Response:
     at = page(request.query_params)
     q = activity_query(Params.of_query(request.query_params))
     found = await run_in_threadpool(
-        lambda: _engine(request).queries.activity_instances(q, offset=at.offset, limit=at.limit)
+        lambda: _engine(request).history_queries.activity_instances(
+            q, offset=at.offset, limit=at.limit
+        )
     )
     return JSONResponse([activity_dto(v).dump() for v in found])
 
@@ -202,7 +211,9 @@ async def activity_instances(request: Request, who: Who) -> Response:
 async def count_activity_instances(request: Request, who: Who) -> Response:
     who.check_unrestricted("read history")
     q = activity_query(Params.of_query(request.query_params))
-    n = await run_in_threadpool(lambda: _engine(request).queries.count_activity_instances(q))
+    n = await run_in_threadpool(
+        lambda: _engine(request).history_queries.count_activity_instances(q)
+    )
     return JSONResponse({"count": n})
 
 
@@ -244,7 +255,7 @@ async def incidents(request: Request, who: Who) -> Response:
     at = page(request.query_params)
     q = incident_query(Params.of_query(request.query_params))
     found = await run_in_threadpool(
-        lambda: _engine(request).queries.incidents(q, offset=at.offset, limit=at.limit)
+        lambda: _engine(request).history_queries.incidents(q, offset=at.offset, limit=at.limit)
     )
     return JSONResponse([incident_dto(r).dump() for r in found])
 
@@ -253,7 +264,7 @@ async def incidents(request: Request, who: Who) -> Response:
 async def count_incidents(request: Request, who: Who) -> Response:
     who.check_unrestricted("read history")
     q = incident_query(Params.of_query(request.query_params))
-    n = await run_in_threadpool(lambda: _engine(request).queries.count_incidents(q))
+    n = await run_in_threadpool(lambda: _engine(request).history_queries.count_incidents(q))
     return JSONResponse({"count": n})
 
 
@@ -273,7 +284,7 @@ async def _variables(request: Request, who: Principal, p: Params) -> Response:
     q = variable_query(p, history=True)
     deserialize = deserialize_values(request)
     rows = await run_in_threadpool(
-        lambda: _engine(request).queries.variables(q, offset=at.offset, limit=at.limit)
+        lambda: _engine(request).history_queries.variables(q, offset=at.offset, limit=at.limit)
     )
     return JSONResponse([historic_variable_dto(r, deserialize).dump() for r in rows])
 
@@ -281,7 +292,7 @@ async def _variables(request: Request, who: Principal, p: Params) -> Response:
 async def _count_variables(request: Request, who: Principal, p: Params) -> Response:
     who.check_unrestricted("read history")
     q = variable_query(p, history=True)
-    n = await run_in_threadpool(lambda: _engine(request).queries.count_variables(q))
+    n = await run_in_threadpool(lambda: _engine(request).history_queries.count_variables(q))
     return JSONResponse({"count": n})
 
 
@@ -370,7 +381,7 @@ async def _tasks(request: Request, who: Principal, p: Params) -> Response:
     at = page(request.query_params)
     q = historic_task_query(p)
     rows = await run_in_threadpool(
-        lambda: _engine(request).queries.tasks(q, offset=at.offset, limit=at.limit)
+        lambda: _engine(request).history_queries.tasks(q, offset=at.offset, limit=at.limit)
     )
     return JSONResponse([historic_task_dto(r).dump() for r in rows])
 
@@ -378,7 +389,7 @@ async def _tasks(request: Request, who: Principal, p: Params) -> Response:
 async def _count_tasks(request: Request, who: Principal, p: Params) -> Response:
     who.check_unrestricted("read history")
     q = historic_task_query(p)
-    n = await run_in_threadpool(lambda: _engine(request).queries.count_tasks(q))
+    n = await run_in_threadpool(lambda: _engine(request).history_queries.count_tasks(q))
     return JSONResponse({"count": n})
 
 

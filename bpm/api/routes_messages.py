@@ -5,6 +5,9 @@ Beyond Camunda: ``correlationKey`` (the value a wait's ``zeebe:subscription
 correlationKey`` had when it opened) and ``timeToLive`` (milliseconds, or an ISO 8601
 duration such as ``PT1M``): a message that nothing waits for is then kept until the first
 matching wait opens within that time, instead of answering 400.
+
+Messages that arrive together are correlated in one transaction
+(:class:`bpm.api.batching.MessageBatcher`), each answered alone.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from bpm.api.auth import Principal, principal
+from bpm.api.batching import MessageBatcher
 from bpm.api.bodies import MAX_DURATION_MS, MAX_ID, Body, Variables
 from bpm.api.documented import NAMED, CorrelationKeys, NoVariables, TimeToLive, Unsupported
 from bpm.api.errors import ApiError, bad_request
@@ -26,7 +30,7 @@ from bpm.api.routes_process import instance_json
 from bpm.api.schemas import VariableValueDto
 from bpm.api.schemas_process import ProcessInstanceDto
 from bpm.api.variables import from_camunda, to_camunda
-from bpm.engine import Correlation, Engine
+from bpm.engine import Correlation, Engine, Message
 from bpm.errors import MessageCorrelationError
 from bpm.timeexpr import TimerError, parse_duration
 
@@ -115,19 +119,20 @@ async def correlate(body: MessageBody, request: Request, who: Who) -> Response:
     keys = from_camunda(body.correlationKeys, "correlationKeys")
     ttl = _ttl(body.timeToLive)
     engine = _engine(request)
+    message = Message(
+        body.messageName,
+        variables,
+        business_key=body.businessKey,
+        correlation_key=body.correlationKey,
+        correlation_keys=keys,
+        instance_id=body.processInstanceId,
+        all=bool(body.all),
+        ttl=ttl,
+    )
+    batcher: MessageBatcher = request.app.state.messages
     try:
-        done = await run_in_threadpool(
-            lambda: engine.correlate(
-                body.messageName,
-                variables,
-                business_key=body.businessKey,
-                correlation_key=body.correlationKey,
-                correlation_keys=keys,
-                instance_id=body.processInstanceId,
-                all=bool(body.all),
-                ttl=ttl,
-            )
-        )
+        # committed with the messages that arrive at the same moment (bpm.api.batching)
+        done = await batcher.correlate(message)
     except MessageCorrelationError as exc:
         raise ApiError(
             400,

@@ -18,11 +18,14 @@ from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params
 from bpm.api.errors import ApiError, bad_request
-from bpm.api.routes_tasks import missing_task
+from bpm.api.routes_tasks import missing_task, visible_task
+from bpm.api.task_access import may_work, sees
+from bpm.api.task_forms import task_form
 from bpm.api.variables import from_camunda, one_from_camunda, to_camunda, typed
 from bpm.engine import Engine
 from bpm.engine.queries import TaskVariables
 from bpm.errors import NotFound
+from bpm.forms import generated_values
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -39,12 +42,20 @@ def _engine(request: Request) -> Engine:
     return engine
 
 
-async def _visible(request: Request, who: Principal, task_id: str) -> TaskVariables:
-    who.check_unrestricted("read user tasks")
+async def _visible(
+    request: Request, who: Principal, task_id: str, *, change: bool = False
+) -> TaskVariables:
+    """The task's variables if ``who`` may see the task (404 otherwise), and may work on
+    it when ``change``."""
     try:
-        return await run_in_threadpool(_engine(request).queries.task_variables, task_id)
+        found = await run_in_threadpool(_engine(request).queries.task_variables, task_id)
     except NotFound:
         raise missing_task(task_id) from None
+    if not sees(request, who, found.task):
+        raise missing_task(task_id)
+    if change:
+        may_work(who, found.task, "change the variables of")
+    return found
 
 
 def _deserialize(request: Request, name: str = "deserializeValues") -> bool:
@@ -95,10 +106,17 @@ async def variables(task_id: str, request: Request, who: Who) -> Response:
     openapi_extra=oa.query([("variableNames", "list"), ("deserializeValues", "boolean")]),
 )
 async def form_variables(task_id: str, request: Request, who: Who) -> Response:
-    """The variables a form of the task starts from (all visible ones, or ``variableNames``)."""
+    """The variables a form of the task starts from: a generated form's fields (the
+    variable's value, else the field's default), otherwise all visible ones; only
+    ``variableNames`` when given."""
     names = Params.of_query(request.query_params).texts("variableNames")
     found = await _visible(request, who, task_id)
-    values = {k: v for k, v in found.values.items() if names is None or k in names}
+    values = dict(found.values)
+    row = await visible_task(request, who, task_id)
+    form = await task_form(request, row)
+    if form.fields:  # a generated form: its fields, each its variable's value or default
+        values = generated_values(form.fields, found.values)
+    values = {k: v for k, v in values.items() if names is None or k in names}
     return JSONResponse(to_camunda(values, _deserialize(request), found.types))
 
 
@@ -124,7 +142,7 @@ async def put_variable(
 ) -> Response:
     """Set one variable visible from the task (its instance's)."""
     value = one_from_camunda(name, body.model_dump())
-    found = await _visible(request, who, task_id)
+    found = await _visible(request, who, task_id, change=True)
     await run_in_threadpool(
         lambda: _engine(request).modify_variables(
             found.task.instance_id, {name: value}, by=who.name
@@ -135,7 +153,7 @@ async def put_variable(
 
 @router.delete("/task/{task_id}/variables/{name}", status_code=204, responses=oa.errors(400, 404))
 async def delete_variable(task_id: str, name: str, request: Request, who: Who) -> Response:
-    found = await _visible(request, who, task_id)
+    found = await _visible(request, who, task_id, change=True)
     await run_in_threadpool(
         lambda: _engine(request).modify_variables(found.task.instance_id, {}, [name], by=who.name)
     )
@@ -148,7 +166,7 @@ async def modify_variables(
 ) -> Response:
     """``modifications`` (typed values) and ``deletions`` (names) in one transaction."""
     changes = from_camunda(body.modifications, "modifications") or {}
-    found = await _visible(request, who, task_id)
+    found = await _visible(request, who, task_id, change=True)
     await run_in_threadpool(
         lambda: _engine(request).modify_variables(
             found.task.instance_id, changes, list(body.deletions or []), by=who.name

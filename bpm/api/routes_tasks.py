@@ -3,6 +3,7 @@ a JSON filter), read, update, claim, unclaim, assign, complete and submit forms.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Request
@@ -15,11 +16,14 @@ from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params, page, parse_date
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.sort_keys import TASK_SORT_KEYS
+from bpm.api.task_access import check_admin_task, may_claim, may_work, sees, viewer
 from bpm.api.task_filters import task_query
+from bpm.api.task_forms import checked_submission, task_form
 from bpm.api.variables import format_date, from_camunda, to_camunda
 from bpm.engine import Engine, TaskChanges
-from bpm.engine.queries import TaskRow
+from bpm.engine.queries import TaskQuery, TaskRow
 from bpm.errors import NotFound
+from bpm.identity import IdentityProvider
 from bpm.runtime.states import InstanceState
 
 router = APIRouter()
@@ -35,7 +39,7 @@ TASK_FILTERS = (
     ("taskDefinitionKeyLike", "string"), ("assignee", "string"), ("assigneeIn", "list"),
     ("assigneeLike", "string"), ("assigned", "boolean"), ("unassigned", "boolean"),
     ("owner", "string"), ("candidateGroup", "string"), ("candidateGroups", "list"),
-    ("candidateUser", "string"), ("includeAssignedTasks", "boolean"),
+    ("candidateUser", "string"), ("involvedUser", "string"), ("includeAssignedTasks", "boolean"),
     ("withCandidateGroups", "boolean"), ("withoutCandidateGroups", "boolean"),
     ("withCandidateUsers", "boolean"), ("withoutCandidateUsers", "boolean"),
     ("name", "string"), ("nameLike", "string"), ("description", "string"),
@@ -80,10 +84,32 @@ def task_dto(row: TaskRow) -> s.TaskDto:
     )
 
 
+async def visible_query(request: Request, who: Principal, p: Params) -> TaskQuery:
+    """The filter of a task list, narrowed to what ``who`` may see, with the groups of a
+    ``candidateUser`` (Camunda: a user's groups' tasks are that user's candidate tasks)."""
+    q = replace(task_query(p), visible_to=viewer(request, who))
+    user = q.candidate_user
+    if user is not None:
+        identity: IdentityProvider = request.app.state.identity
+        groups = await run_in_threadpool(identity.groups_of, user)
+        q = replace(q, candidate_user_groups=tuple(sorted(groups)))
+    return q
+
+
+async def visible_task(request: Request, who: Principal, task_id: str) -> TaskRow:
+    """An open task ``who`` may see; 404 otherwise (as if it did not exist)."""
+    try:
+        row = await run_in_threadpool(_engine(request).queries.task, task_id)
+    except NotFound:
+        raise missing_task(task_id) from None
+    if not sees(request, who, row.task):
+        raise missing_task(task_id)
+    return row
+
+
 async def _list(request: Request, who: Principal, p: Params) -> Response:
-    who.check_unrestricted("read user tasks")
     at = page(request.query_params)
-    q = task_query(p)
+    q = await visible_query(request, who, p)
     rows = await run_in_threadpool(
         lambda: _engine(request).queries.tasks(q, offset=at.offset, limit=at.limit)
     )
@@ -91,8 +117,7 @@ async def _list(request: Request, who: Principal, p: Params) -> Response:
 
 
 async def _count(request: Request, who: Principal, p: Params) -> Response:
-    who.check_unrestricted("read user tasks")
-    q = task_query(p)
+    q = await visible_query(request, who, p)
     n = await run_in_threadpool(lambda: _engine(request).queries.count_tasks(q))
     return JSONResponse({"count": n})
 
@@ -136,11 +161,7 @@ def _raw(body: Any) -> dict[str, Any]:
 
 @router.get("/task/{task_id}", response_model=s.TaskDto, responses=oa.errors(404))
 async def task(task_id: str, request: Request, who: Who) -> Response:
-    who.check_unrestricted("read user tasks")
-    try:
-        row = await run_in_threadpool(_engine(request).queries.task, task_id)
-    except NotFound:
-        raise missing_task(task_id) from None
+    row = await visible_task(request, who, task_id)
     return JSONResponse(task_dto(row).dump())
 
 
@@ -152,7 +173,7 @@ def _when(name: str, value: str | None) -> Any:
 async def update(task_id: str, body: s.TaskUpdateDto, request: Request, who: Who) -> Response:
     """Replace name, description, assignee, owner, due and follow-up dates (null clears
     them) and the priority (kept when left out), as Camunda's task update."""
-    who.check_unrestricted("update user tasks")
+    check_admin_task(who, "update user tasks")
     changes = TaskChanges(
         name=body.name,
         description=body.description,
@@ -173,10 +194,14 @@ async def update(task_id: str, body: s.TaskUpdateDto, request: Request, who: Who
 
 @router.post("/task/{task_id}/claim", status_code=204, responses=oa.errors(400, 404))
 async def claim(task_id: str, body: s.ClaimDto, request: Request, who: Who) -> Response:
-    who.check_unrestricted("claim user tasks")
+    """Assign an unassigned task to ``userId``. A user claims for themselves a task they
+    are a candidate of (or one of their groups); an administrator for anyone. A task that
+    someone else has: 400, as Camunda's."""
     if not body.userId or len(body.userId) > 255:
         raise bad_request("userId (1 to 255 characters) is required to claim a task")
     user = body.userId
+    row = await visible_task(request, who, task_id)
+    may_claim(request, who, row, user)
     try:
         await run_in_threadpool(_engine(request).claim_user_task, task_id, user)
     except NotFound:
@@ -186,7 +211,8 @@ async def claim(task_id: str, body: s.ClaimDto, request: Request, who: Who) -> R
 
 @router.post("/task/{task_id}/unclaim", status_code=204, responses=oa.errors(404))
 async def unclaim(task_id: str, request: Request, who: Who) -> Response:
-    who.check_unrestricted("unclaim user tasks")
+    row = await visible_task(request, who, task_id)
+    may_work(who, row.task, "unclaim")
     try:
         await run_in_threadpool(_engine(request).unclaim_user_task, task_id)
     except NotFound:
@@ -197,7 +223,7 @@ async def unclaim(task_id: str, request: Request, who: Who) -> Response:
 @router.post("/task/{task_id}/assignee", status_code=204, responses=oa.errors(400, 404))
 async def assignee(task_id: str, body: s.UserIdDto, request: Request, who: Who) -> Response:
     """Set the assignee whoever has the task (``userId`` null: nobody)."""
-    who.check_unrestricted("assign user tasks")
+    check_admin_task(who, "assign user tasks")
     if body.userId is not None and (not body.userId or len(body.userId) > 255):
         raise bad_request("userId must be 1 to 255 characters, or null")
     try:
@@ -208,10 +234,18 @@ async def assignee(task_id: str, body: s.UserIdDto, request: Request, who: Who) 
 
 
 async def _complete(
-    task_id: str, request: Request, who: Principal, body: s.CompleteTaskDto | None
+    task_id: str,
+    request: Request,
+    who: Principal,
+    body: s.CompleteTaskDto | None,
+    *,
+    form: bool = False,
 ) -> Response:
-    who.check_unrestricted("complete user tasks")
+    row = await visible_task(request, who, task_id)
+    may_work(who, row.task, "complete")
     variables = from_camunda(body.variables if body else None)
+    if form:
+        variables = checked_submission(await task_form(request, row), task_id, variables or {})
     try:
         inst = await run_in_threadpool(_engine(request).complete_user_task, task_id, variables)
     except NotFound:
@@ -243,5 +277,7 @@ async def complete(
 async def submit_form(
     task_id: str, request: Request, who: Who, body: s.CompleteTaskDto | None = None
 ) -> Response:
-    """The same as complete (forms are the client's business here)."""
-    return await _complete(task_id, request, who, body)
+    """Complete with the form's values, checked first against the task's form (generated
+    fields: types, required, readonly, min/max, lengths, enum values; a Camunda Form: its
+    validate rules): 400 naming the field, and nothing changes."""
+    return await _complete(task_id, request, who, body, form=True)

@@ -6,6 +6,8 @@ Pure functions; the generated XML is for drawing only (bpmn-js), not for deployi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
 from xml.etree.ElementTree import Element, SubElement, register_namespace, tostring
 
 from defusedxml import ElementTree as SafeET
@@ -19,8 +21,16 @@ BPMNDI = "http://www.omg.org/spec/BPMN/20100524/DI"
 DC = "http://www.omg.org/spec/DD/20100524/DC"
 DI = "http://www.omg.org/spec/DD/20100524/DI"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
+CAMUNDA = "http://camunda.org/schema/1.0/bpmn"
 
-for _prefix, _uri in (("bpmn", BPMN), ("bpmndi", BPMNDI), ("dc", DC), ("di", DI), ("xsi", XSI)):
+for _prefix, _uri in (
+    ("bpmn", BPMN),
+    ("bpmndi", BPMNDI),
+    ("dc", DC),
+    ("di", DI),
+    ("xsi", XSI),
+    ("camunda", CAMUNDA),
+):
     register_namespace(_prefix, _uri)
 
 _TIMER_TAG = {
@@ -56,120 +66,289 @@ def _q(ns: str, tag: str) -> str:
     return f"{{{ns}}}{tag}"
 
 
-def _node_element(parent: Element, node: n.Node) -> Element:
+class Drawing:
+    """The root elements (messages, signals, errors, escalations) the drawn nodes refer
+    to, each written once before the process, so the drawing parses back to the model's
+    kinds (a drawing is for bpmn-js, but what it says must still be true)."""
+
+    def __init__(self, root: Element) -> None:
+        self.root = root
+        self._ids: dict[tuple[str, str], str] = {}
+
+    def ref(self, tag: str, value: str) -> str:
+        """The id of the root ``tag`` element named (or coded) ``value``."""
+        key = (tag, value)
+        if key not in self._ids:
+            ref = f"{tag}_{len(self._ids) + 1}"
+            attr = {"message": "name", "signal": "name"}.get(tag, f"{tag}Code")
+            self.root.insert(len(self._ids), Element(_q(BPMN, tag), {"id": ref, attr: value}))
+            self._ids[key] = ref
+        return self._ids[key]
+
+    def element(
+        self, parent: Element, tag: str, attrs: dict[str, str], definition: str | None = None
+    ) -> Element:
+        """``<tag attrs>`` in ``parent``, with an empty ``definition`` child if given."""
+        el = SubElement(parent, _q(BPMN, tag), attrs)
+        if definition is not None:
+            SubElement(el, _q(BPMN, definition))
+        return el
+
+    def event(self, parent: Element, ref: n.EventRef | None) -> None:
+        """A message or signal definition naming its root element."""
+        if ref is not None:
+            tag = ref.kind.value
+            attrs = {f"{tag}Ref": self.ref(tag, ref.name)}
+            SubElement(parent, _q(BPMN, f"{tag}EventDefinition"), attrs)
+
+    def error(self, parent: Element, code: str | None) -> None:
+        attrs = {"errorRef": self.ref("error", code)} if code is not None else {}
+        SubElement(parent, _q(BPMN, "errorEventDefinition"), attrs)
+
+    def escalation(self, parent: Element, code: str | None) -> None:
+        attrs = {"escalationRef": self.ref("escalation", code)} if code is not None else {}
+        SubElement(parent, _q(BPMN, "escalationEventDefinition"), attrs)
+
+    def compensate(self, parent: Element, activity_ref: str | None) -> None:
+        attrs = {"activityRef": activity_ref} if activity_ref else {}
+        SubElement(parent, _q(BPMN, "compensateEventDefinition"), attrs)
+
+    def link(self, parent: Element, name: str) -> None:
+        SubElement(parent, _q(BPMN, "linkEventDefinition"), {"name": name})
+
+    def timer(self, parent: Element, spec: n.TimerSpec | None) -> None:
+        definition = SubElement(parent, _q(BPMN, "timerEventDefinition"))
+        if spec is not None:
+            attrs = {_q(XSI, "type"): "bpmn:tFormalExpression"}
+            expr = SubElement(definition, _q(BPMN, _TIMER_TAG[spec.kind]), attrs)
+            expr.text = spec.expression
+
+
+Draw = Callable[[Element, Any, dict[str, str], Drawing], Element]
+"""Writes one node into its parent element: ``attrs`` holds its id and name."""
+
+
+def _start(parent: Element, node: n.StartEvent, attrs: dict[str, str], d: Drawing) -> Element:
+    if not node.interrupting:
+        attrs["isInterrupting"] = "false"
+    el = d.element(parent, "startEvent", attrs)
+    if node.timer is not None:
+        d.timer(el, node.timer)
+    elif node.error_start:
+        d.error(el, node.error_code)
+    elif node.escalation_start:
+        d.escalation(el, node.escalation_code)
+    elif node.compensation_start:
+        d.compensate(el, None)
+    d.event(el, node.event)
+    return el
+
+
+def _end(parent: Element, node: n.EndEvent, attrs: dict[str, str], d: Drawing) -> Element:
+    el = d.element(parent, "endEvent", attrs)
+    if node.kind is n.EndKind.TERMINATE:
+        SubElement(el, _q(BPMN, "terminateEventDefinition"))
+    elif node.kind is n.EndKind.ERROR:
+        d.error(el, node.error_code)
+    elif node.kind is n.EndKind.ESCALATION:
+        d.escalation(el, node.escalation_code)
+    elif node.kind is n.EndKind.COMPENSATE:
+        d.compensate(el, node.activity_ref)
+    return el
+
+
+def _boundary(parent: Element, node: n.BoundaryEvent, attrs: dict[str, str], d: Drawing) -> Element:
+    attrs["attachedToRef"] = node.attached_to
+    attrs["cancelActivity"] = "true" if node.cancel_activity else "false"
+    el = d.element(parent, "boundaryEvent", attrs)
+    if node.timer is not None:
+        d.timer(el, node.timer)
+    elif node.is_compensation:
+        d.compensate(el, None)
+    elif node.escalation:
+        d.escalation(el, node.escalation_code)
+    elif node.event is not None:
+        d.event(el, node.event)
+    else:
+        d.error(el, node.error_code)
+    return el
+
+
+def _catch(parent: Element, node: n.CatchEvent, attrs: dict[str, str], d: Drawing) -> Element:
+    el = d.element(parent, "intermediateCatchEvent", attrs)
+    d.event(el, node.event)
+    return el
+
+
+def _timer_catch(
+    parent: Element, node: n.TimerCatchEvent, attrs: dict[str, str], d: Drawing
+) -> Element:
+    el = d.element(parent, "intermediateCatchEvent", attrs)
+    d.timer(el, node.timer)
+    return el
+
+
+def _link_catch(
+    parent: Element, node: n.LinkCatchEvent, attrs: dict[str, str], d: Drawing
+) -> Element:
+    el = d.element(parent, "intermediateCatchEvent", attrs)
+    d.link(el, node.link)
+    return el
+
+
+def _link_throw(
+    parent: Element, node: n.LinkThrowEvent, attrs: dict[str, str], d: Drawing
+) -> Element:
+    el = d.element(parent, "intermediateThrowEvent", attrs)
+    d.link(el, node.link)
+    return el
+
+
+def _signal_throw(
+    parent: Element, node: n.SignalThrow, attrs: dict[str, str], d: Drawing
+) -> Element:
+    el = d.element(parent, "intermediateThrowEvent", attrs)
+    d.event(el, n.EventRef(n.EventKind.SIGNAL, node.signal))
+    return el
+
+
+def _escalation_throw(
+    parent: Element, node: n.EscalationThrowEvent, attrs: dict[str, str], d: Drawing
+) -> Element:
+    el = d.element(parent, "intermediateThrowEvent", attrs)
+    d.escalation(el, node.escalation_code)
+    return el
+
+
+def _compensation_throw(
+    parent: Element, node: n.CompensationThrowEvent, attrs: dict[str, str], d: Drawing
+) -> Element:
+    el = d.element(parent, "intermediateThrowEvent", attrs)
+    d.compensate(el, node.activity_ref)
+    return el
+
+
+def _service(parent: Element, node: n.ServiceTask, attrs: dict[str, str], d: Drawing) -> Element:
+    return d.element(parent, "serviceTask", attrs)
+
+
+def _script(parent: Element, node: n.ScriptTask, attrs: dict[str, str], d: Drawing) -> Element:
+    if node.script_format:
+        attrs["scriptFormat"] = node.script_format
+    el = d.element(parent, "scriptTask", attrs)
+    if node.script is not None:
+        SubElement(el, _q(BPMN, "script")).text = node.script
+    return el
+
+
+def _user(parent: Element, node: n.UserTask, attrs: dict[str, str], d: Drawing) -> Element:
+    return d.element(parent, "userTask", attrs)
+
+
+def _decision(parent: Element, node: n.DecisionTask, attrs: dict[str, str], d: Drawing) -> Element:
+    attrs[_q(CAMUNDA, "decisionRef")] = node.decision
+    return d.element(parent, "businessRuleTask", attrs)
+
+
+def _receive(parent: Element, node: n.ReceiveTask, attrs: dict[str, str], d: Drawing) -> Element:
+    if node.event.kind is n.EventKind.MESSAGE:
+        attrs["messageRef"] = d.ref("message", node.event.name)
+    return d.element(parent, "receiveTask", attrs)
+
+
+def _pass_through(
+    parent: Element, node: n.PassThrough, attrs: dict[str, str], d: Drawing
+) -> Element:
+    return d.element(parent, node.element, attrs)
+
+
+def _exclusive(
+    parent: Element, node: n.ExclusiveGateway, attrs: dict[str, str], d: Drawing
+) -> Element:
+    if node.default_flow:
+        attrs["default"] = node.default_flow
+    return d.element(parent, "exclusiveGateway", attrs)
+
+
+def _inclusive(
+    parent: Element, node: n.InclusiveGateway, attrs: dict[str, str], d: Drawing
+) -> Element:
+    if node.default_flow:
+        attrs["default"] = node.default_flow
+    return d.element(parent, "inclusiveGateway", attrs)
+
+
+def _parallel(
+    parent: Element, node: n.ParallelGateway, attrs: dict[str, str], d: Drawing
+) -> Element:
+    return d.element(parent, "parallelGateway", attrs)
+
+
+def _event_gateway(
+    parent: Element, node: n.EventBasedGateway, attrs: dict[str, str], d: Drawing
+) -> Element:
+    return d.element(parent, "eventBasedGateway", attrs)
+
+
+def _sub_process(parent: Element, node: n.SubProcess, attrs: dict[str, str], d: Drawing) -> Element:
+    return d.element(parent, "subProcess", attrs)
+
+
+def _event_sub_process(
+    parent: Element, node: n.EventSubProcess, attrs: dict[str, str], d: Drawing
+) -> Element:
+    attrs["triggeredByEvent"] = "true"
+    return d.element(parent, "subProcess", attrs)
+
+
+def _call(parent: Element, node: n.CallActivity, attrs: dict[str, str], d: Drawing) -> Element:
+    attrs["calledElement"] = node.called_element
+    return d.element(parent, "callActivity", attrs)
+
+
+DRAW: Mapping[type[n.Node], Draw] = {
+    n.StartEvent: _start,
+    n.EndEvent: _end,
+    n.BoundaryEvent: _boundary,
+    n.CatchEvent: _catch,
+    n.TimerCatchEvent: _timer_catch,
+    n.LinkCatchEvent: _link_catch,
+    n.LinkThrowEvent: _link_throw,
+    n.SignalThrow: _signal_throw,
+    n.EscalationThrowEvent: _escalation_throw,
+    n.CompensationThrowEvent: _compensation_throw,
+    n.ServiceTask: _service,
+    n.ScriptTask: _script,
+    n.UserTask: _user,
+    n.DecisionTask: _decision,
+    n.ReceiveTask: _receive,
+    n.PassThrough: _pass_through,
+    n.ExclusiveGateway: _exclusive,
+    n.InclusiveGateway: _inclusive,
+    n.ParallelGateway: _parallel,
+    n.EventBasedGateway: _event_gateway,
+    n.SubProcess: _sub_process,
+    n.EventSubProcess: _event_sub_process,
+    n.CallActivity: _call,
+}
+"""How each node class is drawn. No fallback: a kind without a drawing is refused (by the
+kinds' completeness test), instead of being drawn as a plain task."""
+
+_NAMED_BY_ID = (n.ServiceTask, n.UserTask, n.DecisionTask)
+
+
+def _node_element(parent: Element, node: n.Node, d: Drawing) -> Element:
     attrs = {"id": node.id}
     if node.name:
         attrs["name"] = node.name
-    elif isinstance(node, (n.ServiceTask, n.UserTask, n.DecisionTask)):
+    elif isinstance(node, _NAMED_BY_ID):
         attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
     if isinstance(node, n.Activity) and node.for_compensation:
         attrs["isForCompensation"] = "true"
-    if isinstance(node, n.StartEvent):
-        el = SubElement(parent, _q(BPMN, "startEvent"), attrs)
-        _event(el, node.event)
-        return el
-    if isinstance(node, n.CatchEvent):
-        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
-        _event(el, node.event)
-        return el
-    if isinstance(node, n.SignalThrow):
-        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
-        _event(el, n.EventRef(n.EventKind.SIGNAL, node.signal))
-        return el
-    if isinstance(node, n.ReceiveTask):
-        return SubElement(parent, _q(BPMN, "receiveTask"), attrs)
-    if isinstance(node, n.EventBasedGateway):
-        return SubElement(parent, _q(BPMN, "eventBasedGateway"), attrs)
-    if isinstance(node, n.EndEvent):
-        el = SubElement(parent, _q(BPMN, "endEvent"), attrs)
-        if node.kind is n.EndKind.TERMINATE:
-            SubElement(el, _q(BPMN, "terminateEventDefinition"))
-        elif node.kind is n.EndKind.ERROR:
-            SubElement(el, _q(BPMN, "errorEventDefinition"))
-        elif node.kind is n.EndKind.ESCALATION:
-            SubElement(el, _q(BPMN, "escalationEventDefinition"))
-        elif node.kind is n.EndKind.COMPENSATE:
-            _compensate(el, node.activity_ref)
-        return el
-    if isinstance(node, n.CompensationThrowEvent):
-        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
-        _compensate(el, node.activity_ref)
-        return el
-    if isinstance(node, n.EscalationThrowEvent | n.LinkThrowEvent):
-        el = SubElement(parent, _q(BPMN, "intermediateThrowEvent"), attrs)
-        _throw_definition(el, node)
-        return el
-    if isinstance(node, n.LinkCatchEvent):
-        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
-        SubElement(el, _q(BPMN, "linkEventDefinition"), {"name": node.link})
-        return el
-    if isinstance(node, n.ServiceTask):
-        return SubElement(parent, _q(BPMN, "serviceTask"), attrs)
-    if isinstance(node, n.DecisionTask):
-        return SubElement(parent, _q(BPMN, "businessRuleTask"), attrs)
-    if isinstance(node, n.UserTask):
-        return SubElement(parent, _q(BPMN, "userTask"), attrs)
-    if isinstance(node, n.ExclusiveGateway):
-        if node.default_flow:
-            attrs["default"] = node.default_flow
-        return SubElement(parent, _q(BPMN, "exclusiveGateway"), attrs)
-    if isinstance(node, n.ParallelGateway):
-        return SubElement(parent, _q(BPMN, "parallelGateway"), attrs)
-    if isinstance(node, n.InclusiveGateway):
-        if node.default_flow:
-            attrs["default"] = node.default_flow
-        return SubElement(parent, _q(BPMN, "inclusiveGateway"), attrs)
-    if isinstance(node, n.CallActivity):
-        attrs["calledElement"] = node.called_element
-        return SubElement(parent, _q(BPMN, "callActivity"), attrs)
-    if isinstance(node, n.TimerCatchEvent):
-        el = SubElement(parent, _q(BPMN, "intermediateCatchEvent"), attrs)
-        _timer(el, node.timer)
-        return el
-    if isinstance(node, n.BoundaryEvent):
-        attrs["attachedToRef"] = node.attached_to
-        attrs["cancelActivity"] = "true" if node.cancel_activity else "false"
-        el = SubElement(parent, _q(BPMN, "boundaryEvent"), attrs)
-        if node.timer is not None:
-            _timer(el, node.timer)
-        elif node.is_compensation:
-            SubElement(el, _q(BPMN, "compensateEventDefinition"))
-        elif node.escalation:
-            SubElement(el, _q(BPMN, "escalationEventDefinition"))
-        elif node.event is not None:
-            _event(el, node.event)
-        else:
-            SubElement(el, _q(BPMN, "errorEventDefinition"))
-        return el
-    # A kind added to the model later still shows up, as a plain task.
-    return SubElement(parent, _q(BPMN, "task"), attrs)
-
-
-def _compensate(parent: Element, activity_ref: str | None) -> None:
-    attrs = {"activityRef": activity_ref} if activity_ref else {}
-    SubElement(parent, _q(BPMN, "compensateEventDefinition"), attrs)
-
-
-def _throw_definition(parent: Element, node: n.EscalationThrowEvent | n.LinkThrowEvent) -> None:
-    if isinstance(node, n.LinkThrowEvent):
-        SubElement(parent, _q(BPMN, "linkEventDefinition"), {"name": node.link})
-    else:
-        SubElement(parent, _q(BPMN, "escalationEventDefinition"))
-
-
-def _event(parent: Element, ref: n.EventRef | None) -> None:
-    """A message or signal definition, for the picture (the name is not needed there)."""
-    if ref is not None:
-        SubElement(parent, _q(BPMN, f"{ref.kind.value}EventDefinition"))
-
-
-def _timer(parent: Element, spec: n.TimerSpec | None) -> None:
-    definition = SubElement(parent, _q(BPMN, "timerEventDefinition"))
-    if spec is not None:
-        expr = SubElement(
-            definition, _q(BPMN, _TIMER_TAG[spec.kind]), {_q(XSI, "type"): "bpmn:tFormalExpression"}
-        )
-        expr.text = spec.expression
+    draw = DRAW.get(type(node))
+    if draw is None:
+        raise TypeError(f"no drawing for {type(node).__name__} '{node.id}'")
+    return draw(parent, node, attrs, d)
 
 
 def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
@@ -179,13 +358,19 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
     process = SubElement(root, _q(BPMN, "process"), {"id": model.key, "isExecutable": "true"})
     if model.name:
         process.set("name", model.name)
-    for node in model.nodes.values():
-        _node_element(process, node)
+    drawing = Drawing(root)
+    # Drawn in their containers (a sub-process holds its nodes and flows), outer ones first.
+    where: dict[str | None, Element] = {None: process}
+    for node in sorted(model.nodes.values(), key=lambda x: model.depth(x.id)):
+        parent = where.get(node.container, process)
+        where[node.id] = _node_element(parent, node, drawing)
     for flow in model.flows:
+        source = model.nodes.get(flow.source)
+        parent = where.get(source.container if source is not None else None, process)
         attrs = {"id": flow.id, "sourceRef": flow.source, "targetRef": flow.target}
         if flow_label(flow):  # drawn as its label: the name, else the condition
             attrs["name"] = flow_label(flow)
-        el = SubElement(process, _q(BPMN, "sequenceFlow"), attrs)
+        el = SubElement(parent, _q(BPMN, "sequenceFlow"), attrs)
         if flow.condition:
             cond = SubElement(
                 el, _q(BPMN, "conditionExpression"), {_q(XSI, "type"): "bpmn:tFormalExpression"}
@@ -199,7 +384,7 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
                 "sourceRef": node.id,
                 "targetRef": node.compensate_with,
             }
-            SubElement(process, _q(BPMN, "association"), attrs)
+            SubElement(where.get(node.container, process), _q(BPMN, "association"), attrs)
     diagram = SubElement(root, _q(BPMNDI, "BPMNDiagram"), {"id": f"diagram_{model.key}"})
     plane = SubElement(
         diagram, _q(BPMNDI, "BPMNPlane"), {"id": f"plane_{model.key}", "bpmnElement": model.key}
@@ -208,6 +393,8 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
         attrs = {"id": f"{node_id}_di", "bpmnElement": node_id}
         if isinstance(model.nodes[node_id], n.ExclusiveGateway):
             attrs["isMarkerVisible"] = "true"
+        elif isinstance(model.nodes[node_id], n.SubProcess | n.EventSubProcess):
+            attrs["isExpanded"] = "true"  # its nodes are drawn on this plane
         shape = SubElement(plane, _q(BPMNDI, "BPMNShape"), attrs)
         _bounds(shape, box)
     for flow_id, points in placed.edges.items():

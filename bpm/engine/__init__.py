@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine as SAEngine
 
 from bpm.dispatch import Dispatcher, default_dispatcher
+from bpm.engine import comments as _comments
 from bpm.engine import definitions as _defs
 from bpm.engine import deployment_admin as _dep_admin
 from bpm.engine import deployments as _deployments
@@ -36,8 +37,9 @@ from bpm.engine.deployment_admin import DeploymentQuery
 from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion
 from bpm.engine.gauges import Gauges
-from bpm.engine.messages import Correlation
+from bpm.engine.messages import Correlation, Message
 from bpm.engine.queries import Queries
+from bpm.engine.replica import ReadReplica
 from bpm.engine.signals import SignalResult
 from bpm.engine.transactions import TransactionSource
 from bpm.engine.user_tasks import TaskChanges
@@ -60,6 +62,7 @@ from bpm.runtime.records import (
 )
 from bpm.store import db as _db
 from bpm.store import migrate as _migrate
+from bpm.store.comments import TaskComment
 
 __all__ = [
     "Completion",
@@ -73,6 +76,7 @@ __all__ = [
     "ExternalTask",
     "FetchRequest",
     "Incident",
+    "Message",
     "Schedule",
     "SignalResult",
     "TaskChanges",
@@ -109,6 +113,11 @@ class Engine:
         cfg = config or EngineConfig.from_env()
         self.url = url
         db = _db.connect(url, pool_size=cfg.pool_size)
+        replica = None
+        if cfg.read_url is not None:
+            replica = ReadReplica(
+                _db.connect(cfg.read_url, pool_size=cfg.pool_size), cfg.read_max_lag
+            )
         self.core = EngineCore(
             db=db,
             config=cfg,
@@ -116,6 +125,7 @@ class Engine:
             registry=registry or default_registry,
             clock=clock or clock_for(db),
             transactions=transactions,
+            replica=replica,
         )
 
     # -- plumbing -------------------------------------------------------------------------
@@ -150,6 +160,20 @@ class Engine:
         return Queries(self.core)
 
     @property
+    def history_queries(self) -> Queries:
+        """:attr:`queries` whose every read goes to the read replica when one is
+        configured (``BPM_DATABASE_READ_URL``): what ``/history/*`` serves."""
+        return Queries(self.core, replica=True)
+
+    def read_age(self) -> float | None:
+        """How many seconds behind the primary a read of the replica would be now; None
+        without a replica, or when such reads go to the primary (too far behind, lag
+        unknown, unreachable): their data is then current."""
+        if self.core.replica is None:
+            return None
+        return self.core.replica.age()
+
+    @property
     def cockpit(self) -> Cockpit:
         """The cockpit's read-only views (counts, pages of instances, queues, workers)."""
         return Cockpit(self.core)
@@ -173,6 +197,8 @@ class Engine:
         A dispatcher passed in is the caller's to close."""
         self.core.leases.stop()
         self.core.db.dispose()
+        if self.core.replica is not None:
+            self.core.replica.close()
 
     # -- definitions ----------------------------------------------------------------------
     def deploy(
@@ -353,6 +379,17 @@ class Engine:
             now=now,
         )
 
+    def correlate_many(
+        self, messages: Sequence[Message], *, now: datetime | None = None
+    ) -> list[list[Correlation] | BpmError]:
+        """Correlate several messages in ONE transaction (group commit): per message, in
+        order, what :meth:`correlate` would have returned, or the error that refused it
+        (nothing of a refused message is applied; the others commit). The messages are
+        delivered in the order given; one that a wait opened by an earlier message of the
+        batch could take is correlated after the batch commits, so each message sees what
+        it would have seen one call at a time."""
+        return _messages.correlate_many(self.core, messages, now=now)
+
     def signal(
         self, name: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
     ) -> SignalResult:
@@ -473,6 +510,22 @@ class Engine:
     ) -> UserTask:
         """Assign an open task to ``user_id`` whoever has it (None: nobody)."""
         return _user_tasks.set_assignee(self.core, task_id, user_id, now=now)
+
+    def comment_user_task(
+        self,
+        task_id: str,
+        message: str,
+        *,
+        user_id: str | None = None,
+        instance_id: str | None = None,
+        now: datetime | None = None,
+    ) -> TaskComment:
+        """Add a comment to a task (kept after the task ends)."""
+        return _comments.add_comment(self.core, task_id, instance_id, user_id, message, now=now)
+
+    def user_task_comments(self, task_id: str) -> list[TaskComment]:
+        """A task's comments, oldest first."""
+        return _comments.comments(self.core, task_id)
 
     # -- inline execution -----------------------------------------------------------------
     def run_token(

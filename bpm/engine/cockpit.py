@@ -103,7 +103,7 @@ class Cockpit:
     def definitions(self, limit: int = 500) -> list[DefinitionSummary]:
         """Every deployed version (newest key versions first) with instance counts."""
         defs = _defs.definitions(self.core)
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             counts = store.instance_counts(conn)
             groups = store.incident_groups(conn, limit=5000)
         by_def: dict[str, dict[str, int]] = defaultdict(dict)
@@ -130,7 +130,7 @@ class Cockpit:
     ) -> tuple[DefinitionSummary, list[IncidentGroup]]:
         """One definition with its instance counts, and its open incidents by node."""
         d = self.definition(definition_id)
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             counts = store.instance_counts(conn, definition_id=d.id)
             groups = store.incident_groups(conn, definition_id=d.id)
         summary = DefinitionSummary(
@@ -139,7 +139,7 @@ class Cockpit:
         return summary, groups
 
     def incident_groups(self, definition_id: str | None = None) -> list[IncidentGroup]:
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             return store.incident_groups(conn, definition_id=definition_id)
 
     def open_incidents_of(self, definition_id: str, node_id: str, limit: int) -> list[str]:
@@ -163,7 +163,7 @@ class Cockpit:
     ) -> InstancePage:
         """A page of instances, newest first; ``next_cursor`` is None on the last page."""
         limit = max(1, min(limit, store.MAX_PAGE - 1))
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             def_ids: list[str] | None = None
             if f.definition_id is not None:
                 def_ids = [f.definition_id]
@@ -208,7 +208,7 @@ class Cockpit:
     def work(self, *, now: datetime | None = None) -> WorkOverview:
         at = self.core.now(now)
         soon = at + timedelta(minutes=1)
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             ready = store.ready_tokens_by_node(conn)
             executing = store.executing_tokens_by_node(conn)
             topics = store.external_tasks_by_topic(conn, at)

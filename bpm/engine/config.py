@@ -68,6 +68,11 @@ class EngineConfig:
     # what ``bpm trail export`` needs to make a test of an instance (docs/testing.md).
     # Off by default: every value is then stored twice.
     history_values: bool = False
+    # A streaming replica of the database for the reads that only show data (history,
+    # cockpit lists and counts; bpm/engine/replica.py), and how far behind it may be
+    # before those reads go to the primary instead. None: every read on the primary.
+    read_url: str | None = None
+    read_max_lag: timedelta = timedelta(seconds=30)
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -76,8 +81,15 @@ class EngineConfig:
         ``BPM_MAX_VARIABLE_BYTES``, ``BPM_MAX_UPDATE_BYTES``,
         ``BPM_MAX_INSTANCE_VARIABLE_BYTES``, ``BPM_MIN_TIMER_CYCLE_SECONDS``,
         ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``, ``BPM_MAX_CALL_DEPTH``,
-        ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_HISTORY_VALUES`` (1: on), ``BPM_BROKER_URL``
-        and ``BPM_QUEUE``."""
+        ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_HISTORY_VALUES`` (1: on), ``BPM_BROKER_URL``,
+        ``BPM_QUEUE``, ``BPM_DATABASE_READ_URL`` and ``BPM_DATABASE_READ_MAX_LAG``
+        (seconds)."""
+        max_lag = _env_float("BPM_DATABASE_READ_MAX_LAG", 30)
+        if max_lag < 0:
+            raise ConfigurationError(
+                f"BPM_DATABASE_READ_MAX_LAG={max_lag:g} cannot be negative: give the seconds "
+                "a read replica may be behind before reads go to the primary"
+            )
         return cls(
             max_variable_bytes=int(
                 _env_float("BPM_MAX_VARIABLE_BYTES", DEFAULT_MAX_VARIABLE_BYTES)
@@ -99,4 +111,6 @@ class EngineConfig:
             in ("1", "true", "yes", "on"),
             broker_url=os.environ.get("BPM_BROKER_URL", "").strip() or None,
             queue=os.environ.get("BPM_QUEUE", "").strip() or "bpm",
+            read_url=os.environ.get("BPM_DATABASE_READ_URL", "").strip() or None,
+            read_max_lag=timedelta(seconds=max_lag),
         )

@@ -19,6 +19,7 @@ from bpm.engine.clock import utcnow
 from bpm.engine.config import EngineConfig
 from bpm.engine.heartbeat import LeaseKeeper
 from bpm.engine.pace import Finished, Pace
+from bpm.engine.replica import ReadReplica
 from bpm.engine.transactions import OwnTransactions, TransactionSource
 from bpm.errors import NotFound
 from bpm.events import InstanceListeners, instance_listeners
@@ -68,6 +69,8 @@ class EngineCore:
     listeners: InstanceListeners = field(default_factory=lambda: instance_listeners)
     # Told what each step, timer and request did (metrics, logs; see bpm/observe.py).
     observers: Observers = field(default_factory=lambda: observers)
+    # Where the reads that only show data go (bpm/engine/replica.py); None: the primary.
+    replica: ReadReplica | None = None
     _models: dict[str, ProcessModel] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -91,6 +94,22 @@ class EngineCore:
         with self.transactions.begin() as conn:
             yield conn
         self.stats.commits += 1
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection for a read that only shows data (history, cockpit lists and
+        counts): the read replica when one is configured and recent enough, else the
+        primary. Never for a read that decides a transition."""
+        if self.replica is None:
+            with self.db.connect() as conn:
+                yield conn
+            return
+        with self.replica.connect() as conn:
+            if conn is not None:
+                yield conn
+                return
+        with self.db.connect() as conn:
+            yield conn
 
     @contextmanager
     def hold_connection(self) -> Iterator[None]:

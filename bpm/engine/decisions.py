@@ -345,11 +345,12 @@ class Decisions:
         )
 
     def history(self, query: store.InstanceQuery | None = None) -> list[DecisionInstance]:
-        with self.core.tx() as conn:
+        """The decision history (on the read replica when one is configured)."""
+        with self.core.read() as conn:
             return store.instances(conn, query or store.InstanceQuery())
 
     def count_history(self, query: store.InstanceQuery | None = None) -> int:
-        with self.core.tx() as conn:
+        with self.core.read() as conn:
             return store.count_instances(conn, query or store.InstanceQuery())
 
 

@@ -6,13 +6,18 @@ checked again (:func:`bpm.runtime.messages.deliver`): of several callers correla
 same message to the same wait, exactly one delivers it; the others find it consumed and
 get the no-match answer (or buffer their message, when they gave a time to live). Without
 a waiting instance, a message start event of the latest version of a process starts one.
+
+:func:`correlate_many` commits several messages in one transaction (group commit: the API
+hands it the ``POST /message`` calls that arrive together): every message's waits are
+found in one statement, all their instances locked together in the one lock order, then
+each message is delivered in the order given, as :func:`correlate` would have.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,7 +25,7 @@ from typing import Any
 from bpm.engine.core import EngineCore
 from bpm.engine.instances import begin_instance
 from bpm.engine.unit import Unit, unit_of_work
-from bpm.errors import InvalidOperation, MessageCorrelationError
+from bpm.errors import BpmError, InvalidOperation, MessageCorrelationError
 from bpm.runtime import messages as rt
 from bpm.runtime.records import Subscription
 from bpm.runtime.states import InstanceState
@@ -28,10 +33,11 @@ from bpm.runtime.variable_types import split
 from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import definitions as defs_store
 from bpm.store import messages as store
+from bpm.store import work as work_store
 
 MESSAGE = "message"
 
-__all__ = ["Correlation", "correlate"]
+__all__ = ["Correlation", "Message", "correlate", "correlate_many"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,51 @@ def _check_ttl(ttl: timedelta | float | None) -> timedelta | None:
     return delta
 
 
+@dataclass(frozen=True)
+class Message:
+    """One message for :func:`correlate_many`; the fields mean what the keyword arguments
+    of :meth:`bpm.engine.Engine.correlate` mean."""
+
+    name: str
+    variables: Mapping[str, Any] | None = None
+    business_key: str | None = None
+    correlation_key: Any = None
+    correlation_keys: Mapping[str, Any] | None = None
+    instance_id: str | None = None
+    all: bool = False
+    ttl: timedelta | float | None = None
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """A message whose input passed every check (nothing locked yet)."""
+
+    message: Message
+    variables: dict[str, Any]
+    match: dict[str, Any]
+    key: str | None
+    ttl: timedelta | None
+
+    @property
+    def query(self) -> store.WaitQuery:
+        m = self.message
+        return store.WaitQuery(m.name, m.business_key, m.instance_id, self.key)
+
+
+def _check(core: EngineCore, message: Message) -> _Checked:
+    """Every check of a message's input, before anything is read or locked."""
+    _check_name(message.name)
+    delta = _check_ttl(message.ttl)
+    clean = check_variables(
+        dict(message.variables) if message.variables is not None else None,
+        core.config.max_variable_bytes,
+    )
+    keys = message.correlation_keys
+    match = check_variables(dict(keys) if keys is not None else None)
+    key = None if message.correlation_key is None else rt.key_text(message.correlation_key)
+    return _Checked(message, clean, match, key, delta)
+
+
 def correlate(
     core: EngineCore,
     name: str,
@@ -75,53 +126,161 @@ def correlate(
     now: datetime | None = None,
 ) -> list[Correlation]:
     """Deliver message ``name`` (see :meth:`bpm.engine.Engine.correlate`)."""
-    _check_name(name)
-    delta = _check_ttl(ttl)
-    clean = check_variables(
-        dict(variables) if variables is not None else None, core.config.max_variable_bytes
+    message = Message(
+        name, variables, business_key, correlation_key, correlation_keys, instance_id, all, ttl
     )
-    match = check_variables(dict(correlation_keys) if correlation_keys is not None else None)
-    key = None if correlation_key is None else rt.key_text(correlation_key)
+    return _alone(core, _check(core, message), now)
+
+
+def _alone(core: EngineCore, checked: _Checked, now: datetime | None) -> list[Correlation]:
+    m = checked.message
     with unit_of_work(core, now) as unit:
         found = store.waiting(
             unit.conn,
             MESSAGE,
-            name,
-            business_key=business_key,
-            instance_id=instance_id,
-            correlation_key=key,
+            m.name,
+            business_key=m.business_key,
+            instance_id=m.instance_id,
+            correlation_key=checked.key,
         )
-        found = [w for w in found if _variables_match(match, w.variables)]
-        by_instance: dict[str, list[str]] = defaultdict(list)
-        for w in found:
+        by_instance = _by_instance(checked, found)
+        done = _deliver(unit, by_instance, checked.variables, m.all)
+        return _rest(unit, checked, done)
+
+
+def _by_instance(checked: _Checked, found: Sequence[store.Waiting]) -> dict[str, list[str]]:
+    """The waits that match, by instance; :class:`MessageCorrelationError` when they are
+    in several instances and the message is not for all of them."""
+    by_instance: dict[str, list[str]] = defaultdict(list)
+    for w in found:
+        if _variables_match(checked.match, w.variables):
             by_instance[w.instance_id].append(w.subscription_id)
-        if len(by_instance) > 1 and not all:
-            raise MessageCorrelationError(
-                f"message '{name}' matches {len(by_instance)} waiting process instances; "
-                "correlate with all=True (all: true), or narrow it down with a business key, "
-                "correlation keys or the process instance id"
-            )
-        done = _deliver(unit, by_instance, clean, all)
-        if not done and instance_id is None:
-            done = _start(unit, name, clean, business_key, all)
-        if not done:
-            if delta is None:
-                raise MessageCorrelationError(_no_match(name, business_key, key, instance_id))
-            message_id = str(uuid.uuid4())
-            # The buffer holds plain JSON: typed values (Long, Date, Json...) keep their
-            # value, not their Camunda type.
-            plain = split(clean)[0]
-            plain_match = split(match)[0] if match else None
-            store.buffer(
-                unit.conn,
-                store.Buffered(
-                    message_id, name, business_key, key, instance_id, plain_match, plain
-                ),
-                unit.now,
-                unit.now + delta,
-            )
-            done = [Correlation("buffered", message_id=message_id)]
-    return done
+    if len(by_instance) > 1 and not checked.message.all:
+        raise MessageCorrelationError(
+            f"message '{checked.message.name}' matches {len(by_instance)} waiting process "
+            "instances; correlate with all=True (all: true), or narrow it down with a "
+            "business key, correlation keys or the process instance id"
+        )
+    return by_instance
+
+
+def _rest(unit: Unit, checked: _Checked, done: list[Correlation]) -> list[Correlation]:
+    """What a message that no wait took does: start a process, or wait in the buffer for
+    its time to live, or fail (before it changed anything)."""
+    m = checked.message
+    if not done and m.instance_id is None:
+        done = _start(unit, m.name, checked.variables, m.business_key, m.all)
+    if done:
+        return done
+    if checked.ttl is None:
+        raise MessageCorrelationError(_no_match(m.name, m.business_key, checked.key, m.instance_id))
+    message_id = str(uuid.uuid4())
+    # The buffer holds plain JSON: typed values (Long, Date, Json...) keep their
+    # value, not their Camunda type.
+    plain = split(checked.variables)[0]
+    plain_match = split(checked.match)[0] if checked.match else None
+    store.buffer(
+        unit.conn,
+        store.Buffered(
+            message_id, m.name, m.business_key, checked.key, m.instance_id, plain_match, plain
+        ),
+        unit.now,
+        unit.now + checked.ttl,
+    )
+    return [Correlation("buffered", message_id=message_id)]
+
+
+def correlate_many(
+    core: EngineCore, messages: Sequence[Message], *, now: datetime | None = None
+) -> list[list[Correlation] | BpmError]:
+    """Correlate several messages in ONE transaction (see
+    :meth:`bpm.engine.Engine.correlate_many`). Returns, per message, what
+    :func:`correlate` would have returned for it, or the error it alone raised (nothing
+    of a refused message is applied); the others commit.
+    """
+    results: list[list[Correlation] | BpmError | None] = [None] * len(messages)
+    checked: dict[int, _Checked] = {}
+    for i, message in enumerate(messages):
+        try:
+            checked[i] = _check(core, message)
+        except BpmError as exc:
+            results[i] = exc
+    later: list[int] = []
+    if checked:
+        try:
+            later = _together(core, checked, results, now)
+        except Exception:
+            # Something failed after a delivery had begun (a model's expression, a limit
+            # met on the way): the batch rolled back as a whole, so each message runs
+            # alone and meets its own fate, as it would have without the batch.
+            later = sorted(checked)
+        for i in later:
+            try:
+                results[i] = _alone(core, checked[i], now)
+            except BpmError as exc:
+                results[i] = exc
+    out: list[list[Correlation] | BpmError] = []
+    for r in results:
+        assert r is not None
+        out.append(r)
+    return out
+
+
+def _together(
+    core: EngineCore,
+    checked: Mapping[int, _Checked],
+    results: list[list[Correlation] | BpmError | None],
+    now: datetime | None,
+) -> list[int]:
+    """The batch's transaction; fills ``results`` and returns the messages to run alone
+    after it commits (see :func:`_opened_for`)."""
+    later: list[int] = []
+    with unit_of_work(core, now) as unit:
+        order = sorted(checked)
+        found = store.waiting_many(
+            unit.conn,
+            MESSAGE,
+            [checked[i].query for i in order],
+            with_variables=any(checked[i].match for i in order),
+        )
+        wanted: dict[int, dict[str, list[str]]] = {}
+        for i, waits in zip(order, found, strict=True):
+            try:
+                wanted[i] = _by_instance(checked[i], waits)
+            except BpmError as exc:  # refused before anything was locked
+                results[i] = exc
+        every = sorted({iid for by in wanted.values() for iid in by})
+        works = unit.lock(every) if every else {}
+        # the waits, read again under those locks in one statement (not one read each)
+        subs = [s for by in wanted.values() for ids in by.values() for s in ids]
+        for sub in work_store.items_by_id(unit.conn, Subscription, subs):
+            if sub.instance_id in works:
+                works[sub.instance_id].adopt(sub)
+        for i, by_instance in wanted.items():
+            c = checked[i]
+            if _opened_for(unit, c.message.name):
+                # A wait for this name opened in this batch: alone, after the commit, the
+                # message sees it, as it would have after the earlier messages one by one.
+                later.append(i)
+                continue
+            mine = {iid: subs for iid, subs in by_instance.items() if iid in works}
+            try:
+                done = _deliver(unit, mine, c.variables, c.message.all, works=works)
+                results[i] = _rest(unit, c, done)
+            except MessageCorrelationError as exc:  # no match: raised before any change
+                results[i] = exc
+    return later
+
+
+def _opened_for(unit: Unit, name: str) -> bool:
+    """Did this transaction open a wait for message ``name``?"""
+    for work in unit.works.values():
+        changes = work.item_changes[Subscription]
+        for sub_id in changes.new:
+            sub = changes.records[sub_id]
+            if sub.kind == MESSAGE and sub.name == name:
+                return True
+    return False
 
 
 def _variables_match(wanted: Mapping[str, Any], variables: Mapping[str, Any]) -> bool:
@@ -147,18 +306,18 @@ def _no_match(name: str, business_key: str | None, key: str | None, instance: st
 
 
 def _deliver(
-    unit: Unit, by_instance: Mapping[str, list[str]], variables: dict[str, Any], all: bool
+    unit: Unit,
+    by_instance: Mapping[str, list[str]],
+    variables: dict[str, Any],
+    all: bool,
+    *,
+    works: Mapping[str, InstanceWork] | None = None,
 ) -> list[Correlation]:
+    """Deliver to the waits found (``works``: the instances a batch locked already)."""
     if not by_instance:
         return []
-    if len(by_instance) == 1:
-        # One instance: lock it through its first wait, which is read in the same round
-        # trip (the usual case: a key that names one instance).
-        (only,) = by_instance
-        found = unit.work_of(Subscription, by_instance[only][0])
-        works = {only: found} if found is not None else {}
-    else:
-        works = unit.lock(sorted(by_instance))
+    if works is None:
+        works = _lock(unit, by_instance)
     done: list[Correlation] = []
     for instance_id in sorted(by_instance):
         work = works.get(instance_id)
@@ -175,6 +334,16 @@ def _deliver(
         if done and not all:
             break
     return done
+
+
+def _lock(unit: Unit, by_instance: Mapping[str, list[str]]) -> Mapping[str, InstanceWork]:
+    if len(by_instance) == 1:
+        # One instance: lock it through its first wait, which is read in the same round
+        # trip (the usual case: a key that names one instance).
+        (only,) = by_instance
+        found = unit.work_of(Subscription, by_instance[only][0])
+        return {only: found} if found is not None else {}
+    return unit.lock(sorted(by_instance))
 
 
 def _node_of(work: InstanceWork, sub_id: str) -> str | None:

@@ -8,8 +8,11 @@ rows: instances from ``process_instance``, incidents from ``incident``, user tas
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy import Connection
 
 from bpm.engine.core import EngineCore
 from bpm.errors import NotFound
@@ -23,7 +26,7 @@ from bpm.store import instances as instance_store
 from bpm.store import task_queries as tq
 from bpm.store import variable_queries as vq
 from bpm.store.history_queries import IncidentQuery, IncidentRow, InstanceQuery
-from bpm.store.task_queries import TaskQuery, TaskRow
+from bpm.store.task_queries import TaskQuery, TaskRow, Viewer
 from bpm.store.variable_queries import VariableQuery, VariableRow
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "TaskVariables",
     "VariableQuery",
     "VariableRow",
+    "Viewer",
 ]
 
 # History rows read per statement while looking for activity instances.
@@ -122,18 +126,28 @@ def camunda_state(
 
 
 class Queries:
-    """The reads of the Camunda REST surface on one engine (``engine.queries``)."""
+    """The reads of the Camunda REST surface on one engine (``engine.queries``).
 
-    def __init__(self, core: EngineCore) -> None:
+    History (instances, activity instances) is read on the read replica when one is
+    configured (:meth:`bpm.engine.core.EngineCore.read`); tasks, variables and incidents
+    only with ``replica=True`` (``engine.history_queries``, what ``/history/*`` serves):
+    the runtime lists stay on the primary, where a client reads what it acts on next."""
+
+    def __init__(self, core: EngineCore, *, replica: bool = False) -> None:
         self.core = core
+        self.replica = replica
+
+    def _runtime(self) -> AbstractContextManager[Connection]:
+        """Where a read of runtime rows goes: the primary, unless ``replica``."""
+        return self.core.read() if self.replica else self.core.db.connect()
 
     # -- tasks ----------------------------------------------------------------------------
     def tasks(self, q: TaskQuery, *, offset: int = 0, limit: int = 100) -> list[TaskRow]:
-        with self.core.db.connect() as conn:
+        with self._runtime() as conn:
             return tq.list_tasks(conn, q, offset=offset, limit=limit)
 
     def count_tasks(self, q: TaskQuery) -> int:
-        with self.core.db.connect() as conn:
+        with self._runtime() as conn:
             return tq.count_tasks(conn, q)
 
     def task(self, task_id: str, *, open_only: bool = True) -> TaskRow:
@@ -148,7 +162,7 @@ class Queries:
         """The variables visible from an open task (the one read of them, so that
         task-local variables can slot in)."""
         row = self.task(task_id)
-        with self.core.db.connect() as conn:
+        with self._runtime() as conn:
             inst = instance_store.get(conn, row.task.instance_id, with_tokens=False)
         if inst is None:
             raise NotFound(f"No matching task with id {task_id}")
@@ -158,18 +172,18 @@ class Queries:
     def variables(
         self, q: VariableQuery, *, offset: int = 0, limit: int = 100
     ) -> list[VariableRow]:
-        with self.core.db.connect() as conn:
+        with self._runtime() as conn:
             return vq.list_variables(conn, q, offset=offset, limit=limit)
 
     def count_variables(self, q: VariableQuery) -> int:
-        with self.core.db.connect() as conn:
+        with self._runtime() as conn:
             return vq.count_variables(conn, q)
 
     # -- history: instances ---------------------------------------------------------------
     def historic_instances(
         self, q: InstanceQuery, *, offset: int = 0, limit: int = 100
     ) -> list[HistoricInstance]:
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             rows = hq.list_instances(conn, q, offset=offset, limit=limit)
             terminated = [
                 r.instance.id for r in rows if r.instance.state is InstanceState.TERMINATED
@@ -184,7 +198,7 @@ class Queries:
         return out
 
     def count_historic_instances(self, q: InstanceQuery) -> int:
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             return hq.count_instances(conn, q)
 
     def historic_instance(self, instance_id: str) -> HistoricInstance:
@@ -197,11 +211,11 @@ class Queries:
     def incidents(
         self, q: IncidentQuery, *, offset: int = 0, limit: int = 100
     ) -> list[IncidentRow]:
-        with self.core.db.connect() as conn:
+        with self._runtime() as conn:
             return hq.list_incidents(conn, q, offset=offset, limit=limit)
 
     def count_incidents(self, q: IncidentQuery) -> int:
-        with self.core.db.connect() as conn:
+        with self._runtime() as conn:
             return hq.count_incidents(conn, q)
 
     # -- history: activity instances ------------------------------------------------------
@@ -213,7 +227,7 @@ class Queries:
         until the page is full, then the ends of the page's activities are read from the
         rows of their instances."""
         found = self._scan(q, need=offset + limit)[offset : offset + limit]
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             ids = sorted({a.instance_id for a in found})
             instances = hq.instances_by_id(conn, ids)
             if q.finished is None and q.canceled is None:  # not paired while scanning
@@ -254,7 +268,7 @@ class Queries:
     def _scan(self, q: ActivityQuery, *, need: int | None) -> list[act.ActivityInstance]:
         out: list[act.ActivityInstance] = []
         after: int | None = None
-        with self.core.db.connect() as conn:
+        with self.core.read() as conn:
             while need is None or len(out) < need:
                 rows = hq.history_rows(
                     conn,

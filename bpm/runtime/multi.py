@@ -126,7 +126,14 @@ def _inner(walker: Walker, body: Scope, node: n.Activity, index: int, item: Any)
 def _output(node: n.Activity, inner: Scope, seen: dict[str, Any]) -> Any:
     assert node.loop is not None
     if node.loop.output_element is not None:
-        return compile_expression(node.loop.output_element).evaluate(seen)
+        expression = compile_expression(node.loop.output_element)
+        name = v.plain_name(node.loop.output_element)
+        if name is not None and name in seen:
+            # A bare name depends on that variable alone: evaluated over all the variables
+            # in view, it would first convert each of them (every instance's item, the
+            # collection so far), so each inner instance's end cost O(instances).
+            return expression.evaluate({name: seen[name]})
+        return expression.evaluate(seen)
     hidden = {COUNTER, node.loop.element}
     return {k: x for k, x in inner.variables.items() if k not in hidden}
 

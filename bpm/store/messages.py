@@ -9,12 +9,12 @@ PostgreSQL re-checks after a concurrent consumer commits: at most once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import Connection, Select, and_, delete, insert, null, or_, select, update
 
 from bpm.runtime.states import InstanceState, SubscriptionState
 from bpm.store import tables as t
@@ -56,6 +56,92 @@ class Buffered:
     variables: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class WaitQuery:
+    """Which open waits one message looks for (see :func:`waiting`)."""
+
+    name: str
+    business_key: str | None = None
+    instance_id: str | None = None
+    correlation_key: str | None = None
+
+
+def _waits(kind: str, query: WaitQuery) -> Select[Any]:
+    q = (
+        select(es.c.id, es.c.instance_id, es.c.node_id, pi.c.variables, es.c.created_at)
+        .join(pi, pi.c.id == es.c.instance_id)
+        .where(
+            es.c.kind == kind,
+            es.c.name == query.name,
+            es.c.state == OPEN,
+            pi.c.state == InstanceState.ACTIVE.value,
+        )
+    )
+    if query.business_key is not None:
+        q = q.where(pi.c.business_key == query.business_key)
+    if query.instance_id is not None:
+        q = q.where(es.c.instance_id == query.instance_id)
+    if query.correlation_key is not None:
+        key = query.correlation_key
+        q = q.where(or_(es.c.correlation_key == key, es.c.correlation_key.is_(None)))
+    else:
+        q = q.where(es.c.correlation_key.is_(None))
+    return q
+
+
+def waiting_many(
+    conn: Connection, kind: str, queries: Sequence[WaitQuery], *, with_variables: bool = True
+) -> list[list[Waiting]]:
+    """:func:`waiting` for several messages: one statement per message name (the waits of
+    every key asked, and those without a key; narrowed by business key or instance when
+    every message of the name gives one), shared out in memory. Per query, its waits
+    oldest first; without ``with_variables``, the instances' variables are not read
+    (``Waiting.variables`` is empty)."""
+    out: list[list[Waiting]] = [[] for _ in queries]
+    variables = pi.c.variables if with_variables else null().label("variables")
+    by_name: dict[str, list[int]] = {}
+    for i, query in enumerate(queries):
+        by_name.setdefault(query.name, []).append(i)
+    for name, members in by_name.items():
+        asked = [queries[i] for i in members]
+        keys = sorted({k for q in asked if (k := q.correlation_key) is not None})
+        q = (
+            select(
+                es.c.id,
+                es.c.instance_id,
+                es.c.node_id,
+                es.c.correlation_key,
+                pi.c.business_key,
+                variables,
+            )
+            .join(pi, pi.c.id == es.c.instance_id)
+            .where(
+                es.c.kind == kind,
+                es.c.name == name,
+                es.c.state == OPEN,
+                pi.c.state == InstanceState.ACTIVE.value,
+            )
+            .order_by(es.c.created_at, es.c.id)
+        )
+        keyless = es.c.correlation_key.is_(None)
+        q = q.where(or_(es.c.correlation_key.in_(keys), keyless) if keys else keyless)
+        if all(x.business_key is not None for x in asked):
+            q = q.where(pi.c.business_key.in_(sorted({str(x.business_key) for x in asked})))
+        if all(x.instance_id is not None for x in asked):
+            q = q.where(es.c.instance_id.in_(sorted({str(x.instance_id) for x in asked})))
+        rows = list(conn.execute(q))
+        for i in members:
+            wanted = queries[i]
+            out[i] = [
+                Waiting(r.id, r.instance_id, r.node_id, r.variables or {})
+                for r in rows
+                if (r.correlation_key is None or r.correlation_key == wanted.correlation_key)
+                and (wanted.business_key is None or r.business_key == wanted.business_key)
+                and (wanted.instance_id is None or r.instance_id == wanted.instance_id)
+            ]
+    return out
+
+
 def waiting(
     conn: Connection,
     kind: str,
@@ -68,25 +154,8 @@ def waiting(
 ) -> list[Waiting]:
     """Open waits for ``name`` of active instances, oldest first. A wait with a
     correlation key matches only that key; without one, any (or no) key."""
-    q = (
-        select(es.c.id, es.c.instance_id, es.c.node_id, pi.c.variables)
-        .join(pi, pi.c.id == es.c.instance_id)
-        .where(
-            es.c.kind == kind,
-            es.c.name == name,
-            es.c.state == OPEN,
-            pi.c.state == InstanceState.ACTIVE.value,
-        )
-        .order_by(es.c.created_at, es.c.id)
-    )
-    if business_key is not None:
-        q = q.where(pi.c.business_key == business_key)
-    if instance_id is not None:
-        q = q.where(es.c.instance_id == instance_id)
-    if correlation_key is not None:
-        q = q.where(or_(es.c.correlation_key == correlation_key, es.c.correlation_key.is_(None)))
-    else:
-        q = q.where(es.c.correlation_key.is_(None))
+    query = WaitQuery(name, business_key, instance_id, correlation_key)
+    q = _waits(kind, query).order_by(es.c.created_at, es.c.id)
     if limit is not None:
         q = q.limit(limit)
     return [Waiting(r.id, r.instance_id, r.node_id, r.variables or {}) for r in conn.execute(q)]

@@ -508,7 +508,64 @@ decision_instance = Table(  # history: one evaluated decision (Camunda's decisio
     Index("ix_decision_instance_process", "process_instance_id"),
 )
 
+# Identity (migration 0012): users sign in with a password kept as an argon2 hash only;
+# groups are what user tasks' candidate groups name; tenants are names only.
+identity_user = Table(
+    "identity_user",
+    metadata,
+    Column("id", String(255), primary_key=True),
+    Column("first_name", String(255)),
+    Column("last_name", String(255)),
+    Column("email", String(255)),
+    Column("password_hash", String(255)),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+identity_group = Table(
+    "identity_group",
+    metadata,
+    Column("id", String(255), primary_key=True),
+    Column("name", String(255)),
+    Column("type", String(255)),
+)
+
+identity_membership = Table(
+    "identity_membership",
+    metadata,
+    Column(
+        "user_id", String(255), ForeignKey("identity_user.id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column(
+        "group_id",
+        String(255),
+        ForeignKey("identity_group.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Index("ix_identity_membership_group", "group_id"),
+)
+
+identity_tenant = Table(
+    "identity_tenant",
+    metadata,
+    Column("id", String(255), primary_key=True),
+    Column("name", String(255)),
+)
+
+# Comments on user tasks (``/task/{id}/comment``): kept after the task ends.
+task_comment = Table(
+    "task_comment",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("task_id", String(64), nullable=False),
+    Column("instance_id", String(64)),
+    Column("user_id", String(255)),
+    Column("message", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_task_comment_task", "task_id", "created_at"),
+)
+
 TABLES_IN_DROP_ORDER = (
+    task_comment, identity_membership, identity_user, identity_group, identity_tenant,
     decision_instance, decision_definition, decision_requirements_definition,
     worker_binding, history, message_buffer, event_subscription, incident, user_task,
     external_task, timer, compensable, scope, token,

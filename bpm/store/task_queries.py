@@ -48,6 +48,15 @@ TASK_SORTS: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
+class Viewer:
+    """A user and their groups: the tasks they may see are theirs (assignee, owner), or
+    name them or one of their groups as a candidate."""
+
+    user_id: str
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TaskQuery:
     """Which user tasks to list; every field given must match (AND). ``states``: the task
     states (open only for ``/task``); tuples are "one of"."""
@@ -69,6 +78,11 @@ class TaskQuery:
     owner_like: str | None = None
     candidate_groups: tuple[str, ...] | None = None
     candidate_user: str | None = None
+    # the groups of candidate_user (Camunda: its groups' tasks are its candidate tasks)
+    candidate_user_groups: tuple[str, ...] = ()
+    involved_user: str | None = None
+    # only the tasks this user may see (assignee, owner, candidate, or a group's candidate)
+    visible_to: Viewer | None = None
     include_assigned: bool = False
     with_candidate_groups: bool | None = None
     with_candidate_users: bool | None = None
@@ -168,6 +182,8 @@ def _conditions(conn: Connection, q: TaskQuery) -> list[ColumnElement[bool]]:
         candidates.append(dialect.json_array_contains(conn, ut.c.candidate_groups, group))
     if q.candidate_user is not None:
         candidates.append(dialect.json_array_contains(conn, ut.c.candidate_users, q.candidate_user))
+        for group in q.candidate_user_groups:
+            candidates.append(dialect.json_array_contains(conn, ut.c.candidate_groups, group))
     if q.candidate_groups is not None or q.candidate_user is not None:
         # Camunda: a candidate query finds only unassigned tasks unless told otherwise
         cond.append(or_(*candidates) if candidates else false())
@@ -180,6 +196,25 @@ def _conditions(conn: Connection, q: TaskQuery) -> list[ColumnElement[bool]]:
         if wanted is not None:
             length = dialect.json_array_length(conn, column)
             cond.append(length > 0 if wanted else length == 0)
+    if q.involved_user is not None:
+        u = q.involved_user
+        cond.append(
+            or_(
+                ut.c.assignee == u,
+                ut.c.owner == u,
+                dialect.json_array_contains(conn, ut.c.candidate_users, u),
+            )
+        )
+    if q.visible_to is not None:
+        v = q.visible_to
+        cond.append(
+            or_(
+                ut.c.assignee == v.user_id,
+                ut.c.owner == v.user_id,
+                dialect.json_array_contains(conn, ut.c.candidate_users, v.user_id),
+                *(dialect.json_array_contains(conn, ut.c.candidate_groups, g) for g in v.groups),
+            )
+        )
     if q.suspended is not None:
         suspended = pi.c.state == InstanceState.SUSPENDED.value
         cond.append(suspended if q.suspended else ~suspended)

@@ -85,6 +85,7 @@ def test_document_declares_security_and_no_422(seeded: Api) -> None:
     assert schema["items"]["$ref"].endswith("/TaskDto")
 
 
+@pytest.mark.timeout(900)  # some 100 operations, a dozen requests each (argon2 in identity's)
 def test_every_answer_matches_the_document(seeded: Api) -> None:
     root = seeded.base.replace("/engine-rest", "")
     schema = schemathesis.openapi.from_url(root + "/openapi.json")
