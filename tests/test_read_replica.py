@@ -21,9 +21,9 @@ from bpm.api.app import create_app
 from bpm.api.data_age import HEADER
 from bpm.builder import Process
 from bpm.engine import EngineConfig
-from bpm.store.cockpit import InstanceFilter
 from bpm.engine.replica import ReadReplica
 from bpm.errors import ConfigurationError
+from bpm.store.cockpit import InstanceFilter
 from bpm.store.history_queries import InstanceQuery
 from tests.replica_cluster import Pair, pg_bin, streaming_pair
 

@@ -99,12 +99,14 @@ def claim(
         broken: list[Token] = []  # given back unpublished: nothing can run them
         longer = []
         mark = time.perf_counter()
-        scoped = {
-            tok.scope_id
+        in_scopes = [
+            tok
             for tok, _, definition_id, _ in got
             if tok.scope_id and core.model(conn, definition_id).sees_scopes(tok.node_id)
-        }
-        chains = scope_chains(conn, scoped)  # a step in a scope sees its local variables
+        ]
+        scoped = {tok.scope_id for tok in in_scopes if tok.scope_id}
+        # a step in a scope sees its local variables
+        chains = scope_chains(conn, scoped, {tok.instance_id for tok in in_scopes})
         for tok, variables, definition_id, business_key in got:
             if tok.scope_id in scoped:
                 variables = overlay(variables, chains, tok.scope_id)

@@ -143,7 +143,9 @@ def _scope_views(
     if not scoped:
         return tasks
     scope_of = token_store.scope_ids(conn, [x.token_id for x in scoped])
-    chains = scope_chains(conn, {s for s in scope_of.values() if s})
+    chains = scope_chains(
+        conn, {s for s in scope_of.values() if s}, {x.instance_id for x in scoped}
+    )
     views = {x.id: overlay(x.variables or {}, chains, scope_of.get(x.token_id)) for x in scoped}
     return [replace(x, variables=views[x.id]) if x.id in views else x for x in tasks]
 

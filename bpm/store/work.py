@@ -123,10 +123,8 @@ def _one(kind: type[Any] | None) -> tuple[Any, Any, Any, Any]:
         t.token.c.state.in_(_LIVE_STATES),
     )
     sc = t.scope
-    chain = (
-        select(sc).where(sc.c.id.in_(select(t.token.c.scope_id).where(live))).cte(recursive=True)
-    )
-    chain = chain.union(select(sc).join(chain, sc.c.id == chain.c.parent_id))
+    mine = or_(sc.c.instance_id == owner, sc.c.instance_id == root)
+    chain = _with_parents(sc.c.id.in_(select(t.token.c.scope_id).where(live)), mine)
     _ONE[kind] = (lock, select(t.token).where(live), select(chain), item)
     return _ONE[kind]
 
@@ -242,7 +240,9 @@ def load(
     else:
         instances = lock_instances(conn, instance_ids, skip_locked=skip_locked)
         tokens = live_tokens(conn, list(instances))
-        scopes = scope_chains(conn, {s for ts in tokens.values() for x in ts if (s := x.scope_id)})
+        scopes = scope_chains(
+            conn, {s for ts in tokens.values() for x in ts if (s := x.scope_id)}, set(instances)
+        )
     loader = StoreLoader(conn)
     works = {}
     for iid, inst in instances.items():
@@ -262,14 +262,28 @@ def load(
     return works, owner
 
 
-def scope_chains(conn: Connection, scope_ids: set[str]) -> dict[str, Scope]:
+def _with_parents(seed: Any, instances: Any) -> Any:
+    """The scopes ``seed`` selects and every scope around them (a recursive CTE), read
+    among the scopes of ``instances`` only (a scope's parent is of its own instance).
+
+    Without that bound PostgreSQL's planner hashed the whole scope table, every scope of
+    every instance that ever ran, for each load and claim of a step in a scope: the cost
+    grew with the table. Bounded, both parts are lookups in the instance index."""
+    sc = t.scope
+    chain = select(sc).where(instances, seed).cte("chain", recursive=True)
+    return chain.union(select(sc).join(chain, sc.c.id == chain.c.parent_id).where(instances))
+
+
+def scope_chains(conn: Connection, scope_ids: set[str], instance_ids: set[str]) -> dict[str, Scope]:
     """The scopes of the live tokens and every scope around them, in one statement:
-    joins need their fork's state, scopes their parents' variables and counters."""
+    joins need their fork's state, scopes their parents' variables and counters.
+    ``instance_ids``: the instances the scopes belong to (the tokens' instances)."""
     if not scope_ids:
         return {}
     sc = t.scope
-    chain = select(sc).where(sc.c.id.in_(sorted(scope_ids))).cte("chain", recursive=True)
-    chain = chain.union(select(sc).join(chain, sc.c.id == chain.c.parent_id))
+    chain = _with_parents(
+        sc.c.id.in_(sorted(scope_ids)), sc.c.instance_id.in_(sorted(instance_ids))
+    )
     return {r.id: record_of(Scope, r._mapping) for r in conn.execute(select(chain))}
 
 

@@ -1,8 +1,10 @@
 """The engine's tasks, registered on an installed app: ``bpm.run_token`` and the sweeps.
 
 Only these tasks get what the engine needs: late acks and a requeue when the worker process
-dies (``acks_late``, ``reject_on_worker_lost``), JSON, no result, the engine's queue. The
-app's other tasks keep their own settings. Each task is thin: the engine (through the app's
+dies (``acks_late``, ``reject_on_worker_lost``), JSON, no result, and the engine's queue
+(through the app's ``task_routes``: :class:`EngineRoutes` comes first there, the app's own
+routes follow for every other task). The app's other tasks keep their own settings. Each
+task is thin: the engine (through the app's
 :class:`~bpm.contrib.celery.runtime.Installation`) decides everything, so a duplicated or
 redelivered message does nothing.
 """
@@ -10,6 +12,7 @@ redelivered message does nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery, Task
@@ -35,10 +38,51 @@ ENGINE_TASK_OPTIONS: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class EngineRoutes:
+    """A router of ``task_routes``: the engine's tasks (``names``) go to ``queue``; for any
+    other task it says nothing, so the app's own routes decide.
+
+    It stands first among the app's routes: a route of the app that matches every task
+    (``{"*": ...}``) does not move the engine's tasks. An explicit ``queue=`` of a call
+    (``apply_async(queue=...)``) still wins, as with any Celery route."""
+
+    queue: str
+    names: frozenset[str]
+
+    def __call__(
+        self,
+        name: str,
+        args: Any = None,
+        kwargs: Any = None,
+        options: Any = None,
+        task: Any = None,
+        **_: Any,
+    ) -> dict[str, str] | None:
+        return {"queue": self.queue} if name in self.names else None
+
+
+def route(app: Celery, queue: str, names: frozenset[str]) -> EngineRoutes:
+    """Put an :class:`EngineRoutes` first in ``app``'s ``task_routes``, keeping the app's own
+    routes (a mapping, a router, a list of them) after it. Celery deprecates the ``queue``
+    task attribute (5.7 warns, 6.0 ignores it): routes are its way to name a queue."""
+    router = EngineRoutes(queue, names)
+    current = app.conf.task_routes
+    if current is None:
+        rest: list[Any] = []
+    elif isinstance(current, list | tuple):
+        rest = [r for r in current if not isinstance(r, EngineRoutes)]
+    else:
+        rest = [current]
+    app.conf.task_routes = [router, *rest]
+    return router
+
+
 def register(installation: Installation) -> dict[str, Task]:  # type: ignore[type-arg]
-    """Register the engine's tasks on ``installation.app``; returns them by name."""
+    """Register the engine's tasks on ``installation.app``, routed to the engine's queue;
+    returns them by name."""
     app: Celery = installation.app
-    options = {**ENGINE_TASK_OPTIONS, "queue": installation.queue}
+    options = dict(ENGINE_TASK_OPTIONS)
     tasks: dict[str, Task] = {}  # type: ignore[type-arg]
 
     def add(name: str, fn: Callable[..., Any]) -> None:
@@ -61,6 +105,7 @@ def register(installation: Installation) -> dict[str, Task]:  # type: ignore[typ
     add(RUN_TOKEN, run_token)
     for name, sweep in beat_tasks.SWEEPS.items():
         add(name, _sweep_task(installation, sweep))
+    route(app, installation.queue, frozenset(tasks))
     return tasks
 
 

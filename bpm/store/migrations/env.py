@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
+from bpm.store.partitions import include_name
 from bpm.store.tables import metadata
 
 config = context.config
@@ -15,10 +16,20 @@ if connection is None:
     if not url:
         raise RuntimeError("set sqlalchemy.url or pass a connection in config.attributes")
     with create_engine(url).begin() as conn:
-        context.configure(connection=conn, target_metadata=metadata, render_as_batch=True)
+        context.configure(
+            connection=conn,
+            target_metadata=metadata,
+            render_as_batch=True,
+            include_name=include_name,
+        )
         with context.begin_transaction():
             context.run_migrations()
 else:
-    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=True,
+        include_name=include_name,
+    )
     with context.begin_transaction():
         context.run_migrations()
