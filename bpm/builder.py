@@ -42,8 +42,8 @@ from bpm.builder_compensation import CompensationMethods
 from bpm.builder_events import EventMethods
 from bpm.builder_messages import MessageMethods
 from bpm.builder_scopes import Mappings, in_container
-from bpm.dialects import to_cel
 from bpm.errors import DeploymentError, ExpressionError, Problem
+from bpm.expressions import to_cel
 from bpm.handlers import CELERY_TASK, RESULT_VARIABLE
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
@@ -327,6 +327,36 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
             **self._activity(id, **options),
         )
         return self._add(task)
+
+    def script_task(
+        self,
+        id: str,
+        script: str,
+        *,
+        language: str = "cel",
+        result: str | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> Self:
+        """A script task. ``language="cel"`` is evaluated by the engine, its value stored
+        in ``result`` (if given); any other language runs as the inline handler named by
+        the task id, which finds the script text on ``ctx.script`` (nothing is evaluated
+        as Python). Takes the multi-instance and mapping options of :meth:`service_task`."""
+        cel = language.strip().lower() == "cel"
+        if result is not None and not cel:
+            self._problems.append(
+                Problem(f"result= is for CEL scripts: return {{'{result}': value}}", id)
+            )
+        node = n.ScriptTask(
+            id,
+            name,
+            handler=None if cel else id,
+            script=script,
+            script_format=language,
+            result_variable=result if cel else None,
+            **self._activity(id, **options),
+        )
+        return self._add(node)
 
     def task(self, id: str, *, name: str | None = None, **options: Any) -> Self:
         """A task with nothing for the engine to do (``bpmn:task``); takes the

@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any, Self
 
 from bpm.builder_scopes import ScopeMethods
-from bpm.dialects import to_cel
 from bpm.errors import ExpressionError, Problem
+from bpm.expressions import to_cel
 from bpm.model import nodes as n
 
 __all__ = ["MessageMethods"]

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Self
 
-from bpm.dialects import to_cel
 from bpm.errors import ExpressionError, Problem
+from bpm.expressions import to_cel
 from bpm.model import nodes as n
 
 __all__ = ["ScopeMethods"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from bpm.errors import ExpressionError
 
-__all__ = ["native_feel", "python_spellings", "to_cel", "translate_feel", "translate_juel"]
+__all__ = ["juel_to_cel", "python_spellings", "translate_feel", "translate_juel"]
 
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
@@ -301,35 +301,18 @@ def translate_feel(body: str) -> str:
     return "".join(out).strip()
 
 
-def native_feel(source: str) -> str:
-    """Zeebe's FEEL (``=`` optional) as the ``=FEEL`` text the engine stores and runs;
-    :class:`ExpressionError` when it does not compile."""
-    from bpm.expressions import compile_expression  # the expressions build on this module
-
-    body = source.strip()
-    if body.startswith("="):
-        body = body[1:].strip()
-    text = "=" + body
-    compile_expression(text)
-    return text
-
-
-def to_cel(source: str) -> str:
-    """The text the engine stores for a condition written in CEL or ``${JUEL}`` (CEL), or
-    ``=FEEL`` (kept as FEEL, see :func:`native_feel`).
+def juel_to_cel(source: str) -> str:
+    """The CEL of a condition written in CEL or ``${JUEL}`` (``=FEEL`` is compiled by
+    :func:`bpm.expressions.to_cel`, which builds on this module).
 
     Raises :class:`ExpressionError` when the text uses something without an exact CEL
-    translation, or a Python spelling (the message names the CEL to write instead), or is
-    FEEL that does not compile.
+    translation, or a Python spelling (the message names the CEL to write instead).
     """
     text = source.strip()
-    if text.startswith("=") and not text.startswith("=="):
-        return native_feel(text)
-    else:
-        match = _WRAPPED.match(text)
-        cel = translate_juel(match.group("body")) if match else text
-        if not match:
-            _check_java(text, _tokens(text))
+    match = _WRAPPED.match(text)
+    cel = translate_juel(match.group("body")) if match else text
+    if not match:
+        _check_java(text, _tokens(text))
     if not cel:
         raise ExpressionError("empty expression")
     problem = python_spellings(cel)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import cel
 
+from bpm.dialects import juel_to_cel, python_spellings
 from bpm.errors import ExpressionError
 
 if TYPE_CHECKING:
@@ -87,8 +88,6 @@ class Expression:
 def _compile(text: str, what: str) -> Any:
     if not text:
         raise ExpressionError(f"empty {what}")
-    from bpm.dialects import python_spellings  # the dialects build on this module
-
     spelling = python_spellings(text)
     if spelling is not None:
         raise ExpressionError(spelling)
@@ -134,3 +133,28 @@ def compile_expression(source: str) -> Expression | FeelExpression:
         return compile_feel_expression(source)
     text = source.strip()
     return Expression(text, _compile(text, "expression"))
+
+
+def native_feel(source: str) -> str:
+    """Zeebe's FEEL (``=`` optional) as the ``=FEEL`` text the engine stores and runs;
+    :class:`ExpressionError` when it does not compile."""
+    body = source.strip()
+    if body.startswith("="):
+        body = body[1:].strip()
+    text = "=" + body
+    compile_expression(text)
+    return text
+
+
+def to_cel(source: str) -> str:
+    """The text the engine stores for a condition written in CEL or ``${JUEL}`` (CEL), or
+    ``=FEEL`` (kept as FEEL, see :func:`native_feel`).
+
+    Raises :class:`ExpressionError` when the text uses something without an exact CEL
+    translation, or a Python spelling (the message names the CEL to write instead), or is
+    FEEL that does not compile.
+    """
+    text = source.strip()
+    if text.startswith("=") and not text.startswith("=="):
+        return native_feel(text)
+    return juel_to_cel(text)

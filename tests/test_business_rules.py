@@ -11,11 +11,10 @@ import pytest
 from bpm import Engine
 from bpm.bpmn import parse_bpmn
 from bpm.builder import Process
-from bpm.cockpit.diagram import model_to_bpmn
 from bpm.errors import DeploymentError
+from bpm.kinds import activity_type, model_to_bpmn
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime.activities import activity_type
 from bpm.store.decisions import InstanceQuery
 from tests.engine_helpers import table_dump
 

@@ -9,8 +9,9 @@ import itertools
 from defusedxml import ElementTree as SafeET
 
 from bpm.builder import Process
-from bpm.cockpit.diagram import BPMN, BPMNDI, model_to_bpmn
+from bpm.cockpit.diagram import BPMN, BPMNDI
 from bpm.cockpit.layout import Box, Layout, layout
+from bpm.kinds import model_to_bpmn
 from bpm.model.process import ProcessModel
 
 

@@ -11,8 +11,9 @@ from defusedxml import ElementTree as SafeET
 
 from bpm.bpmn import parse_bpmn
 from bpm.builder import Process
-from bpm.cockpit.diagram import BPMN, BPMNDI, DI, diagram_xml, has_diagram_for, model_to_bpmn
+from bpm.cockpit.diagram import BPMN, BPMNDI, DI, has_diagram_for
 from bpm.cockpit.layout import Box, Layout, layout
+from bpm.kinds import diagram_xml, model_to_bpmn
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from tests.engine_helpers import order_process

@@ -243,7 +243,7 @@ def test_instance_and_record_states_only_move_along_their_tables() -> None:
 
 def test_a_builder_saga_drawn_as_bpmn_parses_back_to_the_same_compensation() -> None:
     from bpm.builder import Process
-    from bpm.cockpit.diagram import model_to_bpmn
+    from bpm.kinds import model_to_bpmn
 
     model = (
         Process("saga")

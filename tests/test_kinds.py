@@ -19,18 +19,21 @@ import pytest
 from bpm.bpmn import parse_bpmn
 from bpm.bpmn.elements import ELEMENTS
 from bpm.bpmn.parser import parse_bpmn_file
-from bpm.cockpit.diagram import DRAW, model_to_bpmn
+from bpm.bpmn.tasks import parse_service
+from bpm.builder import Process
+from bpm.errors import DeploymentError
+from bpm.kinds import KINDS, Kinds, activity_type, model_to_bpmn
+from bpm.kinds import service_task as service_kind
+from bpm.kinds.spec import ElementKind, KindError, TriggerKind
 from bpm.model import nodes as n
 from bpm.model.element_types import element_type
-from bpm.model.process import _KINDS, ProcessModel
-from bpm.runtime.activities import activity_type
-from bpm.runtime.behaviours import BEHAVIOURS
+from bpm.model.process import _KINDS, NODE_CLASSES, ProcessModel
 
 DATA = Path(__file__).parent / "data" / "kinds"
 EVERY = parse_bpmn_file((DATA / "every_kind.bpmn").read_text()).models
 NODES = [node for model in EVERY for node in model.nodes.values()]
 
-NODE_CLASSES = sorted(
+ALL_CLASSES = sorted(
     (
         cls
         for _, cls in inspect.getmembers(n, inspect.isclass)
@@ -41,7 +44,7 @@ NODE_CLASSES = sorted(
 
 NOT_DRAWN = frozenset(
     {"name", "handler", "topic", "result_variable", "assignee", "candidate_groups"}
-    | {"map_result", "all_in", "loop", "line"}
+    | {"map_result", "all_in", "all_out", "loop", "line"}
 )
 """What the cockpit's drawing leaves out of a node: how it runs (handlers, topics, people,
 result mapping), not what it is; nor its source line. A task without a name is drawn with
@@ -50,22 +53,77 @@ its id as name."""
 
 def test_every_node_class_is_in_the_sample_file() -> None:
     found = {type(node) for node in NODES}
-    assert [c.__name__ for c in NODE_CLASSES if c not in found] == []
+    assert [c.__name__ for c in ALL_CLASSES if c not in found] == []
 
 
-@pytest.mark.parametrize("cls", NODE_CLASSES, ids=lambda c: c.__name__)
+def test_the_model_knows_every_node_class() -> None:
+    assert set(NODE_CLASSES) == set(ALL_CLASSES)
+    assert {cls.json_name for cls in NODE_CLASSES} == set(_KINDS)
+
+
+@pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
 def test_every_node_class_is_in_every_table(cls: type[n.Node]) -> None:
-    assert cls in _KINDS.values(), "no JSON name"
-    assert cls in BEHAVIOURS, "no behaviour"
-    assert cls in DRAW, "no drawing"
+    kind = KINDS.by_node[cls]
+    assert _KINDS[kind.name] is cls, "the JSON name"
+    assert KINDS.behaviours[cls] is kind.behave
     for node in (x for x in NODES if type(x) is cls):
         assert activity_type(node) != "unknown"
-        assert element_type(node).removeprefix("bpmn:") in ELEMENTS
+        assert element_type(node).removeprefix("bpmn:") in kind.parse
+        if kind.position is not None:  # an event position draws and names its trigger
+            trigger = KINDS.trigger_of(node)
+            assert trigger is None or kind.position in trigger.positions
 
 
-def test_every_parsed_tag_is_a_flow_element() -> None:
-    # the parser's table holds what a process may contain; nothing else is parsed
-    assert set(ELEMENTS) >= {"startEvent", "endEvent", "boundaryEvent", "sequenceFlow"}
+def test_the_parsers_tag_table_is_the_registrys() -> None:
+    assert dict(ELEMENTS) == dict(KINDS.parsers)
+
+
+def test_activity_and_element_types_are_what_main_said_before_the_registry() -> None:
+    before = json.loads((DATA / "types_1ef2dda.json").read_text())
+    for model in EVERY:
+        now = {k: [activity_type(v), element_type(v)] for k, v in model.nodes.items()}
+        assert now == before[model.key]
+
+
+def _one_kind_changed(**changes: Any) -> Kinds:
+    elements = tuple(
+        dataclasses.replace(k, **changes) if k is service_kind.KIND else k for k in KINDS.elements
+    )
+    return Kinds(elements=elements, triggers=KINDS.triggers)
+
+
+def test_a_kind_without_a_facet_fails_when_the_registry_is_built() -> None:
+    with pytest.raises(KindError, match="facet 'draw' is missing"):
+        _one_kind_changed(draw=None)
+    with pytest.raises(KindError, match="no builder verb 'serve'"):
+        _one_kind_changed(build=("serve",))
+    with pytest.raises(KindError, match="no builder verb makes it"):
+        _one_kind_changed(build=())
+    with pytest.raises(KindError, match="says how to find its trigger"):
+        _one_kind_changed(position="boundary")
+
+
+def test_a_tag_parsed_two_ways_fails_when_the_registry_is_built() -> None:
+    with pytest.raises(KindError, match="<userTask> is parsed two ways"):
+        _one_kind_changed(parse={"serviceTask": parse_service, "userTask": parse_service})
+
+
+def test_a_node_class_without_a_kind_fails_when_the_registry_is_built() -> None:
+    elements = tuple(k for k in KINDS.elements if k.node is not n.ReceiveTask)
+    with pytest.raises(KindError, match="without an element kind: ReceiveTask"):
+        Kinds(elements=elements, triggers=KINDS.triggers)
+    with pytest.raises(KindError, match="ServiceTask has two element kinds"):
+        Kinds(elements=(*KINDS.elements, service_kind.KIND), triggers=KINDS.triggers)
+
+
+def test_a_trigger_declared_twice_or_in_no_position_fails() -> None:
+    timer = KINDS.by_trigger["timer"]
+    with pytest.raises(KindError, match="declared twice"):
+        Kinds(elements=KINDS.elements, triggers=(*KINDS.triggers, timer))
+    bad = TriggerKind("x", "xEventDefinition", {"middle": "x"}, timer.draw)
+    with pytest.raises(KindError, match="positions must be some of"):
+        Kinds(elements=KINDS.elements, triggers=(*KINDS.triggers, bad))
+    assert isinstance(KINDS.by_node[n.StartEvent], ElementKind)
 
 
 def _without(node: n.Node, names: frozenset[str]) -> dict[str, Any]:
@@ -110,3 +168,119 @@ def test_models_stored_before_the_registry_still_load() -> None:
         loaded = ProcessModel.from_dict(entry["model"])
         assert loaded == model
         assert loaded.checksum() == entry["checksum"]  # a redeploy is not a new version
+
+
+def every_verb() -> ProcessModel:
+    """A builder process that uses every builder verb the registry names."""
+    return (
+        Process("verbs")
+        .start("s")
+        .message_start("s_msg", "placed")
+        .signal_start("s_sig", "go")
+        .service_task("charge", handler="charge", compensate_with="refund")
+        .script_task("add", "1 + 2", result="three")
+        .script_task("py", "x = 1", language="python")
+        .user_task("approve", assignee="demo")
+        .business_rule_task("dish", decision="dish", result_variable="dish")
+        .task("nothing")
+        .exclusive("xor", default="x_b")
+        .parallel("fork")
+        .parallel("join")
+        .inclusive("or_fork", default="o_b")
+        .inclusive("or_join")
+        .timer("wait", duration="PT1H")
+        .wait_until("deadline", "due")
+        .receive_message("paid", "paid")
+        .receive_signal("stock", "stock")
+        .throw_signal("tell", "told")
+        .throw_escalation("escalate", "LATE")
+        .link_throw("jump", "L")
+        .link_catch("land", "L")
+        .event_gateway("race")
+        .receive_task("reply", "reply")
+        .call_activity("child", "child_process")
+        .compensate("undo", activity="charge")
+        .sub_process(
+            "sub",
+            lambda b: (
+                b.start("ss")
+                .user_task("inner")
+                .end("se", error_code="E1")
+                .sequence("ss", "inner", "se")
+                .event_sub_process(
+                    "esp",
+                    lambda e: (
+                        e.start("on_late", escalation="LATE", interrupting=False)
+                        .end("noted")
+                        .sequence("on_late", "noted")
+                    ),
+                )
+            ),
+        )
+        .boundary_timer("sub_timer", "sub", duration="PT5M", interrupting=False)
+        .boundary_error("sub_error", "sub", error_code="E1")
+        .boundary_escalation("sub_escalation", "sub", escalation_code="LATE")
+        .boundary_message("sub_message", "sub", "cancel")
+        .boundary_signal("sub_signal", "sub", "stop", interrupting=False)
+        .boundary_compensation("approve_undo", "approve", handler="unapprove")
+        .user_task("unapprove", for_compensation=True)
+        .end("e")
+        .end("e_terminate", terminate=True)
+        .end("e_escalation", escalation_code="LATE")
+        .compensate_end("e_compensate")
+        .end("e_timer")
+        .end("e_message")
+        .end("e_signal")
+        .sequence("s", "charge", "add", "py", "approve", "dish", "nothing", "xor")
+        .flow("s_msg", "charge")
+        .flow("s_sig", "charge")
+        .flow("xor", "fork", condition="three > 2", id="x_a")
+        .flow("xor", "fork", id="x_b")
+        .sequence("fork", "or_fork")
+        .sequence("fork", "child", "join")
+        .flow("or_fork", "or_join", condition="three == 3", id="o_a")
+        .flow("or_fork", "or_join", id="o_b")
+        .sequence("or_join", "join", "wait", "deadline", "tell", "escalate", "jump")
+        .sequence("land", "race")
+        .sequence("race", "paid", "sub", "undo", "e")
+        .sequence("race", "stock", "reply", "e_terminate")
+        .flow("sub_timer", "e_timer")
+        .flow("sub_error", "e_compensate")
+        .flow("sub_escalation", "e_escalation")
+        .flow("sub_message", "e_message")
+        .flow("sub_signal", "e_signal")
+        .build()
+    )
+
+
+def test_every_builder_verb_the_registry_names_is_in_the_builder_sample() -> None:
+    source = inspect.getsource(every_verb)
+    verbs = {verb for kind in KINDS.elements for verb in kind.build}
+    assert [verb for verb in sorted(verbs) if f".{verb}(" not in source] == []
+
+
+def test_builder_then_json_then_drawing_then_parse_gives_the_same_kinds() -> None:
+    model = every_verb()
+    assert {type(x) for x in model.nodes.values()} == set(ALL_CLASSES)
+    test_json_then_drawing_then_parse_gives_the_same_kinds(model)
+
+
+def test_a_script_task_from_the_builder_runs_as_parsed_ones_do() -> None:
+    model = every_verb()
+    cel, py = model.nodes["add"], model.nodes["py"]
+    assert isinstance(cel, n.ScriptTask) and cel.is_cel and cel.result_variable == "three"
+    assert isinstance(py, n.ScriptTask) and not py.is_cel and py.handler == "py"
+    assert model.handler_names()["py"] == ["py"] and "add" not in model.handler_names()
+
+
+def test_a_result_variable_on_a_handler_script_is_refused_naming_the_task() -> None:
+    builder = (
+        Process("bad")
+        .start("s")
+        .script_task("py", "x = 1", language="python", result="x")
+        .end("e")
+        .sequence("s", "py", "e")
+    )
+    with pytest.raises(DeploymentError, match="result= is for CEL scripts") as caught:
+        builder.build()
+    assert [p.element_id for p in caught.value.problems] == ["py"]

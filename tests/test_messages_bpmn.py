@@ -135,7 +135,7 @@ def test_wrong_references_are_reported(fragment: str, old: str, new: str) -> Non
 
 
 def test_the_cockpit_draws_the_new_elements() -> None:
-    from bpm.cockpit.diagram import model_to_bpmn
+    from bpm.kinds import model_to_bpmn
 
     xml = model_to_bpmn(parse_bpmn(CAMUNDA))
     for tag in (

@@ -38,9 +38,8 @@ from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import camunda, java_engine, ours
 from bpm.bpmn.retryspec import RetrySpecError, parse_retry, parse_retry_cycle
-from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
-from bpm.expressions import unwrap
+from bpm.expressions import native_feel, unwrap
 from bpm.handlers import CELERY_TASK, RESULT_VARIABLE
 from bpm.retry import FailureAction, RetryPolicy
 

@@ -28,8 +28,8 @@ from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.namespaces import ZEEBE_NS, java_engine, local, ours, split
 from bpm.bpmn.scopes import activity_fields
 from bpm.bpmn.tasks import parse_service
-from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
+from bpm.expressions import native_feel
 from bpm.model import nodes as n
 
 __all__ = ["parse_business_rule"]

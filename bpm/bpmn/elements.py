@@ -25,8 +25,8 @@ from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import java_engine, local
 from bpm.bpmn.scopes import parse_call, parse_inclusive, parse_subprocess
 from bpm.bpmn.tasks import parse_pass_through, parse_script, parse_service, parse_user
-from bpm.dialects import to_cel
 from bpm.errors import ExpressionError
+from bpm.expressions import to_cel
 from bpm.model import nodes as n
 
 __all__ = ["ELEMENTS", "Context", "ElementParser"]

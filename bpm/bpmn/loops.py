@@ -17,8 +17,8 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import java_engine, local, pretty
-from bpm.dialects import native_feel, to_cel
 from bpm.errors import ExpressionError
+from bpm.expressions import native_feel, to_cel
 from bpm.model import nodes as n
 
 __all__ = ["read_loop"]

@@ -18,8 +18,8 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import split
-from bpm.dialects import native_feel, to_cel
 from bpm.errors import ExpressionError
+from bpm.expressions import native_feel, to_cel
 from bpm.model import nodes as n
 
 __all__ = [

@@ -8,8 +8,8 @@ from xml.etree.ElementTree import Element
 
 from bpm.bpmn.context import Context
 from bpm.bpmn.namespaces import ZEEBE_NS, local, split
-from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
+from bpm.expressions import native_feel
 from bpm.model import nodes as n
 
 __all__ = ["EVENT_DEFINITIONS", "event_ref", "is_event", "top_level"]

@@ -16,8 +16,8 @@ from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
 from bpm.bpmn.loops import read_loop
 from bpm.bpmn.mappings import IO_USES, read_call_mappings, read_io
 from bpm.bpmn.namespaces import java_engine
-from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
+from bpm.expressions import native_feel
 from bpm.model import nodes as n
 from bpm.timeexpr import variable_name
 

@@ -13,8 +13,8 @@ from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.namespaces import java_engine, local, ours
 from bpm.bpmn.scopes import activity_fields
-from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
+from bpm.expressions import native_feel
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_duration
 

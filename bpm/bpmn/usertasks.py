@@ -14,8 +14,8 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import java_engine, local, split
-from bpm.dialects import native_feel
 from bpm.errors import ExpressionError
+from bpm.expressions import native_feel
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 

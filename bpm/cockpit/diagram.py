@@ -6,7 +6,7 @@ Pure functions; the generated XML is for drawing only (bpmn-js), not for deployi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 from xml.etree.ElementTree import Element, SubElement, register_namespace, tostring
 
@@ -40,12 +40,13 @@ _TIMER_TAG = {
 }
 
 
-def diagram_xml(model: ProcessModel, source: str) -> str:
+def diagram_xml(model: ProcessModel, source: str, *, draw: Draw) -> str:
     """What to draw for a deployed definition: ``source`` if it has a shape for every
-    node of ``model``, else the model with a generated diagram."""
+    node of ``model``, else the model with a generated diagram (``draw``: see
+    :func:`model_to_bpmn`)."""
     if source and has_diagram_for(model, source):
         return source
-    return model_to_bpmn(model)
+    return model_to_bpmn(model, draw=draw)
 
 
 def has_diagram_for(model: ProcessModel, source: str) -> bool:
@@ -125,219 +126,13 @@ class Drawing:
 
 
 Draw = Callable[[Element, Any, dict[str, str], Drawing], Element]
-"""Writes one node into its parent element: ``attrs`` holds its id and name."""
-
-
-def _start(parent: Element, node: n.StartEvent, attrs: dict[str, str], d: Drawing) -> Element:
-    if not node.interrupting:
-        attrs["isInterrupting"] = "false"
-    el = d.element(parent, "startEvent", attrs)
-    if node.timer is not None:
-        d.timer(el, node.timer)
-    elif node.error_start:
-        d.error(el, node.error_code)
-    elif node.escalation_start:
-        d.escalation(el, node.escalation_code)
-    elif node.compensation_start:
-        d.compensate(el, None)
-    d.event(el, node.event)
-    return el
-
-
-def _end(parent: Element, node: n.EndEvent, attrs: dict[str, str], d: Drawing) -> Element:
-    el = d.element(parent, "endEvent", attrs)
-    if node.kind is n.EndKind.TERMINATE:
-        SubElement(el, _q(BPMN, "terminateEventDefinition"))
-    elif node.kind is n.EndKind.ERROR:
-        d.error(el, node.error_code)
-    elif node.kind is n.EndKind.ESCALATION:
-        d.escalation(el, node.escalation_code)
-    elif node.kind is n.EndKind.COMPENSATE:
-        d.compensate(el, node.activity_ref)
-    return el
-
-
-def _boundary(parent: Element, node: n.BoundaryEvent, attrs: dict[str, str], d: Drawing) -> Element:
-    attrs["attachedToRef"] = node.attached_to
-    attrs["cancelActivity"] = "true" if node.cancel_activity else "false"
-    el = d.element(parent, "boundaryEvent", attrs)
-    if node.timer is not None:
-        d.timer(el, node.timer)
-    elif node.is_compensation:
-        d.compensate(el, None)
-    elif node.escalation:
-        d.escalation(el, node.escalation_code)
-    elif node.event is not None:
-        d.event(el, node.event)
-    else:
-        d.error(el, node.error_code)
-    return el
-
-
-def _catch(parent: Element, node: n.CatchEvent, attrs: dict[str, str], d: Drawing) -> Element:
-    el = d.element(parent, "intermediateCatchEvent", attrs)
-    d.event(el, node.event)
-    return el
-
-
-def _timer_catch(
-    parent: Element, node: n.TimerCatchEvent, attrs: dict[str, str], d: Drawing
-) -> Element:
-    el = d.element(parent, "intermediateCatchEvent", attrs)
-    d.timer(el, node.timer)
-    return el
-
-
-def _link_catch(
-    parent: Element, node: n.LinkCatchEvent, attrs: dict[str, str], d: Drawing
-) -> Element:
-    el = d.element(parent, "intermediateCatchEvent", attrs)
-    d.link(el, node.link)
-    return el
-
-
-def _link_throw(
-    parent: Element, node: n.LinkThrowEvent, attrs: dict[str, str], d: Drawing
-) -> Element:
-    el = d.element(parent, "intermediateThrowEvent", attrs)
-    d.link(el, node.link)
-    return el
-
-
-def _signal_throw(
-    parent: Element, node: n.SignalThrow, attrs: dict[str, str], d: Drawing
-) -> Element:
-    el = d.element(parent, "intermediateThrowEvent", attrs)
-    d.event(el, n.EventRef(n.EventKind.SIGNAL, node.signal))
-    return el
-
-
-def _escalation_throw(
-    parent: Element, node: n.EscalationThrowEvent, attrs: dict[str, str], d: Drawing
-) -> Element:
-    el = d.element(parent, "intermediateThrowEvent", attrs)
-    d.escalation(el, node.escalation_code)
-    return el
-
-
-def _compensation_throw(
-    parent: Element, node: n.CompensationThrowEvent, attrs: dict[str, str], d: Drawing
-) -> Element:
-    el = d.element(parent, "intermediateThrowEvent", attrs)
-    d.compensate(el, node.activity_ref)
-    return el
-
-
-def _service(parent: Element, node: n.ServiceTask, attrs: dict[str, str], d: Drawing) -> Element:
-    return d.element(parent, "serviceTask", attrs)
-
-
-def _script(parent: Element, node: n.ScriptTask, attrs: dict[str, str], d: Drawing) -> Element:
-    if node.script_format:
-        attrs["scriptFormat"] = node.script_format
-    el = d.element(parent, "scriptTask", attrs)
-    if node.script is not None:
-        SubElement(el, _q(BPMN, "script")).text = node.script
-    return el
-
-
-def _user(parent: Element, node: n.UserTask, attrs: dict[str, str], d: Drawing) -> Element:
-    return d.element(parent, "userTask", attrs)
-
-
-def _decision(parent: Element, node: n.DecisionTask, attrs: dict[str, str], d: Drawing) -> Element:
-    attrs[_q(CAMUNDA, "decisionRef")] = node.decision
-    return d.element(parent, "businessRuleTask", attrs)
-
-
-def _receive(parent: Element, node: n.ReceiveTask, attrs: dict[str, str], d: Drawing) -> Element:
-    if node.event.kind is n.EventKind.MESSAGE:
-        attrs["messageRef"] = d.ref("message", node.event.name)
-    return d.element(parent, "receiveTask", attrs)
-
-
-def _pass_through(
-    parent: Element, node: n.PassThrough, attrs: dict[str, str], d: Drawing
-) -> Element:
-    return d.element(parent, node.element, attrs)
-
-
-def _exclusive(
-    parent: Element, node: n.ExclusiveGateway, attrs: dict[str, str], d: Drawing
-) -> Element:
-    if node.default_flow:
-        attrs["default"] = node.default_flow
-    return d.element(parent, "exclusiveGateway", attrs)
-
-
-def _inclusive(
-    parent: Element, node: n.InclusiveGateway, attrs: dict[str, str], d: Drawing
-) -> Element:
-    if node.default_flow:
-        attrs["default"] = node.default_flow
-    return d.element(parent, "inclusiveGateway", attrs)
-
-
-def _parallel(
-    parent: Element, node: n.ParallelGateway, attrs: dict[str, str], d: Drawing
-) -> Element:
-    return d.element(parent, "parallelGateway", attrs)
-
-
-def _event_gateway(
-    parent: Element, node: n.EventBasedGateway, attrs: dict[str, str], d: Drawing
-) -> Element:
-    return d.element(parent, "eventBasedGateway", attrs)
-
-
-def _sub_process(parent: Element, node: n.SubProcess, attrs: dict[str, str], d: Drawing) -> Element:
-    return d.element(parent, "subProcess", attrs)
-
-
-def _event_sub_process(
-    parent: Element, node: n.EventSubProcess, attrs: dict[str, str], d: Drawing
-) -> Element:
-    attrs["triggeredByEvent"] = "true"
-    return d.element(parent, "subProcess", attrs)
-
-
-def _call(parent: Element, node: n.CallActivity, attrs: dict[str, str], d: Drawing) -> Element:
-    attrs["calledElement"] = node.called_element
-    return d.element(parent, "callActivity", attrs)
-
-
-DRAW: Mapping[type[n.Node], Draw] = {
-    n.StartEvent: _start,
-    n.EndEvent: _end,
-    n.BoundaryEvent: _boundary,
-    n.CatchEvent: _catch,
-    n.TimerCatchEvent: _timer_catch,
-    n.LinkCatchEvent: _link_catch,
-    n.LinkThrowEvent: _link_throw,
-    n.SignalThrow: _signal_throw,
-    n.EscalationThrowEvent: _escalation_throw,
-    n.CompensationThrowEvent: _compensation_throw,
-    n.ServiceTask: _service,
-    n.ScriptTask: _script,
-    n.UserTask: _user,
-    n.DecisionTask: _decision,
-    n.ReceiveTask: _receive,
-    n.PassThrough: _pass_through,
-    n.ExclusiveGateway: _exclusive,
-    n.InclusiveGateway: _inclusive,
-    n.ParallelGateway: _parallel,
-    n.EventBasedGateway: _event_gateway,
-    n.SubProcess: _sub_process,
-    n.EventSubProcess: _event_sub_process,
-    n.CallActivity: _call,
-}
-"""How each node class is drawn. No fallback: a kind without a drawing is refused (by the
-kinds' completeness test), instead of being drawn as a plain task."""
+"""Writes one node into its parent element: ``attrs`` holds its id and name. The kinds
+registry (:mod:`bpm.kinds`) hands the one that knows every kind."""
 
 _NAMED_BY_ID = (n.ServiceTask, n.UserTask, n.DecisionTask)
 
 
-def _node_element(parent: Element, node: n.Node, d: Drawing) -> Element:
+def _node_element(parent: Element, node: n.Node, d: Drawing, draw: Draw) -> Element:
     attrs = {"id": node.id}
     if node.name:
         attrs["name"] = node.name
@@ -345,14 +140,12 @@ def _node_element(parent: Element, node: n.Node, d: Drawing) -> Element:
         attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
     if isinstance(node, n.Activity) and node.for_compensation:
         attrs["isForCompensation"] = "true"
-    draw = DRAW.get(type(node))
-    if draw is None:
-        raise TypeError(f"no drawing for {type(node).__name__} '{node.id}'")
     return draw(parent, node, attrs, d)
 
 
-def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
-    """``model`` as BPMN 2.0 XML with a generated diagram (shapes and orthogonal edges)."""
+def model_to_bpmn(model: ProcessModel, placed: Layout | None = None, *, draw: Draw) -> str:
+    """``model`` as BPMN 2.0 XML with a generated diagram (shapes and orthogonal edges);
+    ``draw`` writes each node (the kinds registry's, :func:`bpm.kinds.model_to_bpmn`)."""
     placed = placed or layout(model)
     root = Element(_q(BPMN, "definitions"), {"id": f"defs_{model.key}", "targetNamespace": BPMN})
     process = SubElement(root, _q(BPMN, "process"), {"id": model.key, "isExecutable": "true"})
@@ -363,7 +156,7 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None) -> str:
     where: dict[str | None, Element] = {None: process}
     for node in sorted(model.nodes.values(), key=lambda x: model.depth(x.id)):
         parent = where.get(node.container, process)
-        where[node.id] = _node_element(parent, node, drawing)
+        where[node.id] = _node_element(parent, node, drawing, draw)
     for flow in model.flows:
         source = model.nodes.get(flow.source)
         parent = where.get(source.container if source is not None else None, process)

@@ -63,6 +63,7 @@ from bpm.runtime.records import (
 from bpm.store import db as _db
 from bpm.store import migrate as _migrate
 from bpm.store.comments import TaskComment
+from bpm.store.id_prefix import TABLES, ids_with_prefix
 
 __all__ = [
     "Completion",
@@ -125,6 +126,7 @@ class Engine:
             registry=registry or default_registry,
             clock=clock or clock_for(db),
             transactions=transactions,
+            after_unit=[_signals.after_unit],
             replica=replica,
         )
 
@@ -587,8 +589,6 @@ class Engine:
     def ids_with_prefix(self, kind: str, prefix: str, *, limit: int = 10) -> list[str]:
         """Up to ``limit`` ids of ``kind`` (``instance``, ``task`` or ``incident``) that start
         with ``prefix``, in id order: how the CLI takes a short id as git does."""
-        from bpm.store.id_prefix import TABLES, ids_with_prefix
-
         if kind not in TABLES:
             raise InvalidOperation(f"unknown id kind '{kind}'; use {', '.join(TABLES)}")
         with self.db.connect() as conn:

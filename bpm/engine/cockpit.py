@@ -18,6 +18,7 @@ from bpm.engine import instances as _inst
 from bpm.engine import timers as _timers
 from bpm.engine.core import EngineCore
 from bpm.errors import NotFound
+from bpm.kinds import diagram_xml
 from bpm.runtime.records import (
     ExternalTask,
     HistoryEvent,
@@ -150,8 +151,6 @@ class Cockpit:
     def diagram_xml(self, definition_id: str) -> str:
         """BPMN XML to draw: the deployed file when it has diagram information for every
         node, else the model laid out automatically (builder models, hand-written XML)."""
-        from bpm.cockpit.diagram import diagram_xml
-
         model = _defs.model_of(self.core, definition_id)
         with self.core.db.connect() as conn:
             source = store.definition_source(conn, definition_id)

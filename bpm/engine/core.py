@@ -27,6 +27,7 @@ from bpm.handlers import HandlerRegistry
 from bpm.model.process import ProcessModel
 from bpm.observe import Observers, observers
 from bpm.runtime.records import Instance
+from bpm.runtime.work import InstanceWork
 from bpm.store import definitions as defs_store
 
 log = logging.getLogger("bpm.engine")
@@ -52,6 +53,11 @@ class Stats:
     dead_holders_reclaimed: int = 0
 
 
+AfterUnit = Callable[["EngineCore", Sequence[InstanceWork]], None]
+"""A hook the unit of work runs after it committed and published, with every instance's
+work of the transaction; it runs its own transactions if it needs any."""
+
+
 @dataclass
 class EngineCore:
     db: Engine
@@ -69,6 +75,9 @@ class EngineCore:
     listeners: InstanceListeners = field(default_factory=lambda: instance_listeners)
     # Told what each step, timer and request did (metrics, logs; see bpm/observe.py).
     observers: Observers = field(default_factory=lambda: observers)
+    # Run after each unit of work commits, with what it changed (signal broadcasts, for
+    # one): the unit knows no feature that acts after it (bpm/engine/unit.py).
+    after_unit: list[AfterUnit] = field(default_factory=list)
     # Where the reads that only show data go (bpm/engine/replica.py); None: the primary.
     replica: ReadReplica | None = None
     _models: dict[str, ProcessModel] = field(default_factory=dict)

@@ -16,6 +16,7 @@ from sqlalchemy import Connection
 
 from bpm.engine.core import EngineCore
 from bpm.errors import NotFound
+from bpm.kinds import activity_type
 from bpm.model.process import ProcessModel
 from bpm.runtime import activities as act
 from bpm.runtime.records import Instance, UserTask
@@ -253,7 +254,7 @@ class Queries:
                     definition_id=inst.definition_id,
                     definition_key=inst.definition_key,
                     activity_name=node.name if node else None,
-                    activity_type=act.activity_type(node),
+                    activity_type=activity_type(node),
                     task_id=task.id if task else None,
                     assignee=task.assignee if task else None,
                 )
@@ -305,7 +306,7 @@ class Queries:
     ) -> bool:
         inst = instances.get(a.instance_id)
         node = self._node(conn, inst.definition_id, a.node_id) if inst else None
-        return q.activity_types is not None and act.activity_type(node) in q.activity_types
+        return q.activity_types is not None and activity_type(node) in q.activity_types
 
     def _with_ends(
         self, conn: Any, found: list[act.ActivityInstance]

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from bpm.engine.core import EngineCore
+from bpm.engine.instances import begin_instance
 from bpm.engine.unit import unit_of_work
 from bpm.errors import BpmError
 from bpm.model import nodes as n
@@ -62,8 +63,6 @@ def schedule_rows(
 def fire_due_schedules(core: EngineCore, *, now: datetime | None = None, limit: int = 100) -> int:
     """Start an instance for every schedule due at ``now`` (up to ``limit``); returns how
     many started. Safe to run in several processes at once."""
-    from bpm.engine.instances import begin_instance  # instances import definitions
-
     at = core.now(now)
     with core.db.connect() as conn:
         candidates = [s.id for s in store.due(conn, at, limit)] if limit > 0 else []

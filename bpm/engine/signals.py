@@ -17,14 +17,14 @@ from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation
 from bpm.runtime import messages as rt
 from bpm.runtime.states import InstanceState
-from bpm.runtime.work import check_variables
+from bpm.runtime.work import InstanceWork, check_variables
 from bpm.store import definitions as defs_store
 from bpm.store import messages as store
 
 SIGNAL = "signal"
 log = logging.getLogger("bpm.signals")
 
-__all__ = ["SignalResult", "broadcast_thrown", "signal"]
+__all__ = ["SignalResult", "after_unit", "broadcast_thrown", "signal"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,16 @@ def signal(
             work = begin_instance(unit, definition, clean, start_event=start.node_id)
             started.append(work.instance.id)
     return SignalResult(tuple(caught), tuple(started))
+
+
+def after_unit(core: EngineCore, works: Sequence[InstanceWork]) -> None:
+    """The unit-of-work hook (``EngineCore.after_unit``) that broadcasts the signals its
+    signal throw events threw. They reach other instances, which are locked by
+    transactions of their own (never inside the throwing one: that would break the lock
+    order)."""
+    thrown = [s for w in works for s in w.signals]
+    if thrown:
+        broadcast_thrown(core, thrown)
 
 
 def broadcast_thrown(core: EngineCore, thrown: Sequence[tuple[str, dict[str, Any]]]) -> None:

@@ -42,14 +42,15 @@ from bpm.engine.mailbox import deliver_buffered
 from bpm.errors import NotFound
 from bpm.events import ended_by
 from bpm.expressions_feel import CLOCK as FEEL_CLOCK
+from bpm.kinds import KINDS
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime.behaviours import BEHAVIOURS
-from bpm.runtime.decisions import Decided
+from bpm.runtime.changes import Item
+from bpm.runtime.hooks import Decided, Walk
 from bpm.runtime.records import Instance, ProcessDefinition, Token
 from bpm.runtime.states import InstanceState
 from bpm.runtime.walker import Walker
-from bpm.runtime.work import InstanceWork, Item
+from bpm.runtime.work import InstanceWork
 from bpm.store import definitions as defs_store
 from bpm.store import work as work_store
 from bpm.tracing import TraceContext
@@ -166,7 +167,7 @@ class Unit:
             found = Walker(
                 work,
                 self.model(work.instance.definition_id),
-                BEHAVIOURS,
+                KINDS.behaviours,
                 self,
                 max_steps=self.core.config.max_steps_per_transaction,
                 decider=self,
@@ -215,7 +216,7 @@ class Unit:
     def start_child(
         self,
         definition: ProcessDefinition,
-        caller: Walker,
+        caller: Walk,
         token: Token,
         child_id: str,
         variables: dict[str, Any],
@@ -254,7 +255,7 @@ class Unit:
     # -- decisions: what business rule tasks evaluate (bpm.runtime.decisions.Decider) -----
     def decide(
         self,
-        walker: Walker,
+        walker: Walk,
         tok: Token,
         node: n.DecisionTask,
         key: str,
@@ -341,10 +342,7 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
             core.dispatch(ids, trace)
     else:
         core.dispatch(unit.ready)
-    thrown = [s for w in unit.works.values() for s in w.signals]
-    if thrown:
-        # Signal throw events reach other instances, which are locked by transactions of
-        # their own (never inside this one: that would break the lock order).
-        from bpm.engine.signals import broadcast_thrown
-
-        broadcast_thrown(core, thrown)
+    if core.after_unit:
+        works = list(unit.works.values())
+        for hook in core.after_unit:
+            hook(core, works)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from bpm.retry import RetryPolicy
 
@@ -20,7 +20,13 @@ do not use the field keep the checksum they had before it existed."""
 
 @dataclass(frozen=True)
 class Node:
-    """Common fields of every flow node. ``line`` points into the BPMN source, if any."""
+    """Common fields of every flow node. ``line`` points into the BPMN source, if any.
+
+    Every concrete node class says ``json_name``, its name in the model's JSON (stored
+    definitions hold it: never rename one), and ``tag``, the BPMN element it stands for."""
+
+    json_name: ClassVar[str] = ""
+    tag: ClassVar[str] = ""
 
     id: str
     name: str | None = None
@@ -72,6 +78,9 @@ class StartEvent(Node):
     (``error_start``; ``error_code`` None catches every error). ``interrupting`` says
     whether it cancels the rest of the enclosing scope (errors always do)."""
 
+    json_name: ClassVar[str] = "start_event"
+    tag: ClassVar[str] = "startEvent"
+
     timer: TimerSpec | None = None
     error_start: bool = field(default=False, metadata=SPARSE)
     error_code: str | None = field(default=None, metadata=SPARSE)
@@ -121,6 +130,9 @@ class EndKind(StrEnum):
 class EndEvent(Node):
     """``activity_ref`` (a compensation end event): the one activity to compensate; None
     compensates every completed activity of the scope."""
+
+    json_name: ClassVar[str] = "end_event"
+    tag: ClassVar[str] = "endEvent"
 
     kind: EndKind = EndKind.NONE
     error_code: str | None = None
@@ -178,6 +190,9 @@ class Activity(Node):
 class ServiceTask(Activity):
     """Inline (``handler``) or external (``topic``) work. Exactly one of the two is set."""
 
+    json_name: ClassVar[str] = "service_task"
+    tag: ClassVar[str] = "serviceTask"
+
     handler: str | None = None
     topic: str | None = None
     retry: RetryPolicy | None = None
@@ -202,6 +217,9 @@ class ScriptTask(ServiceTask):
     ``ctx.script``. Nothing is evaluated as Python.
     """
 
+    json_name: ClassVar[str] = "script_task"
+    tag: ClassVar[str] = "scriptTask"
+
     script: str | None = None
     script_format: str | None = None
     result_variable: str | None = None
@@ -222,6 +240,9 @@ class UserTask(Activity):
     """A task for a person. Every setting is text as written in the model; ``${name}``
     reads a variable when the task is created (see :mod:`bpm.runtime.usertasks`)."""
 
+    json_name: ClassVar[str] = "user_task"
+    tag: ClassVar[str] = "userTask"
+
     assignee: str | None = None
     candidate_groups: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
@@ -241,12 +262,15 @@ class UserTask(Activity):
 
 @dataclass(frozen=True)
 class ExclusiveGateway(Node):
+    json_name: ClassVar[str] = "exclusive_gateway"
+    tag: ClassVar[str] = "exclusiveGateway"
     default_flow: str | None = None
 
 
 @dataclass(frozen=True)
 class ParallelGateway(Node):
-    pass
+    json_name: ClassVar[str] = "parallel_gateway"
+    tag: ClassVar[str] = "parallelGateway"
 
 
 @dataclass(frozen=True)
@@ -254,12 +278,18 @@ class InclusiveGateway(Node):
     """Forks along every outgoing flow whose condition is true (the default when none is);
     joins when no token that could still arrive is left upstream in its scope."""
 
+    json_name: ClassVar[str] = "inclusive_gateway"
+    tag: ClassVar[str] = "inclusiveGateway"
+
     default_flow: str | None = None
 
 
 @dataclass(frozen=True)
 class SubProcess(Activity):
     """An embedded sub-process: its nodes name it as their ``container``."""
+
+    json_name: ClassVar[str] = "sub_process"
+    tag: ClassVar[str] = "subProcess"
 
     @property
     def waits(self) -> bool:
@@ -272,6 +302,9 @@ class EventSubProcess(Activity):
     (timer or error) starts it inside the enclosing scope. Its ``inputs`` become its local
     variables, its ``outputs`` are written to the enclosing scope when it completes (it
     has no multi-instance marker)."""
+
+    json_name: ClassVar[str] = "event_sub_process"
+    tag: ClassVar[str] = "subProcess"
 
 
 class CallBinding(StrEnum):
@@ -291,6 +324,9 @@ class CallActivity(Activity):
     ``call_outputs`` are copied back when it completes (all of the child's with
     ``all_out``). ``business_key``: CEL for the child's business key; ``inherit_key``
     passes the caller's own."""
+
+    json_name: ClassVar[str] = "call_activity"
+    tag: ClassVar[str] = "callActivity"
 
     called_element: str = ""
     binding: CallBinding = CallBinding.LATEST
@@ -323,6 +359,9 @@ class DecisionTask(Activity):
     mapped by ``map_result`` (one of :data:`MAP_RESULTS`); without one nothing is written.
     """
 
+    json_name: ClassVar[str] = "decision_task"
+    tag: ClassVar[str] = "businessRuleTask"
+
     decision: str = ""
     binding: CallBinding = CallBinding.LATEST
     version: str | None = None
@@ -335,6 +374,9 @@ class PassThrough(Activity):
     """``task``, ``manualTask`` and a none ``intermediateThrowEvent``: the token moves on
     at once (BPMN gives them no behaviour an engine performs). ``element`` is the BPMN
     local name, for messages and the trail."""
+
+    json_name: ClassVar[str] = "pass_through"
+    tag: ClassVar[str] = "task"
 
     element: str = "task"
 
@@ -355,6 +397,8 @@ class TimerSpec:
 
 @dataclass(frozen=True)
 class TimerCatchEvent(Node):
+    json_name: ClassVar[str] = "timer_catch_event"
+    tag: ClassVar[str] = "intermediateCatchEvent"
     timer: TimerSpec | None = None
 
     @property
@@ -367,6 +411,9 @@ class CompensationThrowEvent(Node):
     """An intermediate compensation throw event: compensates ``activity_ref`` (None: every
     completed activity of its scope), waits until that is done, then moves on."""
 
+    json_name: ClassVar[str] = "compensation_throw_event"
+    tag: ClassVar[str] = "intermediateThrowEvent"
+
     activity_ref: str | None = None
 
 
@@ -376,6 +423,9 @@ class EscalationThrowEvent(Node):
     ``escalation_code`` around it is triggered, then the token moves on (unless an
     interrupting catcher ended it)."""
 
+    json_name: ClassVar[str] = "escalation_throw_event"
+    tag: ClassVar[str] = "intermediateThrowEvent"
+
     escalation_code: str = ""
 
 
@@ -384,12 +434,18 @@ class LinkThrowEvent(Node):
     """An intermediate throw event with a link: the token jumps to the link catch event of
     the same ``link`` name in the same (sub-)process (resolved and checked at deploy)."""
 
+    json_name: ClassVar[str] = "link_throw_event"
+    tag: ClassVar[str] = "intermediateThrowEvent"
+
     link: str = ""
 
 
 @dataclass(frozen=True)
 class LinkCatchEvent(Node):
     """An intermediate catch event with a link: where link throws of ``link`` continue."""
+
+    json_name: ClassVar[str] = "link_catch_event"
+    tag: ClassVar[str] = "intermediateCatchEvent"
 
     link: str = ""
 
@@ -399,6 +455,9 @@ class BoundaryEvent(Node):
     """A timer, error, escalation, message, signal or compensation event attached to an
     activity. A compensation boundary event names its activity's compensation handler
     (``compensate_with``)."""
+
+    json_name: ClassVar[str] = "boundary_event"
+    tag: ClassVar[str] = "boundaryEvent"
 
     attached_to: str = ""
     cancel_activity: bool = True
@@ -452,6 +511,9 @@ class EventRef:
 class CatchEvent(Node):
     """An intermediate catch event waiting for a message or a signal."""
 
+    json_name: ClassVar[str] = "catch_event"
+    tag: ClassVar[str] = "intermediateCatchEvent"
+
     event: EventRef = EventRef(EventKind.MESSAGE, "")
 
     @property
@@ -462,6 +524,9 @@ class CatchEvent(Node):
 @dataclass(frozen=True)
 class ReceiveTask(Activity):
     """A receive task: an activity that waits for a message (it may carry boundaries)."""
+
+    json_name: ClassVar[str] = "receive_task"
+    tag: ClassVar[str] = "receiveTask"
 
     event: EventRef = EventRef(EventKind.MESSAGE, "")
 
@@ -475,6 +540,9 @@ class EventBasedGateway(Node):
     """Its token waits for the first of the events right after it (message, signal or
     timer catch events, receive tasks); that one wins, the others are cancelled."""
 
+    json_name: ClassVar[str] = "event_based_gateway"
+    tag: ClassVar[str] = "eventBasedGateway"
+
     @property
     def waits(self) -> bool:
         return True
@@ -484,6 +552,9 @@ class EventBasedGateway(Node):
 class SignalThrow(Node):
     """An intermediate throw or end event with a signal: broadcast ``signal`` to every
     instance waiting for it (after this transaction commits), then move on."""
+
+    json_name: ClassVar[str] = "signal_throw"
+    tag: ClassVar[str] = "intermediateThrowEvent"
 
     signal: str = ""
 

@@ -10,34 +10,35 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from bpm.errors import InvalidOperation
 from bpm.model import nodes as n
+from bpm.model.reach import upstream_of
 from bpm.retry import RetryPolicy
 
-_KINDS: dict[str, type[n.Node]] = {
-    "start_event": n.StartEvent,
-    "end_event": n.EndEvent,
-    "service_task": n.ServiceTask,
-    "script_task": n.ScriptTask,
-    "pass_through": n.PassThrough,
-    "user_task": n.UserTask,
-    "exclusive_gateway": n.ExclusiveGateway,
-    "parallel_gateway": n.ParallelGateway,
-    "timer_catch_event": n.TimerCatchEvent,
-    "boundary_event": n.BoundaryEvent,
-    "inclusive_gateway": n.InclusiveGateway,
-    "sub_process": n.SubProcess,
-    "event_sub_process": n.EventSubProcess,
-    "call_activity": n.CallActivity,
-    "decision_task": n.DecisionTask,
-    "compensation_throw_event": n.CompensationThrowEvent,
-    "escalation_throw_event": n.EscalationThrowEvent,
-    "link_throw_event": n.LinkThrowEvent,
-    "link_catch_event": n.LinkCatchEvent,
-    "catch_event": n.CatchEvent,
-    "receive_task": n.ReceiveTask,
-    "event_based_gateway": n.EventBasedGateway,
-    "signal_throw": n.SignalThrow,
-}
+
+def _node_classes(cls: type[n.Node]) -> list[type[n.Node]]:
+    found = []
+    for sub in cls.__subclasses__():
+        if "json_name" in vars(sub):
+            found.append(sub)
+        found += _node_classes(sub)
+    return found
+
+
+def _json_names() -> dict[str, type[n.Node]]:
+    """Every concrete node class by its ``json_name``, the name stored models hold."""
+    names: dict[str, type[n.Node]] = {}
+    for cls in _node_classes(n.Node):
+        if cls.json_name in names:
+            other = names[cls.json_name].__name__
+            raise TypeError(f"{cls.__name__} and {other} are both {cls.json_name!r}")
+        names[cls.json_name] = cls
+    return names
+
+
+_KINDS = _json_names()
+NODE_CLASSES: tuple[type[n.Node], ...] = tuple(_KINDS.values())
+"""Every concrete node class (each says its ``json_name`` and BPMN ``tag``)."""
 _MAPPING_FIELDS = frozenset({"inputs", "outputs", "call_inputs", "call_outputs"})
 _KIND_OF = {cls: name for name, cls in _KINDS.items()}
 
@@ -205,8 +206,6 @@ class ProcessModel:
         """For every inclusive gateway that joins: the nodes of its container from which a
         token can still reach it (not through the gateway itself). BPMN's rule: the join
         waits while a live token of its scope sits on one of them."""
-        from bpm.model.reach import upstream_of
-
         return {
             node.id: upstream_of(self, node.id)
             for node in self.nodes.values()
@@ -224,8 +223,6 @@ class ProcessModel:
 
         Raises :class:`~bpm.errors.InvalidOperation` saying which ids may be given.
         """
-        from bpm.errors import InvalidOperation
-
         ids = ", ".join(s.id for s in self.start_events) or "none"
         if start_event is not None:
             node = self.nodes.get(start_event)

@@ -8,17 +8,32 @@ the run-time check is a lookup per live token, under the instance lock.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 from bpm.model import nodes as n
 
-if TYPE_CHECKING:
-    from bpm.model.process import ProcessModel
-
-__all__ = ["join_cycles", "upstream_of"]
+__all__ = ["Graph", "join_cycles", "upstream_of"]
 
 
-def _predecessors(model: ProcessModel, node_id: str) -> list[str]:
+class Graph(Protocol):
+    """What reachability reads of a :class:`~bpm.model.process.ProcessModel` (which
+    imports this module: a protocol keeps the import one way)."""
+
+    @property
+    def nodes(self) -> Mapping[str, n.Node]: ...
+
+    @property
+    def incoming(self) -> Mapping[str, tuple[n.Flow, ...]]: ...
+
+    @property
+    def link_targets(self) -> Mapping[str, str]: ...
+
+    @property
+    def upstream(self) -> Mapping[str, frozenset[str]]: ...
+
+
+def _predecessors(model: Graph, node_id: str) -> list[str]:
     """Nodes of the same container a token moves from to ``node_id``: along a flow, from
     the activity a boundary event is attached to, or from a link throw event."""
     out = [f.source for f in model.incoming.get(node_id, ())]
@@ -30,7 +45,7 @@ def _predecessors(model: ProcessModel, node_id: str) -> list[str]:
     return out
 
 
-def upstream_of(model: ProcessModel, gateway_id: str) -> frozenset[str]:
+def upstream_of(model: Graph, gateway_id: str) -> frozenset[str]:
     """The nodes from which a token can reach ``gateway_id`` without passing through it."""
     gateway = model.nodes[gateway_id]
     seen: set[str] = set()
@@ -47,7 +62,7 @@ def upstream_of(model: ProcessModel, gateway_id: str) -> frozenset[str]:
     return frozenset(seen)
 
 
-def _parallel_joins(model: ProcessModel) -> list[str]:
+def _parallel_joins(model: Graph) -> list[str]:
     return [
         node.id
         for node in model.nodes.values()
@@ -55,7 +70,7 @@ def _parallel_joins(model: ProcessModel) -> list[str]:
     ]
 
 
-def join_cycles(model: ProcessModel) -> list[tuple[str, str]]:
+def join_cycles(model: Graph) -> list[tuple[str, str]]:
     """``(inclusive join, parallel join)`` pairs on one loop: the parallel join waits for
     the token the inclusive join sends, while a token waiting at the parallel join can
     still reach the inclusive one, which therefore waits too. Neither could ever fire.

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from bpm.model import nodes as n
 from bpm.runtime.records import HistoryEvent
 
 _ENDS = {"token_completed": False, "token_terminated": True}
@@ -83,78 +82,3 @@ def ended(activity: ActivityInstance, found: dict[str, tuple[datetime, bool]]) -
         ended_at=end[0],
         canceled=end[1],
     )
-
-
-_PASS_THROUGH = {
-    "task": "task",
-    "manualTask": "manualTask",
-    "intermediateThrowEvent": "intermediateNoneThrowEvent",
-}
-
-
-def activity_type(node: n.Node | None) -> str:
-    """Camunda's ``activityType`` of a node (``serviceTask``, ``noneEndEvent``...)."""
-    if node is None:
-        return "unknown"
-    if isinstance(node, n.StartEvent):
-        if node.compensation_start:
-            return "compensationStartEvent"
-        if node.error_start:
-            return "errorStartEvent"
-        if node.escalation_start:
-            return "escalationStartEvent"
-        if node.event is not None:
-            return f"{node.event.kind.value}StartEvent"  # Camunda's messageStartEvent...
-        return "startTimerEvent" if node.timer is not None else "startEvent"
-    if isinstance(node, n.EndEvent):
-        return {
-            n.EndKind.NONE: "noneEndEvent",
-            n.EndKind.TERMINATE: "terminateEndEvent",
-            n.EndKind.ERROR: "errorEndEvent",
-            n.EndKind.ESCALATION: "escalationEndEvent",
-            n.EndKind.COMPENSATE: "compensationEndEvent",
-        }[node.kind]
-    if isinstance(node, n.CompensationThrowEvent):
-        return "intermediateCompensationThrowEvent"
-    if isinstance(node, n.EscalationThrowEvent):
-        return "intermediateEscalationThrowEvent"
-    if isinstance(node, n.LinkCatchEvent):
-        return "intermediateLinkCatch"
-    if isinstance(node, n.LinkThrowEvent):
-        return "intermediateLinkThrow"  # Camunda records none: the name says what it was
-    if isinstance(node, n.DecisionTask):
-        return "businessRuleTask"
-    if isinstance(node, n.ScriptTask):
-        return "scriptTask"
-    if isinstance(node, n.ServiceTask):
-        return "serviceTask"
-    if isinstance(node, n.UserTask):
-        return "userTask"
-    if isinstance(node, n.ExclusiveGateway):
-        return "exclusiveGateway"
-    if isinstance(node, n.ParallelGateway):
-        return "parallelGateway"
-    if isinstance(node, n.PassThrough):
-        return _PASS_THROUGH.get(node.element, node.element)
-    if isinstance(node, n.TimerCatchEvent):
-        return "intermediateTimer"
-    if isinstance(node, n.CatchEvent):
-        return (
-            "intermediateMessageCatch"
-            if node.event.kind is n.EventKind.MESSAGE
-            else ("intermediateSignalCatch")
-        )
-    if isinstance(node, n.SignalThrow):
-        return "intermediateSignalThrow"
-    if isinstance(node, n.BoundaryEvent):
-        if node.is_compensation:
-            return "compensationBoundaryCatch"
-        if node.escalation:
-            return "boundaryEscalation"
-        if node.event is not None:
-            return (
-                "boundaryMessage" if node.event.kind is n.EventKind.MESSAGE else ("boundarySignal")
-            )
-        return "boundaryError" if node.is_error else "boundaryTimer"
-    name = type(node).__name__
-    return name[:1].lower() + name[1:]

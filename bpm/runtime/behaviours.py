@@ -1,7 +1,8 @@
-"""What a token arriving at each kind of node does: the table :data:`BEHAVIOURS`.
+"""What a token arriving at the plainer kinds of node does (each kind names its behaviour
+in :mod:`bpm.kinds`, which hands the walker the table).
 
 Every behaviour gets the walker, the Ready token and the node; it either moves the token on
-(:meth:`Walker.leave`), makes it wait (a work item it waits for, or a join), or leaves it
+(:meth:`Walk.leave`), makes it wait (a work item it waits for, or a join), or leaves it
 Ready for a worker (inline service tasks, published after commit).
 """
 
@@ -11,21 +12,16 @@ from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression, is_feel
 from bpm.model import nodes as n
 from bpm.runtime import (
-    calls,
     compensation,
-    decisions,
-    inclusive,
     intermediate,
-    messages,
     scopes,
     throwing,
-    timers,
 )
+from bpm.runtime.hooks import Walk
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
 from bpm.runtime.variables import reference
-from bpm.runtime.walker import Behaviour, Walker
 from bpm.runtime.work import new_id
 
 JOB_TYPE_INCIDENT = "failedJobType"
@@ -34,11 +30,11 @@ SCRIPT_INCIDENT = "failedScript"
 """Incident type of a CEL script that could not be evaluated or stored."""
 
 
-def start_event(walker: Walker, tok: Token, node: n.StartEvent) -> None:
+def start_event(walker: Walk, tok: Token, node: n.StartEvent) -> None:
     walker.leave(tok)
 
 
-def pass_through(walker: Walker, tok: Token, node: n.PassThrough) -> None:
+def pass_through(walker: Walk, tok: Token, node: n.PassThrough) -> None:
     """``task``, ``manualTask``, a none intermediate throw event: nothing to do.
 
     (A node without outgoing flows needs nothing special anywhere: leaving it completes the
@@ -46,12 +42,12 @@ def pass_through(walker: Walker, tok: Token, node: n.PassThrough) -> None:
     walker.leave(tok)
 
 
-def boundary_event(walker: Walker, tok: Token, node: n.BoundaryEvent) -> None:
+def boundary_event(walker: Walk, tok: Token, node: n.BoundaryEvent) -> None:
     # A token is only ever created here when the boundary event has been triggered.
     walker.leave(tok)
 
 
-def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
+def end_event(walker: Walk, tok: Token, node: n.EndEvent) -> None:
     """A none end event ends the path; a terminate end event ends its scope (the whole
     instance at the top); an error or escalation end event throws to the nearest catcher
     (:mod:`bpm.runtime.throwing`), and ends the path when nothing catches it."""
@@ -76,7 +72,7 @@ def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
         intermediate.escalate(walker, w.token(tok.id), node.escalation_code or "", node.id)
 
 
-def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
+def service_task(walker: Walk, tok: Token, node: n.ServiceTask) -> None:
     topic = node.topic
     if topic is not None and is_feel(topic):  # Zeebe's job type expression: this task's topic
         try:
@@ -113,7 +109,7 @@ def service_task(walker: Walker, tok: Token, node: n.ServiceTask) -> None:
     w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.EXTERNAL_TASK, task.id))
 
 
-def script_task(walker: Walker, tok: Token, node: n.ScriptTask) -> None:
+def script_task(walker: Walk, tok: Token, node: n.ScriptTask) -> None:
     """A CEL script is evaluated here, its value stored in the result variable; a script in
     any other language is an inline step like any other (the handler named by the task id,
     which finds the script on ``ctx.script``). Nothing is ever evaluated as Python."""
@@ -130,7 +126,7 @@ def script_task(walker: Walker, tok: Token, node: n.ScriptTask) -> None:
     walker.leave(tok)
 
 
-def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
+def user_task(walker: Walk, tok: Token, node: n.UserTask) -> None:
     if not walker.enter_activity(tok):
         return
     w = walker.work
@@ -148,7 +144,7 @@ def user_task(walker: Walker, tok: Token, node: n.UserTask) -> None:
     w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.USER_TASK, task.id))
 
 
-def exclusive_gateway(walker: Walker, tok: Token, node: n.ExclusiveGateway) -> None:
+def exclusive_gateway(walker: Walk, tok: Token, node: n.ExclusiveGateway) -> None:
     outgoing = walker.model.outgoing[node.id]
     if len(outgoing) == 1 and outgoing[0].condition is None:
         walker.leave(tok, outgoing)
@@ -176,7 +172,7 @@ def exclusive_gateway(walker: Walker, tok: Token, node: n.ExclusiveGateway) -> N
     walker.fail_token(tok, f"gateway {node.id}: no condition matched and there is no default flow")
 
 
-def parallel_gateway(walker: Walker, tok: Token, node: n.ParallelGateway) -> None:
+def parallel_gateway(walker: Walk, tok: Token, node: n.ParallelGateway) -> None:
     """Fork (one token per outgoing flow, in a new fork scope) and/or join.
 
     A join records each arriving token of its scope as ``Waiting(join)``; the arrival that
@@ -217,7 +213,7 @@ def parallel_gateway(walker: Walker, tok: Token, node: n.ParallelGateway) -> Non
     _fork(walker, w.token(tok.id), node, scope_id)
 
 
-def _fork(walker: Walker, tok: Token, node: n.ParallelGateway, outer: str | None) -> None:
+def _fork(walker: Walk, tok: Token, node: n.ParallelGateway, outer: str | None) -> None:
     outgoing = walker.model.outgoing[node.id]
     if len(outgoing) <= 1:
         walker.leave(tok, scope_id=outer, keep_scope=False)
@@ -226,33 +222,6 @@ def _fork(walker: Walker, tok: Token, node: n.ParallelGateway, outer: str | None
     walker.leave(tok, scope_id=scope.id, keep_scope=False)
 
 
-def event_sub_process(walker: Walker, tok: Token, node: n.EventSubProcess) -> None:
+def event_sub_process(walker: Walk, tok: Token, node: n.EventSubProcess) -> None:
     # Validation refuses flows into an event sub-process: say so if a model slips through.
     walker.fail_token(tok, f"event sub-process '{node.id}' is started by its event, not a flow")
-
-
-BEHAVIOURS: dict[type[n.Node], Behaviour] = {
-    n.StartEvent: start_event,
-    n.PassThrough: pass_through,
-    n.ScriptTask: script_task,
-    n.BoundaryEvent: boundary_event,
-    n.EndEvent: end_event,
-    n.ServiceTask: service_task,
-    n.UserTask: user_task,
-    n.ExclusiveGateway: exclusive_gateway,
-    n.ParallelGateway: parallel_gateway,
-    n.TimerCatchEvent: timers.catch_event,
-    n.InclusiveGateway: inclusive.inclusive_gateway,
-    n.SubProcess: scopes.sub_process,
-    n.EventSubProcess: event_sub_process,
-    n.CallActivity: calls.call_activity,
-    n.DecisionTask: decisions.decision_task,
-    n.CompensationThrowEvent: compensation.throw_event,
-    n.EscalationThrowEvent: intermediate.escalation_throw_event,
-    n.LinkThrowEvent: intermediate.link_throw_event,
-    n.LinkCatchEvent: intermediate.link_catch_event,
-    n.CatchEvent: messages.catch_event,
-    n.ReceiveTask: messages.receive_task,
-    n.EventBasedGateway: messages.event_gateway,
-    n.SignalThrow: messages.signal_throw,
-}

@@ -17,54 +17,23 @@ between: see :mod:`bpm.engine.unit`) and creates the child. Everything else here
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from bpm.errors import BpmError
 from bpm.expressions import is_feel
 from bpm.model import nodes as n
 from bpm.runtime import variables as v
-from bpm.runtime.records import ProcessDefinition, Token
+from bpm.runtime.records import Token
 from bpm.runtime.states import BlockKind, InstanceState, TokenState
 from bpm.runtime.work import new_id
 from bpm.timeexpr import variable_name
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 CALL_INCIDENT = "failedCallActivity"
 """Incident type of a call activity that could not start its child (no such process,
 a mapping that failed, the call depth limit)."""
-
-
-class Relatives(Protocol):
-    """The other instances of a call tree, as the unit of work provides them."""
-
-    @property
-    def max_depth(self) -> int:
-        """How deep call activities may nest."""
-        ...
-
-    def walker_of(self, instance_id: str) -> Walker | None:
-        """Lock (if not yet) and load an instance of a call tree this transaction holds."""
-        ...
-
-    def called_definition(
-        self, node: n.CallActivity, key: str, caller_definition_id: str
-    ) -> ProcessDefinition | None:
-        """The definition a call activity starts (by its binding), or None."""
-        ...
-
-    def start_child(
-        self,
-        definition: ProcessDefinition,
-        caller: Walker,
-        token: Token,
-        child_id: str,
-        variables: dict[str, Any],
-        business_key: str | None,
-    ) -> Walker:
-        """Create the child instance and walk it to its first wait states."""
-        ...
 
 
 def _called_key(node: n.CallActivity, seen: dict[str, Any]) -> str:
@@ -79,7 +48,7 @@ def _called_key(node: n.CallActivity, seen: dict[str, Any]) -> str:
     return value
 
 
-def call_activity(walker: Walker, tok: Token, node: n.CallActivity) -> None:
+def call_activity(walker: Walk, tok: Token, node: n.CallActivity) -> None:
     """Start the called process; the token waits for it."""
     if not walker.enter_activity(tok):
         return
@@ -127,7 +96,7 @@ def call_activity(walker: Walker, tok: Token, node: n.CallActivity) -> None:
     relatives.start_child(definition, walker, tok, child_id, variables, business_key)
 
 
-def waiting_caller(walker: Walker, child_id: str, token_id: str | None) -> Token | None:
+def waiting_caller(walker: Walk, child_id: str, token_id: str | None) -> Token | None:
     tok = walker.work.tokens.get(token_id or "")
     if (
         tok is None
@@ -139,7 +108,7 @@ def waiting_caller(walker: Walker, child_id: str, token_id: str | None) -> Token
     return tok
 
 
-def child_completed(child: Walker) -> None:
+def child_completed(child: Walk) -> None:
     """The child completed: its caller's token takes the outputs and moves on."""
     inst = child.work.instance
     relatives = child.relatives
@@ -174,7 +143,7 @@ def child_completed(child: Walker) -> None:
     caller.run()
 
 
-def terminate_child(walker: Walker, child_id: str, reason: str) -> None:
+def terminate_child(walker: Walk, child_id: str, reason: str) -> None:
     """The caller's token ended: end the child and everything it called."""
     relatives = walker.relatives
     child = relatives.walker_of(child_id) if relatives is not None else None
@@ -184,7 +153,7 @@ def terminate_child(walker: Walker, child_id: str, reason: str) -> None:
     child.work.set_state(InstanceState.TERMINATED, reason=reason)
 
 
-def terminated_by_operator(child: Walker, reason: str) -> None:
+def terminated_by_operator(child: Walk, reason: str) -> None:
     """An operator terminated a called instance: its caller's token gets an incident (to
     retry the call, or terminate the caller)."""
     inst = child.work.instance

@@ -45,7 +45,7 @@ from bpm.runtime.states import (
 from bpm.runtime.work import InstanceWork, new_id
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 __all__ = [
     "advance",
@@ -104,7 +104,7 @@ def _snapshot(work: InstanceWork, scope_id: str | None) -> dict[str, Any]:
     return out
 
 
-def remember(walker: Walker, tok: Token) -> None:
+def remember(walker: Walk, tok: Token) -> None:
     """``tok`` (as it was before it completed) completed a compensable activity: add its
     record. A multi-instance activity is remembered once per inner instance."""
     work = walker.work
@@ -136,7 +136,7 @@ def remember(walker: Walker, tok: Token) -> None:
 # -- throwing -----------------------------------------------------------------------------
 
 
-def _target_region(walker: Walker, tok: Token) -> str | None:
+def _target_region(walker: Walk, tok: Token) -> str | None:
     """The region whose activities a throw at ``tok`` compensates: its own; inside a
     compensation event sub-process, the sub-process being compensated."""
     work = walker.work
@@ -153,7 +153,7 @@ def _target_region(walker: Walker, tok: Token) -> str | None:
     return region.id
 
 
-def _throw(walker: Walker, tok: Token, activity_ref: str | None, *, instance: bool) -> bool:
+def _throw(walker: Walk, tok: Token, activity_ref: str | None, *, instance: bool) -> bool:
     """Compensate for ``tok``; False when there is nothing to compensate."""
     work = walker.work
     target = _target_region(walker, tok)
@@ -180,13 +180,13 @@ def _throw(walker: Walker, tok: Token, activity_ref: str | None, *, instance: bo
     return True
 
 
-def throw_event(walker: Walker, tok: Token, node: n.CompensationThrowEvent) -> None:
+def throw_event(walker: Walk, tok: Token, node: n.CompensationThrowEvent) -> None:
     """An intermediate compensation throw event: compensate, wait, then move on."""
     if not _throw(walker, tok, node.activity_ref, instance=False):
         walker.leave(tok)
 
 
-def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
+def end_event(walker: Walk, tok: Token, node: n.EndEvent) -> None:
     """A compensation end event: compensate, wait, then end the path. At the top of the
     process without ``activityRef`` it compensates the instance (see the module doc)."""
     whole = node.activity_ref is None and _region(walker.work, tok.scope_id) is None
@@ -196,7 +196,7 @@ def end_event(walker: Walker, tok: Token, node: n.EndEvent) -> None:
             _instance_done(walker)
 
 
-def compensate_instance(walker: Walker, node_id: str, reason: str) -> None:
+def compensate_instance(walker: Walk, node_id: str, reason: str) -> None:
     """The saga: the instance (whose live tokens the caller ended) becomes
     ``compensating`` and every completed activity that a completed sub-process does not
     cover is compensated, newest first; then it is ``compensated``."""
@@ -231,7 +231,7 @@ def compensate_instance(walker: Walker, node_id: str, reason: str) -> None:
 
 
 def _open_run(
-    walker: Walker,
+    walker: Walk,
     node_id: str,
     parent_id: str | None,
     token_id: str | None,
@@ -246,7 +246,7 @@ def _open_run(
     return run
 
 
-def advance(walker: Walker, run: Scope) -> None:
+def advance(walker: Walk, run: Scope) -> None:
     """A run with no token left inside: the handler that ran is done (its record is
     compensated); start the next one, or complete the run."""
     work = walker.work
@@ -261,7 +261,7 @@ def advance(walker: Walker, run: Scope) -> None:
     _start_next(walker, run)
 
 
-def _start_next(walker: Walker, run: Scope) -> None:
+def _start_next(walker: Walk, run: Scope) -> None:
     work = walker.work
     queued = [r for r in records(work) if r.run_id == run.id and r.state is CompensableState.QUEUED]
     if not queued:
@@ -310,7 +310,7 @@ def _start_next(walker: Walker, run: Scope) -> None:
     _start_next(walker, nested)
 
 
-def _finish(walker: Walker, run: Scope) -> None:
+def _finish(walker: Walk, run: Scope) -> None:
     work = walker.work
     scopes.close(work, run, ScopeState.COMPLETED)
     opener = work.tokens.get(run.token_id or "")
@@ -328,7 +328,7 @@ def _finish(walker: Walker, run: Scope) -> None:
         _instance_done(walker)
 
 
-def _instance_done(walker: Walker) -> None:
+def _instance_done(walker: Walk) -> None:
     """The instance's compensation is over: ``compensated`` when no path is left, else
     (a compensation end event while other paths still run) ``active`` again."""
     work = walker.work

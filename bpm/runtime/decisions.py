@@ -11,8 +11,7 @@ nothing of that evaluation is recorded, and retrying the incident evaluates agai
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from bpm.errors import BpmError
 from bpm.model import nodes as n
@@ -20,40 +19,10 @@ from bpm.runtime.records import Token
 from bpm.runtime.variables import reference
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 DECISION_INCIDENT = "failedDecision"
 """Incident type of a business rule task whose decision could not be evaluated."""
-
-
-@dataclass(frozen=True)
-class Decided:
-    """An evaluated decision, not yet recorded: the variables to write, what the
-    instance's history says of it, and the decision history to write (the decider's)."""
-
-    updates: dict[str, Any]
-    payload: dict[str, Any]
-    history: tuple[Any, ...] = ()
-
-
-class Decider(Protocol):
-    """Deployed decisions, evaluated in the walker's transaction."""
-
-    def decide(
-        self,
-        walker: Walker,
-        tok: Token,
-        node: n.DecisionTask,
-        key: str,
-        variables: Mapping[str, Any],
-    ) -> Decided:
-        """Evaluate decision ``key`` (by ``node``'s binding) and map its result; raises
-        :class:`~bpm.errors.BpmError`. Nothing is written until :meth:`record`."""
-        ...
-
-    def record(self, decided: Decided) -> None:
-        """Write the decision history of ``decided`` (in the same transaction)."""
-        ...
 
 
 def decision_key(node: n.DecisionTask, seen: Mapping[str, Any]) -> str:
@@ -62,7 +31,7 @@ def decision_key(node: n.DecisionTask, seen: Mapping[str, Any]) -> str:
     return reference(node.decision, seen, "a decision to evaluate")
 
 
-def decision_task(walker: Walker, tok: Token, node: n.DecisionTask) -> None:
+def decision_task(walker: Walk, tok: Token, node: n.DecisionTask) -> None:
     """Evaluate the decision, write its result, move on; an error is an incident."""
     if not walker.enter_activity(tok):
         return

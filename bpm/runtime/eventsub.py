@@ -22,13 +22,13 @@ from bpm.runtime.variables import evaluate, visible, write
 from bpm.timeexpr import TimerError
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 EVENT_START = "event_start"
 """Timer kind of an event sub-process's timer start."""
 
 
-def arm(walker: Walker, container: str | None, scope_id: str | None) -> None:
+def arm(walker: Walk, container: str | None, scope_id: str | None) -> None:
     """A listener for each event sub-process drawn in ``container`` that a timer, a
     message or a signal starts."""
     for esp in walker.model.event_subprocesses(container):
@@ -48,7 +48,7 @@ def arm(walker: Walker, container: str | None, scope_id: str | None) -> None:
         _schedule(walker, listener, trigger, first=True)
 
 
-def _schedule(walker: Walker, listener: Token, trigger: n.StartEvent, *, first: bool) -> None:
+def _schedule(walker: Walk, listener: Token, trigger: n.StartEvent, *, first: bool) -> None:
     from bpm.runtime.timers import TIMER_INCIDENT, cycle_of, fire_time
 
     work = walker.work
@@ -82,7 +82,7 @@ def _schedule(walker: Walker, listener: Token, trigger: n.StartEvent, *, first: 
     )
 
 
-def fire(walker: Walker, listener: Token, timer: Timer) -> None:
+def fire(walker: Walk, listener: Token, timer: Timer) -> None:
     """The timer of an event sub-process's start fired (it is marked fired already)."""
     work = walker.work
     trigger = walker.model.node(timer.node_id)
@@ -110,7 +110,7 @@ def fire(walker: Walker, listener: Token, timer: Timer) -> None:
 
 
 def start(
-    walker: Walker, trigger: n.StartEvent, region: str | None, *, parent_token: str | None
+    walker: Walk, trigger: n.StartEvent, region: str | None, *, parent_token: str | None
 ) -> None:
     """Run the event sub-process of ``trigger`` in ``region``: its scope and a token at
     its start event."""
@@ -139,7 +139,7 @@ def start(
     arm(walker, trigger.container, scope.id)
 
 
-def complete(walker: Walker, scope: Scope) -> None:
+def complete(walker: Walk, scope: Scope) -> None:
     """An event sub-process with no token left: its outputs go to the enclosing scope."""
     work = walker.work
     node = walker.model.node(scope.node_id)
@@ -156,14 +156,14 @@ def complete(walker: Walker, scope: Scope) -> None:
     scopes.close(work, scope, ScopeState.COMPLETED)
 
 
-def disarm(walker: Walker, scope_id: str | None) -> None:
+def disarm(walker: Walk, scope_id: str | None) -> None:
     """Stop the listeners of a scope that is completing (their timers are cancelled)."""
     for tok in list(walker.work.tokens.values()):
         if tok.scope_id == scope_id and scopes.is_listener(walker, tok):
             walker.stop_token(tok, TokenState.COMPLETED, payload={"scope_completed": True})
 
 
-def still_listening(walker: Walker, timer: Timer) -> bool:
+def still_listening(walker: Walk, timer: Timer) -> bool:
     tok = walker.work.tokens.get(timer.token_id)
     return (
         tok is not None

@@ -14,10 +14,10 @@ from typing import Any
 
 from bpm.retry import FailureAction, RetryPolicy
 from bpm.runtime.compensation import compensate_instance
+from bpm.runtime.hooks import Walk
 from bpm.runtime.records import ExternalTask, Token
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState
 from bpm.runtime.throwing import catching_boundary, take_error_boundary, throw
-from bpm.runtime.walker import Walker
 
 __all__ = [
     "IMMEDIATE",
@@ -47,7 +47,7 @@ class Failure:
     max_attempts: int | None = None
 
 
-def fail_attempt(walker: Walker, tok: Token, policy: RetryPolicy, failure: Failure) -> None:
+def fail_attempt(walker: Walk, tok: Token, policy: RetryPolicy, failure: Failure) -> None:
     """A failed attempt of an Executing inline token: back off and retry, or give up.
 
     The next attempt is due at ``max(failed_at, now) + delay``: a handler that failed after a
@@ -90,7 +90,7 @@ def fail_attempt(walker: Walker, tok: Token, policy: RetryPolicy, failure: Failu
 
 
 def fail_external(
-    walker: Walker,
+    walker: Walk,
     task: ExternalTask,
     tok: Token,
     failure: Failure,
@@ -165,7 +165,7 @@ def fail_external(
 
 
 def exhausted(
-    walker: Walker,
+    walker: Walk,
     tok: Token,
     action: FailureAction,
     failure: Failure,

@@ -24,17 +24,17 @@ from bpm.runtime.records import Token
 from bpm.runtime.states import LIVE_TOKEN_STATES, BlockKind, TokenState
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 __all__ = ["inclusive_gateway", "release"]
 
 
-def _region_id(walker: Walker, tok: Token) -> str | None:
+def _region_id(walker: Walk, tok: Token) -> str | None:
     region = scopes.region_of(walker.work, tok.scope_id)
     return region.id if region else None
 
 
-def inclusive_gateway(walker: Walker, tok: Token, node: n.InclusiveGateway) -> None:
+def inclusive_gateway(walker: Walk, tok: Token, node: n.InclusiveGateway) -> None:
     if node.id not in walker.model.upstream:
         fork(walker, tok, node)
         return
@@ -44,7 +44,7 @@ def inclusive_gateway(walker: Walker, tok: Token, node: n.InclusiveGateway) -> N
     # Whether it fires is decided once the walk has nothing else to move (release()).
 
 
-def release(walker: Walker) -> bool:
+def release(walker: Walk) -> bool:
     """Fire one inclusive join that nothing can reach any more; True when one fired."""
     upstream = walker.model.upstream
     if not upstream:
@@ -74,7 +74,7 @@ def release(walker: Walker) -> bool:
     return False
 
 
-def _fire(walker: Walker, node: n.Node, arrived: list[Token]) -> None:
+def _fire(walker: Walk, node: n.Node, arrived: list[Token]) -> None:
     assert isinstance(node, n.InclusiveGateway)
     work = walker.work
     arrived.sort(key=lambda t: (t.updated_at, t.id))
@@ -97,7 +97,7 @@ def _fire(walker: Walker, node: n.Node, arrived: list[Token]) -> None:
     walker.leave(work.token(last.id), chosen, scope_id=scope_id, keep_scope=False)
 
 
-def choose(walker: Walker, tok: Token, node: n.InclusiveGateway) -> list[n.Flow] | str:
+def choose(walker: Walk, tok: Token, node: n.InclusiveGateway) -> list[n.Flow] | str:
     """Every outgoing flow whose condition is true (the default when none is), or why
     there is none."""
     variables = walker.variables(tok)
@@ -122,7 +122,7 @@ def choose(walker: Walker, tok: Token, node: n.InclusiveGateway) -> list[n.Flow]
     return chosen
 
 
-def fork(walker: Walker, tok: Token, node: n.InclusiveGateway) -> None:
+def fork(walker: Walk, tok: Token, node: n.InclusiveGateway) -> None:
     """Leave along every flow whose condition is true (the default when none is)."""
     chosen = choose(walker, tok, node)
     if isinstance(chosen, str):

@@ -18,12 +18,12 @@ from bpm.runtime.states import TokenState
 from bpm.runtime.throwing import EventKind, find, throw
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 __all__ = ["escalate", "escalation_throw_event", "link_catch_event", "link_throw_event"]
 
 
-def escalate(walker: Walker, tok: Token, code: str, node_id: str) -> None:
+def escalate(walker: Walk, tok: Token, code: str, node_id: str) -> None:
     """Record the escalation of ``code`` from ``tok`` (at ``node_id``) with who catches it,
     then throw it (the trail reads in the order things happened)."""
     catcher = find(walker, tok, code, EventKind.ESCALATION)
@@ -41,7 +41,7 @@ def escalate(walker: Walker, tok: Token, code: str, node_id: str) -> None:
         throw(walker, tok, code, f"escalation {code} from {node_id}", EventKind.ESCALATION)
 
 
-def escalation_throw_event(walker: Walker, tok: Token, node: n.EscalationThrowEvent) -> None:
+def escalation_throw_event(walker: Walk, tok: Token, node: n.EscalationThrowEvent) -> None:
     """Throw, then move on unless an interrupting catcher ended this token (it sits
     inside the scope or activity that catcher interrupted)."""
     escalate(walker, tok, node.escalation_code, node.id)
@@ -49,7 +49,7 @@ def escalation_throw_event(walker: Walker, tok: Token, node: n.EscalationThrowEv
         walker.leave(walker.work.token(tok.id))
 
 
-def link_throw_event(walker: Walker, tok: Token, node: n.LinkThrowEvent) -> None:
+def link_throw_event(walker: Walk, tok: Token, node: n.LinkThrowEvent) -> None:
     """Jump: this token completes, a new one starts at the link's catch event."""
     target = walker.model.link_targets[node.id]
     done = walker.work.transition(tok.id, TokenState.COMPLETED, payload={"link": target})
@@ -57,5 +57,5 @@ def link_throw_event(walker: Walker, tok: Token, node: n.LinkThrowEvent) -> None
     walker.continue_tokens([new])
 
 
-def link_catch_event(walker: Walker, tok: Token, node: n.LinkCatchEvent) -> None:
+def link_catch_event(walker: Walk, tok: Token, node: n.LinkCatchEvent) -> None:
     walker.leave(tok)

@@ -40,7 +40,7 @@ from bpm.runtime.work import new_id
 from bpm.timeexpr import TimerError
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 T = TokenState
 S = SubscriptionState
@@ -62,7 +62,7 @@ def key_text(value: Any) -> str:
 # -- opening waits ------------------------------------------------------------------------
 
 
-def subscribe(walker: Walker, tok: Token, node_id: str, ref: n.EventRef) -> Subscription | None:
+def subscribe(walker: Walk, tok: Token, node_id: str, ref: n.EventRef) -> Subscription | None:
     """A new open subscription of ``tok``; None (and the token failed with an incident)
     when its correlation key cannot be evaluated."""
     w = walker.work
@@ -91,7 +91,7 @@ def subscribe(walker: Walker, tok: Token, node_id: str, ref: n.EventRef) -> Subs
     )
 
 
-def _wait(walker: Walker, tok: Token, node_id: str, ref: n.EventRef) -> None:
+def _wait(walker: Walk, tok: Token, node_id: str, ref: n.EventRef) -> None:
     sub = subscribe(walker, tok, node_id, ref)
     if sub is None:
         return
@@ -101,25 +101,25 @@ def _wait(walker: Walker, tok: Token, node_id: str, ref: n.EventRef) -> None:
     walker.work.transition(tok.id, T.WAITING, blocked=(_BLOCK[ref.kind], sub.id), payload=payload)
 
 
-def catch_event(walker: Walker, tok: Token, node: n.CatchEvent) -> None:
+def catch_event(walker: Walk, tok: Token, node: n.CatchEvent) -> None:
     """Wait for the message or signal."""
     _wait(walker, tok, node.id, node.event)
 
 
-def receive_task(walker: Walker, tok: Token, node: n.ReceiveTask) -> None:
+def receive_task(walker: Walk, tok: Token, node: n.ReceiveTask) -> None:
     """An activity (it may have boundary events) that waits for its message."""
     if not walker.enter_activity(tok):
         return
     _wait(walker, tok, node.id, node.event)
 
 
-def listen(walker: Walker, listener: Token, trigger: n.StartEvent) -> None:
+def listen(walker: Walk, listener: Token, trigger: n.StartEvent) -> None:
     """A listener of an event sub-process's message or signal start waits for it."""
     assert trigger.event is not None
     _wait(walker, listener, trigger.id, trigger.event)
 
 
-def subscribe_boundaries(walker: Walker, tok: Token) -> None:
+def subscribe_boundaries(walker: Walk, tok: Token) -> None:
     """When an activity is entered: a subscription per message or signal boundary event."""
     for b in walker.model.boundaries.get(tok.node_id, ()):
         if b.event is None or walker.work.token(tok.id).state is not T.READY:
@@ -134,11 +134,11 @@ def subscribe_boundaries(walker: Walker, tok: Token) -> None:
             )
 
 
-def has_event_boundaries(walker: Walker, node_id: str) -> bool:
+def has_event_boundaries(walker: Walk, node_id: str) -> bool:
     return any(b.event is not None for b in walker.model.boundaries.get(node_id, ()))
 
 
-def cancel_of_token(walker: Walker, tok: Token, *, boundaries_only: bool = False) -> None:
+def cancel_of_token(walker: Walk, tok: Token, *, boundaries_only: bool = False) -> None:
     """Cancel the open subscriptions ``tok`` owns (only those of boundary events)."""
     w = walker.work
     for sub in w.items_of(Subscription, tok.id):
@@ -149,7 +149,7 @@ def cancel_of_token(walker: Walker, tok: Token, *, boundaries_only: bool = False
         w.move(sub, S.CANCELLED)
 
 
-def cancel(walker: Walker, sub_id: str) -> None:
+def cancel(walker: Walk, sub_id: str) -> None:
     """Cancel one open subscription (the token that waited for it ended)."""
     w = walker.work
     sub = w.item(Subscription, sub_id)
@@ -160,7 +160,7 @@ def cancel(walker: Walker, sub_id: str) -> None:
 # -- the event-based gateway --------------------------------------------------------------
 
 
-def event_gateway(walker: Walker, tok: Token, node: n.EventBasedGateway) -> None:
+def event_gateway(walker: Walk, tok: Token, node: n.EventBasedGateway) -> None:
     """Open every wait of the race; a timer already due wins at once."""
     w = walker.work
     due: list[tuple[Any, str]] = []
@@ -194,7 +194,7 @@ def event_gateway(walker: Walker, tok: Token, node: n.EventBasedGateway) -> None
         gateway_won(walker, w.token(tok.id), first.node_id, {})
 
 
-def gateway_won(walker: Walker, tok: Token, target_id: str, variables: dict[str, Any]) -> None:
+def gateway_won(walker: Walk, tok: Token, target_id: str, variables: dict[str, Any]) -> None:
     """The event ``target_id`` after the gateway came first: cancel the other waits, and
     pass the token through the event that won."""
     w = walker.work
@@ -219,7 +219,7 @@ def gateway_waits(tok: Token | None) -> bool:
 # -- delivery -----------------------------------------------------------------------------
 
 
-def applies(walker: Walker, sub: Subscription) -> Token | None:
+def applies(walker: Walk, sub: Subscription) -> Token | None:
     """The live token an open subscription still belongs to (None: it is stale)."""
     tok = walker.work.tokens.get(sub.token_id)
     if sub.state is not S.OPEN or tok is None or tok.state not in LIVE_TOKEN_STATES:
@@ -234,10 +234,10 @@ def applies(walker: Walker, sub: Subscription) -> Token | None:
     return None
 
 
-def deliver(walker: Walker, sub_id: str, variables: dict[str, Any]) -> bool:
+def deliver(walker: Walk, sub_id: str, variables: dict[str, Any]) -> bool:
     """Deliver a message or signal to the subscription ``sub_id`` of this instance: False
     when it is no longer open (consumed or cancelled by a transaction that held the lock
-    before) or its token no longer waits (then it is cancelled). Call :meth:`Walker.run`
+    before) or its token no longer waits (then it is cancelled). Call :meth:`Walk.run`
     afterwards."""
     w = walker.work
     sub = w.item(Subscription, sub_id)
@@ -263,7 +263,7 @@ def deliver(walker: Walker, sub_id: str, variables: dict[str, Any]) -> bool:
     return True
 
 
-def _boundary(walker: Walker, tok: Token, node: n.BoundaryEvent, variables: dict[str, Any]) -> None:
+def _boundary(walker: Walk, tok: Token, node: n.BoundaryEvent, variables: dict[str, Any]) -> None:
     w = walker.work
     assert node.event is not None
     if node.cancel_activity:
@@ -277,7 +277,7 @@ def _boundary(walker: Walker, tok: Token, node: n.BoundaryEvent, variables: dict
     walker.continue_tokens([new])
 
 
-def _listener(walker: Walker, tok: Token, trigger: n.StartEvent, variables: dict[str, Any]) -> None:
+def _listener(walker: Walk, tok: Token, trigger: n.StartEvent, variables: dict[str, Any]) -> None:
     w = walker.work
     region = tok.scope_id
     if variables:
@@ -291,7 +291,7 @@ def _listener(walker: Walker, tok: Token, trigger: n.StartEvent, variables: dict
     eventsub.start(walker, trigger, region, parent_token=tok.id)
 
 
-def signal_throw(walker: Walker, tok: Token, node: n.SignalThrow) -> None:
+def signal_throw(walker: Walk, tok: Token, node: n.SignalThrow) -> None:
     """Broadcast after commit (other instances are locked by their own transactions), and
     move on."""
     walker.work.signals.append((node.signal, {}))

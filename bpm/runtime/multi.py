@@ -25,9 +25,10 @@ from bpm.runtime import scopes
 from bpm.runtime import variables as v
 from bpm.runtime.records import Scope, Token
 from bpm.runtime.states import BlockKind, ScopeKind, ScopeState, TokenState
+from bpm.runtime.work import check_variables
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 MULTI_INSTANCE_INCIDENT = "failedMultiInstance"
 """Incident type of a collection, cardinality or completion condition that failed."""
@@ -63,7 +64,7 @@ def _items(loop: n.MultiInstance, seen: dict[str, Any]) -> list[Any]:
     return [None] * count
 
 
-def start(walker: Walker, tok: Token, node: n.Activity) -> None:
+def start(walker: Walk, tok: Token, node: n.Activity) -> None:
     """The token reached a multi-instance activity: open its body and inner instances."""
     assert node.loop is not None
     loop = node.loop
@@ -102,7 +103,7 @@ def start(walker: Walker, tok: Token, node: n.Activity) -> None:
         _inner(walker, body, node, index, items[index])
 
 
-def _inner(walker: Walker, body: Scope, node: n.Activity, index: int, item: Any) -> None:
+def _inner(walker: Walk, body: Scope, node: n.Activity, index: int, item: Any) -> None:
     assert node.loop is not None
     local: dict[str, Any] = {COUNTER: index}
     if node.loop.element is not None:
@@ -138,7 +139,7 @@ def _output(node: n.Activity, inner: Scope, seen: dict[str, Any]) -> Any:
     return {k: x for k, x in inner.variables.items() if k not in hidden}
 
 
-def inner_done(walker: Walker, inner: Scope) -> None:
+def inner_done(walker: Walk, inner: Scope) -> None:
     """An inner instance with no token left: count it, collect its output, and complete
     the body when the condition says so or every instance is done."""
     work = walker.work
@@ -182,12 +183,10 @@ def inner_done(walker: Walker, inner: Scope) -> None:
 
 
 def _checked(work: Any, values: dict[str, Any]) -> dict[str, Any]:
-    from bpm.runtime.work import check_variables
-
     return check_variables(values, work.max_variable_bytes, work.max_update_bytes)
 
 
-def _finish(walker: Walker, body: Scope, node: n.Activity) -> None:
+def _finish(walker: Walk, body: Scope, node: n.Activity) -> None:
     """Complete the body: end inner instances still running, hand the output collection
     to the enclosing scope, and move the waiting token on."""
     assert node.loop is not None
@@ -213,7 +212,7 @@ def _finish(walker: Walker, body: Scope, node: n.Activity) -> None:
     walker.leave(opener)
 
 
-def _fail(walker: Walker, body: Scope, inner: Scope, node: n.Activity, exc: BpmError) -> None:
+def _fail(walker: Walk, body: Scope, inner: Scope, node: n.Activity, exc: BpmError) -> None:
     """The completion condition (or an output) failed: the body ends and the waiting
     token gets an incident; retrying it runs the activity again."""
     work = walker.work

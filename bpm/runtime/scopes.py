@@ -32,7 +32,7 @@ from bpm.runtime.states import (
 from bpm.runtime.work import InstanceWork, new_id
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 MAPPING_INCIDENT = "failedMapping"
 """Incident type of an input or output mapping that could not be evaluated or stored."""
@@ -93,7 +93,7 @@ def inside(work: InstanceWork, tok: Token, scope_id: str) -> bool:
 _LISTENS = frozenset({BlockKind.TIMER, BlockKind.MESSAGE, BlockKind.SIGNAL})
 
 
-def is_listener(walker: Walker, tok: Token) -> bool:
+def is_listener(walker: Walk, tok: Token) -> bool:
     """A token that waits at an event sub-process's start event for its timer, message or
     signal."""
     if tok.state is not TokenState.WAITING or tok.blocked_kind not in _LISTENS:
@@ -150,12 +150,12 @@ def close(work: InstanceWork, scope: Scope, state: ScopeState, **payload: Any) -
         work.move(current, state, payload=payload, ended_at=work.now)
 
 
-def fail_mapping(walker: Walker, tok: Token, exc: BpmError, what: str) -> None:
+def fail_mapping(walker: Walk, tok: Token, exc: BpmError, what: str) -> None:
     """A mapping could not be evaluated or stored: the token gets an incident."""
     walker.fail_token(tok, f"{what} of '{tok.node_id}': {exc}", incident_type=MAPPING_INCIDENT)
 
 
-def open_activity(walker: Walker, tok: Token, node: n.Activity) -> Token | None:
+def open_activity(walker: Walk, tok: Token, node: n.Activity) -> Token | None:
     """Enter the activity's own scope with its input mappings as local variables (None:
     a mapping failed and the token has an incident)."""
     work = walker.work
@@ -175,7 +175,7 @@ def open_activity(walker: Walker, tok: Token, node: n.Activity) -> Token | None:
     return work.rescope(tok.id, scope.id)
 
 
-def leaving(walker: Walker, tok: Token) -> tuple[bool, str | None, bool]:
+def leaving(walker: Walk, tok: Token) -> tuple[bool, str | None, bool]:
     """What leaving an activity means for its scopes: ``(ok, scope of the next tokens,
     follow the outgoing flows)``. Applies the activity's output mappings and closes its
     own scope; an inner instance of a multi-instance activity does not follow the flows
@@ -201,7 +201,7 @@ def leaving(walker: Walker, tok: Token) -> tuple[bool, str | None, bool]:
 # -- sub-processes ----------------------------------------------------------------------
 
 
-def sub_process(walker: Walker, tok: Token, node: n.SubProcess) -> None:
+def sub_process(walker: Walk, tok: Token, node: n.SubProcess) -> None:
     """Enter an embedded sub-process: its scope (inputs as local variables), a token at
     each of its start events, listeners for its event sub-processes; the token at the
     sub-process waits until the scope completes."""
@@ -229,7 +229,7 @@ def sub_process(walker: Walker, tok: Token, node: n.SubProcess) -> None:
     eventsub.arm(walker, node.id, scope.id)
 
 
-def complete_sub_process(walker: Walker, scope: Scope) -> None:
+def complete_sub_process(walker: Walk, scope: Scope) -> None:
     """A sub-process with no token left inside: outputs, then its token moves on."""
     work = walker.work
     node = walker.model.node(scope.node_id)
@@ -258,7 +258,7 @@ def complete_sub_process(walker: Walker, scope: Scope) -> None:
 # -- interrupting -----------------------------------------------------------------------
 
 
-def terminate(walker: Walker, scope_id: str, reason: str) -> None:
+def terminate(walker: Walk, scope_id: str, reason: str) -> None:
     """End everything inside a scope and the scope itself (and every scope in it)."""
     work = walker.work
     scope = work.scope(scope_id)
@@ -268,7 +268,7 @@ def terminate(walker: Walker, scope_id: str, reason: str) -> None:
     close(work, scope, ScopeState.TERMINATED, reason=reason)
 
 
-def stop_inside(walker: Walker, scope_id: str | None, reason: str) -> None:
+def stop_inside(walker: Walk, scope_id: str | None, reason: str) -> None:
     """Stop every live token inside ``scope_id`` (None: the whole instance) and end every
     scope nested in it."""
     work = walker.work
@@ -285,7 +285,7 @@ def stop_inside(walker: Walker, scope_id: str | None, reason: str) -> None:
             close(work, nested, ScopeState.TERMINATED, reason=reason)
 
 
-def stopped(walker: Walker, tok: Token) -> None:
+def stopped(walker: Walk, tok: Token) -> None:
     """A token was stopped: the activity scope it ran in ends with it."""
     own = own_scope(walker.work, tok)
     if own is not None:
@@ -295,7 +295,7 @@ def stopped(walker: Walker, tok: Token) -> None:
 # -- completing -------------------------------------------------------------------------
 
 
-def settle(walker: Walker) -> bool:
+def settle(walker: Walk) -> bool:
     """Fire one inclusive join nothing can reach any more, or complete one scope that no
     token is left in (the innermost first); True when it did (the walk then goes on:
     completing a scope moves the token that waited for it)."""
@@ -344,7 +344,7 @@ def settle(walker: Walker) -> bool:
 # -- entering ---------------------------------------------------------------------------
 
 
-def enter(walker: Walker, tok: Token, node: n.Node) -> Token | None:
+def enter(walker: Walk, tok: Token, node: n.Node) -> Token | None:
     """Scopes a Ready token opens before its node's behaviour runs: a multi-instance
     body (the body takes over: None), or the activity's own scope for its mappings (the
     token moves into it). None too when a mapping failed (the token has an incident)."""

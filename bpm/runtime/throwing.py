@@ -33,7 +33,7 @@ from bpm.runtime.records import Token
 from bpm.runtime.states import ScopeKind
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 __all__ = ["Catcher", "EventKind", "catching_boundary", "find", "throw"]
 
@@ -50,7 +50,7 @@ class Catcher:
     """Where an error or escalation is caught: a boundary event of ``token``'s activity,
     or the start event of an event sub-process in ``region`` (None: the process)."""
 
-    walker: Walker
+    walker: Walk
     token: Token
     boundary: n.BoundaryEvent | None = None
     start: n.StartEvent | None = None
@@ -78,7 +78,7 @@ def _boundary_code(b: n.BoundaryEvent, kind: EventKind) -> tuple[bool, str | Non
 
 
 def catching_boundary(
-    walker: Walker, node_id: str, error_code: str | None, kind: EventKind = EventKind.ERROR
+    walker: Walk, node_id: str, error_code: str | None, kind: EventKind = EventKind.ERROR
 ) -> n.BoundaryEvent | None:
     """The boundary event of ``node_id`` that catches ``error_code`` (an error, or an
     escalation), if any."""
@@ -101,7 +101,7 @@ def _start_code(trigger: n.StartEvent, kind: EventKind) -> tuple[bool, str | Non
 
 
 def _event_start(
-    walker: Walker, container: str | None, code: str, kind: EventKind
+    walker: Walk, container: str | None, code: str, kind: EventKind
 ) -> n.StartEvent | None:
     catch_all = None
     for esp in walker.model.event_subprocesses(container):
@@ -118,7 +118,7 @@ def _event_start(
     return catch_all
 
 
-def _own_boundary(walker: Walker, tok: Token, code: str | None, kind: EventKind) -> Catcher | None:
+def _own_boundary(walker: Walk, tok: Token, code: str | None, kind: EventKind) -> Catcher | None:
     """A boundary event of the token's activity; an inner instance's are the body's."""
     work = walker.work
     if scopes.is_inner(work, tok):
@@ -133,7 +133,7 @@ def _own_boundary(walker: Walker, tok: Token, code: str | None, kind: EventKind)
 
 
 def find(
-    walker: Walker, tok: Token, code: str | None, kind: EventKind = EventKind.ERROR
+    walker: Walk, tok: Token, code: str | None, kind: EventKind = EventKind.ERROR
 ) -> Catcher | None:
     """The nearest catcher of ``code`` thrown at ``tok`` (see the module docstring)."""
     found = _own_boundary(walker, tok, code, kind)
@@ -170,7 +170,7 @@ def find(
 
 
 def throw(
-    walker: Walker,
+    walker: Walk,
     tok: Token,
     code: str | None,
     message: str,
@@ -221,7 +221,7 @@ def caught_values(
 
 
 def take_boundary(
-    walker: Walker,
+    walker: Walk,
     tok: Token,
     boundary: n.BoundaryEvent,
     values: Mapping[str, Any],
@@ -242,7 +242,7 @@ def take_boundary(
 
 
 def take_error_boundary(
-    walker: Walker,
+    walker: Walk,
     tok: Token,
     boundary: n.BoundaryEvent,
     error: str,

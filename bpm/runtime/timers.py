@@ -36,7 +36,7 @@ from bpm.timeexpr import (
 )
 
 if TYPE_CHECKING:
-    from bpm.runtime.walker import Walker
+    from bpm.runtime.hooks import Walk
 
 log = logging.getLogger("bpm.timers")
 
@@ -76,7 +76,7 @@ def fire_time(spec: n.TimerSpec, variables: dict[str, Any], now: datetime) -> da
 # -- intermediate timer catch event -------------------------------------------------------
 
 
-def catch_event(walker: Walker, tok: Token, node: n.TimerCatchEvent) -> None:
+def catch_event(walker: Walk, tok: Token, node: n.TimerCatchEvent) -> None:
     """Wait until the timer is due; a date already past (or ``PT0S``) fires at once."""
     w = walker.work
     if node.timer is None:  # validation rejects this; be explicit if a model slips through
@@ -106,7 +106,7 @@ def catch_event(walker: Walker, tok: Token, node: n.TimerCatchEvent) -> None:
 # -- boundary timers ----------------------------------------------------------------------
 
 
-def schedule_boundaries(walker: Walker, tok: Token) -> None:
+def schedule_boundaries(walker: Walk, tok: Token) -> None:
     """When an activity is entered: one ``timeout`` timer per timer boundary event.
 
     Every fire time is resolved before any row is written: if one cannot be (a ``${var}``
@@ -161,7 +161,7 @@ def _schedule_timeout(
 # -- firing -------------------------------------------------------------------------------
 
 
-def still_applies(walker: Walker, timer: Timer) -> bool:
+def still_applies(walker: Walk, timer: Timer) -> bool:
     """Whether the token a due timer belongs to still waits for it (else it is stale)."""
     tok = walker.work.tokens.get(timer.token_id)
     if tok is None or tok.state not in (T.CREATED, T.READY, T.EXECUTING, T.WAITING, T.FAILED):
@@ -192,11 +192,11 @@ def still_applies(walker: Walker, timer: Timer) -> bool:
     return False
 
 
-def apply(walker: Walker, timer: Timer) -> Timer | None:
+def apply(walker: Walk, timer: Timer) -> Timer | None:
     """Fire a due timer (``pending -> fired``) and do what it means for its instance.
 
     Returns the next occurrence of a cycle (a new pending timer), so a poller catching up
-    can fire it in due order in the same transaction. Call :meth:`Walker.run` afterwards
+    can fire it in due order in the same transaction. Call :meth:`Walk.run` afterwards
     to continue the tokens it made Ready.
     """
     w = walker.work
@@ -228,7 +228,7 @@ def apply(walker: Walker, timer: Timer) -> Timer | None:
     return None
 
 
-def _boundary_fired(walker: Walker, tok: Token, timer: Timer) -> Timer | None:
+def _boundary_fired(walker: Walk, tok: Token, timer: Timer) -> Timer | None:
     w = walker.work
     node = walker.model.node(timer.node_id)
     assert isinstance(node, n.BoundaryEvent)

@@ -12,13 +12,13 @@ nothing changes.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime import calls, compensation, eventsub, messages, scopes, timers, variables
-from bpm.runtime.decisions import Decider
+from bpm.runtime.hooks import Behaviour, Decider, Relatives
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
@@ -31,8 +31,6 @@ from bpm.runtime.states import (
     UserTaskState,
 )
 from bpm.runtime.work import InstanceWork
-
-Behaviour = Callable[["Walker", Token, Any], None]
 
 RUNAWAY_INCIDENT = "runawayLoop"
 """Incident type of a token stopped by the step bound of one transaction."""
@@ -52,7 +50,7 @@ class Walker:
         work: InstanceWork,
         model: ProcessModel,
         behaviours: Mapping[type, Behaviour],
-        relatives: calls.Relatives | None = None,
+        relatives: Relatives | None = None,
         *,
         max_steps: int = DEFAULT_MAX_STEPS,
         decider: Decider | None = None,

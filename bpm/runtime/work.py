@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from bpm.errors import VariableError
+from bpm.runtime.changes import Changes, Item, Loader
 from bpm.runtime.records import (
     Compensable,
     ExternalTask,
@@ -53,7 +54,6 @@ DEFAULT_MAX_UPDATE_BYTES = 1024 * 1024
 # all the variables of one instance together (its JSON document)
 DEFAULT_MAX_INSTANCE_VARIABLE_BYTES = 4 * 1024 * 1024
 
-Item = TypeVar("Item", ExternalTask, Timer, UserTask, Incident, Scope, Subscription, Compensable)
 # The payload key naming the item in its events ("task" as Camunda calls both kinds).
 _PAYLOAD_KEY = {"external_task": "task", "user_task": "task"}
 ITEM_KINDS: tuple[type[WorkItem], ...] = (
@@ -119,44 +119,6 @@ def check_variables(
 
 def _json_size(values: dict[str, Any]) -> int:
     return len(json.dumps(values, separators=(",", ":")).encode())
-
-
-class Loader(Protocol):
-    """Reads, under the instance lock, the records a transaction needs on first use."""
-
-    def scope(self, scope_id: str) -> Scope | None: ...
-
-    def items(self, kind: type[Item], instance_id: str, *, token_id: str) -> list[Item]:
-        """Every record of ``kind`` of the instance that belongs to ``token_id``."""
-        ...
-
-    def item(self, kind: type[Item], item_id: str) -> Item | None: ...
-
-    def compensables(self, instance_id: str) -> list[Compensable]:
-        """Every compensable record of the instance that is not compensated yet."""
-        ...
-
-    def last_compensable_seq(self, instance_id: str) -> int:
-        """The highest ``seq`` of the instance's compensable records (0: none)."""
-        ...
-
-
-@dataclass
-class Changes:
-    """Records of one kind: those this transaction loaded or created, and which changed."""
-
-    records: dict[str, Any] = field(default_factory=dict)
-    new: list[str] = field(default_factory=list)
-    dirty: set[str] = field(default_factory=set)
-
-    def put(self, record_id: str, record: Any) -> None:
-        self.records[record_id] = record
-        if record_id not in self.new:
-            self.dirty.add(record_id)
-
-    def written(self) -> tuple[list[Any], list[Any]]:
-        """(records to insert, records to update)."""
-        return [self.records[i] for i in self.new], [self.records[i] for i in self.dirty]
 
 
 @dataclass

@@ -7,13 +7,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bpm.runtime.changes import Changes, Loader
 from bpm.runtime.records import Instance, Scope, Token
 from bpm.runtime.states import ScopeKind, ScopeState
-
-if TYPE_CHECKING:
-    from bpm.runtime.work import Changes, Loader
 
 __all__ = ["ScopeChanges"]
 

@@ -28,10 +28,11 @@ from sqlalchemy import (
     update,
 )
 
+from bpm.runtime.changes import Item
 from bpm.runtime.external import NOTIFY_CHANNEL as EXTERNAL_TASK_CHANNEL
 from bpm.runtime.records import Compensable, Instance, Scope, Timer, Token
 from bpm.runtime.states import LIVE_TOKEN_STATES, CompensableState, TimerState
-from bpm.runtime.work import InstanceWork, Item
+from bpm.runtime.work import InstanceWork
 from bpm.store import dialect, history
 from bpm.store import tables as t
 from bpm.store.rows import record_of, table_of, values_of

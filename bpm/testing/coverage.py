@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpm.cockpit.diagram import diagram_xml
 from bpm.engine import Engine
+from bpm.kinds import diagram_xml
 from bpm.model.nodes import Flow
 from bpm.model.process import ProcessModel
 from bpm.runtime.records import HistoryEvent, Token

@@ -1,0 +1,135 @@
+"""What the runtime's mechanisms and the kinds see of the walker (:class:`Walk`), and
+what the unit of work hands it (:class:`Relatives`, :class:`Decider`).
+
+The walker (:mod:`bpm.runtime.walker`) calls the mechanisms (scopes, timers, messages,
+calls...); they take it as a :class:`Walk`, declared here, below both, so that no
+mechanism imports the walker back: imports run one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bpm.model import nodes as n
+from bpm.model.process import ProcessModel
+from bpm.runtime.records import ProcessDefinition, Token
+from bpm.runtime.states import TokenState
+from bpm.runtime.work import InstanceWork
+
+__all__ = ["Behaviour", "Decided", "Decider", "Relatives", "Walk"]
+
+
+class Walk(Protocol):
+    """The walker of one instance in one transaction, as the mechanisms and the kinds'
+    behaviours use it (see :class:`bpm.runtime.walker.Walker` for each operation)."""
+
+    work: InstanceWork
+    model: ProcessModel
+    relatives: Relatives | None
+    decider: Decider | None
+
+    def run(self, token_ids: Iterable[str] = ()) -> None: ...
+
+    def variables(self, tok: Token) -> dict[str, Any]: ...
+
+    def write_variables(self, tok: Token, updates: Any, *, local: bool = False) -> None: ...
+
+    def outer_scope(self, tok: Token) -> str | None: ...
+
+    def leave(
+        self,
+        tok: Token,
+        flows: Iterable[n.Flow] | None = None,
+        *,
+        scope_id: str | None = None,
+        keep_scope: bool = True,
+    ) -> list[Token]: ...
+
+    def continue_tokens(self, tokens: Iterable[Token]) -> None: ...
+
+    def cancel_boundaries(self, tok: Token) -> None: ...
+
+    def stop_token(
+        self, tok: Token, target: TokenState = TokenState.TERMINATED, **kw: Any
+    ) -> None: ...
+
+    def cancel_wait(self, tok: Token) -> None: ...
+
+    def terminate_all(self, reason: str, *, except_token: str | None = None) -> None: ...
+
+    def settle_instance(self) -> None: ...
+
+    def fail_token(
+        self, tok: Token, error: str, *, incident_type: str = "failedGateway"
+    ) -> None: ...
+
+    def enter_activity(self, tok: Token) -> bool: ...
+
+    def is_inner(self, tok: Token) -> bool: ...
+
+
+class Relatives(Protocol):
+    """The other instances of a call tree, as the unit of work provides them."""
+
+    @property
+    def max_depth(self) -> int:
+        """How deep call activities may nest."""
+        ...
+
+    def walker_of(self, instance_id: str) -> Walk | None:
+        """Lock (if not yet) and load an instance of a call tree this transaction holds."""
+        ...
+
+    def called_definition(
+        self, node: n.CallActivity, key: str, caller_definition_id: str
+    ) -> ProcessDefinition | None:
+        """The definition a call activity starts (by its binding), or None."""
+        ...
+
+    def start_child(
+        self,
+        definition: ProcessDefinition,
+        caller: Walk,
+        token: Token,
+        child_id: str,
+        variables: dict[str, Any],
+        business_key: str | None,
+    ) -> Walk:
+        """Create the child instance and walk it to its first wait states."""
+        ...
+
+
+@dataclass(frozen=True)
+class Decided:
+    """An evaluated decision, not yet recorded: the variables to write, what the
+    instance's history says of it, and the decision history to write (the decider's)."""
+
+    updates: dict[str, Any]
+    payload: dict[str, Any]
+    history: tuple[Any, ...] = ()
+
+
+class Decider(Protocol):
+    """Deployed decisions, evaluated in the walker's transaction."""
+
+    def decide(
+        self,
+        walker: Walk,
+        tok: Token,
+        node: n.DecisionTask,
+        key: str,
+        variables: Mapping[str, Any],
+    ) -> Decided:
+        """Evaluate decision ``key`` (by ``node``'s binding) and map its result; raises
+        :class:`~bpm.errors.BpmError`. Nothing is written until :meth:`record`."""
+        ...
+
+    def record(self, decided: Decided) -> None:
+        """Write the decision history of ``decided`` (in the same transaction)."""
+        ...
+
+
+Behaviour = Callable[[Walk, Token, Any], None]
+"""What a token arriving at a node of one kind does (each kind's ``behave`` facet)."""
