@@ -239,9 +239,9 @@ def run_bpm(
     the zygote where it can (``sys.argv[0]`` is ``argv0``), else a real process."""
     zyg = zygote()
     if zyg is None or any(env.get(k) != zyg.env.get(k) for k in IMPORT_TIME_ENV):
-        code = f"import sys; sys.argv[0] = {argv0!r}; from bpm.cli import main; main()"
+        script = f"import sys; sys.argv[0] = {argv0!r}; from bpm.cli import main; main()"
         return subprocess.run(
-            [sys.executable, "-c", code, *args],
+            [sys.executable, "-c", script, *args],
             env=dict(env),
             cwd=cwd,
             capture_output=True,
@@ -328,7 +328,7 @@ def _reap(children: dict[int, int | None], pid: int) -> int | None:
 def _child(request: dict[str, Any], base_path: list[str]) -> None:
     """In the forked child: become ``python -c ... ARGS`` in the request's environment and
     directory, run the command, exit as the interpreter would (atexit, flushed streams)."""
-    code: object = 0
+    code: str | int | None = 0
     try:
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
