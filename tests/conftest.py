@@ -12,6 +12,8 @@ import pytest
 from bpm import Engine, EngineConfig
 from bpm.store import db as bpm_db
 from bpm.store import migrate
+from tests.engine_helpers import close_made_engines
+from tests.forked import close_zygote
 from tests.support import create_database, drop_database, drop_database_later, finish_drops, pg_url
 
 # The test kit's plugin (the bpm fixture). The package's pytest11 entry point loads it
@@ -66,6 +68,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'bpm.db'}"
 
 
+@pytest.fixture(autouse=True)
+def _close_made_engines() -> Iterator[None]:
+    """Every engine ``tests/engine_helpers.make_engine`` made in a test is closed after it."""
+    yield
+    close_made_engines()
+
+
 @pytest.fixture
 def config() -> EngineConfig:
     return EngineConfig()
@@ -87,6 +96,7 @@ def pg_engine(pg_database_url: str, config: EngineConfig) -> Iterator[Engine]:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     finish_drops()
+    close_zygote()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -25,13 +25,27 @@ class QueueDispatcher:
         self.published.extend(token_ids)
 
 
+#: Engines :func:`make_engine` made in the running test; ``tests/conftest.py`` closes them
+#: after it (most tests never close theirs: their pooled connections were reported as
+#: unclosed, ResourceWarning, in whichever later test the garbage collector ran).
+made: list[Engine] = []
+
+
 def make_engine(
     url: str, registry: HandlerRegistry | None = None, config: EngineConfig | None = None
 ) -> tuple[Engine, QueueDispatcher]:
     q = QueueDispatcher()
-    return Engine(
+    engine = Engine(
         url, dispatcher=q, registry=registry or HandlerRegistry(), config=config or EngineConfig()
-    ), q
+    )
+    made.append(engine)
+    return engine, q
+
+
+def close_made_engines() -> None:
+    """Close the engines :func:`make_engine` made (closing one twice is harmless)."""
+    while made:
+        made.pop().close()
 
 
 def drain(engine: Engine, q: QueueDispatcher, limit: int = 1000) -> int:

@@ -4,6 +4,7 @@ through the result object; bad input refused at apply_async with nothing started
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -75,11 +76,12 @@ def app() -> Celery:
 
 
 @pytest.fixture
-def env(database_url: str, app: Celery) -> tuple[Engine, QueueDispatcher]:
+def env(database_url: str, app: Celery) -> Iterator[tuple[Engine, QueueDispatcher]]:
     reg = HandlerRegistry()
     resolve_canvas(app, reg)
     engine, q = make_engine(database_url, reg)
-    return engine, q
+    yield engine, q
+    engine.close()  # its pool's connections, else a ResourceWarning in whichever test is next
 
 
 def run(canvas: Any, env: tuple[Engine, QueueDispatcher], app: Celery) -> DurableResult:

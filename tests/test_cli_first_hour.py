@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bpm import Engine
 from bpm.builder import Process
+from tests.forked import run_bpm
 from tests.test_cli import ROOT, assert_user_error
 
 LOAN = ROOT / "examples" / "loan.py"
@@ -21,12 +22,16 @@ LOAN = ROOT / "examples" / "loan.py"
 def bpm(
     *args: str, cwd: Path, env: dict[str, str] | None = None, blocked: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    """``bpm ARGS`` in ``cwd`` as a user runs it; ``blocked`` modules import as if their
-    extra were not installed (``sys.modules[name] = None`` before bpm starts)."""
+    """``bpm ARGS`` in ``cwd`` as a user runs it, a process of its own (forked from the
+    zygote, tests/forked.py, which has the modules imported already); ``blocked`` modules
+    import as if their extra were not installed (``sys.modules[name] = None`` before bpm
+    starts: a new Python process, as the zygote has them imported)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("BPM_")}
     full_env.update(env or {})
     full_env["COLUMNS"] = "80"
     full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), full_env.get("PYTHONPATH", "")])
+    if not blocked:
+        return run_bpm(args, env=full_env, cwd=cwd, timeout=120, argv0="bpm")
     code = (
         "import sys\n"
         f"for name in {list(blocked)!r}: sys.modules[name] = None\n"

@@ -61,7 +61,9 @@ def test_timers_fire_when_due_and_a_sooner_one_is_noticed_at_once(pg_database_ur
         for i in range(3)
     ]
     # a long tick: only the NOTIFY of a new timer can make the waiter see it in time
-    waiter = TimerWaiter(engine, tick=timedelta(seconds=30))
+    tick = timedelta(seconds=30)
+    waiter = TimerWaiter(engine, tick=tick)
+    started = datetime.now(UTC)
     waiter.start()
     try:
         # The waiter has made its look-ahead and its listener is on: the listener's first
@@ -78,8 +80,12 @@ def test_timers_fire_when_due_and_a_sooner_one_is_noticed_at_once(pg_database_ur
         )
     finally:
         waiter.stop()
-    for timer in engine.timers(state="fired"):
-        assert timer.fired_at is not None
-        late = (timer.fired_at - timer.fire_at).total_seconds()
-        assert 0 <= late < 0.25, (timer, late)  # on time, never early
+    fired = {t.instance_id: t for t in engine.timers(state="fired")}
+    assert set(fired) == set(ids)
+    for timer in fired.values():
+        assert timer.fired_at is not None and timer.fired_at >= timer.fire_at, timer  # never early
+    # The later timer fired before the waiter's next look-ahead by tick could have found it:
+    # the NOTIFY woke the waiter (how many milliseconds late depends on the machine's load,
+    # which is not what this test is about).
+    assert fired[later].fired_at is not None and fired[later].fired_at < started + tick
     engine.close()

@@ -107,12 +107,12 @@ def parent_of(span: ReadableSpan) -> int | None:
 
 def span_id(span: ReadableSpan) -> int:
     assert span.context is not None
-    return span.context.span_id
+    return int(span.context.span_id)
 
 
 def trace_id(span: ReadableSpan) -> int:
     assert span.context is not None
-    return span.context.trace_id
+    return int(span.context.trace_id)
 
 
 def fork_process(handler: str = "work") -> Process:
@@ -220,10 +220,10 @@ def test_a_retried_step_is_one_span_per_attempt(
     assert engine.get_instance(inst.id).state.value == "completed"
     first, second, third = (spans.step("pay", n) for n in (1, 2, 3))
     (start,) = spans.named("bpm.start")
-    assert parent_of(first) == span_id(start)
-    # an immediate retry is published from the failed attempt's span
-    assert parent_of(second) == span_id(first)
-    assert parent_of(third) == span_id(second)
+    # the attempts are siblings: an immediate retry is published with the failed
+    # attempt's parent, not as its child (20 attempts were a chain 20 spans deep)
+    assert parent_of(first) == parent_of(second) == parent_of(third) == span_id(start)
+    assert len({trace_id(s) for s in (start, first, second, third)}) == 1
     for failed, n in ((first, 1), (second, 2)):
         assert failed.status.status_code is StatusCode.ERROR
         assert failed.status.description == f"RuntimeError: card declined on attempt {n}"
@@ -509,8 +509,9 @@ def test_steps_whose_message_brings_no_trace_join_their_instance_s_start(
     pg_database_url: str, spans: Spans, engines: list[Engine]
 ) -> None:
     """A retry after its backoff (published by the timer that ends the backoff) and a step
-    published again by the sweeper carry no trace: their spans are children of the start,
-    whose trace the ``instance_started`` history event keeps."""
+    published again by the sweeper carry no trace: the retry's span gets its failed
+    attempt's parent (which ``attempt_failed`` keeps), the swept step's is a child of the
+    start, whose trace the ``instance_started`` history event keeps."""
     registry = HandlerRegistry()
 
     def flaky(ctx: TaskContext) -> None:
@@ -557,7 +558,7 @@ def test_steps_whose_message_brings_no_trace_join_their_instance_s_start(
     starts = {s.attributes["bpm.process"]: s for s in spans.named("bpm.start") if s.attributes}
     first, second = spans.step("pay", 1), spans.step("pay", 2)
     assert parent_of(first) == span_id(starts["later"])  # through its message
-    assert parent_of(second) == span_id(starts["later"])  # through the start's record
+    assert parent_of(second) == span_id(starts["later"])  # through the failed attempt's record
     assert trace_id(second) == trace_id(starts["later"])
     swept = spans.step("a")
     assert parent_of(swept) == span_id(starts["lost"])
@@ -566,3 +567,48 @@ def test_steps_whose_message_brings_no_trace_join_their_instance_s_start(
     assert started[0].payload["trace"]["traceparent"].split("-")[1] == format(
         trace_id(second), "032x"
     )
+
+
+@pytest.mark.parametrize("delay", [0.0, 5.0], ids=["immediate", "after-backoff"])
+def test_every_attempt_of_a_step_has_its_first_attempt_s_parent(
+    pg_database_url: str, spans: Spans, engines: list[Engine], delay: float
+) -> None:
+    """``a -> pay``: each attempt of ``pay`` is a child of ``a``'s span (the step that made
+    it Ready), whether the retry is published at once by the failed attempt or, after its
+    backoff, by a timer whose message brings no trace (then ``attempt_failed`` says)."""
+    registry = HandlerRegistry()
+    registry.register("work", lambda ctx: None)
+
+    def flaky(ctx: TaskContext) -> None:
+        if ctx.attempt < 3:
+            raise RuntimeError(f"declined {ctx.attempt}")
+
+    registry.register("flaky", flaky)
+    q = TracingDispatcher()
+    engine = Engine(pg_database_url, dispatcher=q, registry=registry)
+    engines.append(engine)
+    engine.deploy(
+        Process("siblings")
+        .start("s")
+        .service_task("a", handler="work")
+        .service_task("pay", handler="flaky", retry=RetryPolicy.fixed(3, delay))
+        .end("e")
+        .sequence("s", "a", "pay", "e")
+    )
+    t0 = datetime.now(UTC)
+    inst = engine.start("siblings", now=t0)
+    q.run(engine)
+    for n in (1, 2):  # the backoffs' timers (no span current)
+        if delay:
+            assert engine.fire_due_timers(now=t0 + timedelta(seconds=6 * n)) == 1
+            assert [headers for _, headers in q.queue] == [{}]
+            q.run(engine)
+    assert engine.get_instance(inst.id).state.value == "completed"
+    a = spans.step("a")
+    attempts = [spans.step("pay", n) for n in (1, 2, 3)]
+    assert [parent_of(s) for s in attempts] == [span_id(a)] * 3
+    assert {trace_id(s) for s in attempts} == {trace_id(a)}
+    failed = [e for e in engine.history(inst.id) if e.type == "attempt_failed"]
+    assert [e.payload["trace"]["traceparent"].split("-")[2] for e in failed] == [
+        format(span_id(a), "016x")
+    ] * 2

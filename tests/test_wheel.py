@@ -49,6 +49,16 @@ def test_the_wheel_carries_what_install_needs(wheel: zipfile.ZipFile) -> None:
     for module in ("install", "tasks", "beat_tasks", "schedule", "waiter", "publisher"):
         assert f"bpm/contrib/celery/{module}.py" in names
     assert "bpm/store/migrations/env.py" in names
+    assert "bpm/store/migrations/versions/0012_identity.py" in names
+    for asset in (
+        "index.html",
+        "tasklist.js",
+        "tasklist.css",
+        "vendor/form-js/form-viewer.umd.js",
+        "vendor/form-js/form-js.css",
+        "vendor/form-js/LICENSE",
+    ):
+        assert f"bpm/tasklist/static/{asset}" in names, asset
 
 
 def test_the_wheel_registers_the_test_kit_as_a_pytest_plugin(wheel: zipfile.ZipFile) -> None:

@@ -57,9 +57,12 @@ from bpm.api.routes_process import router as process_router
 from bpm.api.routes_task_comments import router as task_comments_router
 from bpm.api.routes_task_forms import router as task_forms_router
 from bpm.api.routes_task_variables import router as task_variables_router
+from bpm.api.routes_tasklist import pages as tasklist_pages
+from bpm.api.routes_tasklist import router as tasklist_router
 from bpm.api.routes_tasks import router as task_router
 from bpm.api.routes_variables import router as variables_router
 from bpm.api.task_access import authorization_from_env
+from bpm.api.tasklist_session import TasklistSessions
 from bpm.api.worker_ids import WorkerIds
 from bpm.contrib.otel_env import trace_from_env
 from bpm.engine import Engine
@@ -67,6 +70,7 @@ from bpm.errors import ConfigurationError
 from bpm.identity import IdentityProvider, identity_from_env
 from bpm.runtime.external import NOTIFY_CHANNEL
 from bpm.store.db import libpq_dsn
+from bpm.tasklist import STATIC as TASKLIST_STATIC
 
 PREFIX = "/engine-rest"
 #: Room for the JSON around the variables of a request (names, type wrappers, fields).
@@ -253,6 +257,7 @@ def create_app(
         "BPM_API_MAX_FETCH_BYTES", DEFAULT_MAX_FETCH_BYTES
     )
     app.state.sessions = Sessions()
+    app.state.tasklist_sessions = TasklistSessions()
     broker = os.environ.get("BPM_BROKER_URL")
     app.state.celery_workers = CeleryWorkers(broker) if broker else None
     app.state.cockpit_open_actions = cockpit_open_actions and auth.open
@@ -289,6 +294,9 @@ def create_app(
     # The assets before the pages: /cockpit/{page}/{rest} would take /cockpit/static/...
     app.mount("/cockpit/static", CockpitStatic(directory=STATIC), name="cockpit-static")
     app.include_router(cockpit_pages)
+    app.mount("/tasklist/static", CockpitStatic(directory=TASKLIST_STATIC), name="tasklist-static")
+    app.include_router(tasklist_pages)
+    app.include_router(tasklist_router)
     app.include_router(health_router)
     app.include_router(docs_router)
     limit = max_body_bytes or _env_int(
@@ -297,7 +305,13 @@ def create_app(
     deployments = _env_int("BPM_API_MAX_DEPLOYMENT_BYTES", DEFAULT_MAX_DEPLOYMENT_BODY)
     app.add_middleware(BodyLimit, limit=limit, per_path={DEPLOYMENT_PATH: deployments})
     # outside BodyLimit: 401 first
-    app.add_middleware(AuthGate, auth=auth, prefix=PREFIX, templates=lambda: app.openapi()["paths"])
+    app.add_middleware(
+        AuthGate,
+        auth=auth,
+        prefix=PREFIX,
+        templates=lambda: app.openapi()["paths"],
+        sessions=(app.state.tasklist_sessions, people),
+    )
     # outside the AuthGate: an anonymous flood is refused before anything else runs
     app.add_middleware(
         KeylessLimit,

@@ -13,12 +13,15 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bpm.api.auth import SAFE_METHODS, Authenticator, Principal, forbidden
 from bpm.api.errors import ApiError, error_response
+from bpm.api.tasklist_session import TasklistSessions, cookie_of, session_principal
+from bpm.identity import IdentityProvider
 
 STATE_KEY = "principal"
 
@@ -40,8 +43,10 @@ class AuthGate:
         auth: Authenticator,
         prefix: str,
         templates: Callable[[], Iterable[str]] = tuple,
+        sessions: tuple[TasklistSessions, IdentityProvider] | None = None,
     ) -> None:
         self.app = app
+        self.sessions = sessions
         self.auth = auth
         self.prefix = prefix
         # the route path templates (read once, on the first refusal): only to name the
@@ -50,21 +55,36 @@ class AuthGate:
         self._compiled: list[tuple[re.Pattern[str], str]] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.auth.open or not self._guarded(scope["path"]):
+        if scope["type"] != "http" or not self._guarded(scope["path"]):
             await self.app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
         try:
-            client = scope.get("client")
-            who = await self.auth.authenticate_async(
-                Headers(scope=scope).get("authorization"), address=client[0] if client else None
-            )
-            check_method(who, scope["method"])
+            # a task-list session (a user who signed in on /tasklist), without a header
+            who: Principal | None = None
+            if (
+                self.sessions is not None
+                and "authorization" not in headers
+                and cookie_of(headers) is not None  # no thread hop without a cookie
+            ):
+                sessions, identity = self.sessions
+                who = await run_in_threadpool(
+                    session_principal, sessions, identity, headers, scope["method"]
+                )
+            if who is None and not self.auth.open:
+                client = scope.get("client")
+                who = await self.auth.authenticate_async(
+                    headers.get("authorization"), address=client[0] if client else None
+                )
+            if who is not None:
+                check_method(who, scope["method"])
         except ApiError as exc:
             self._name_route(scope)
             resp = error_response(exc.status, exc.type, exc.message, headers=exc.headers)
             await resp(scope, receive, send)
             return
-        scope.setdefault("state", {})[STATE_KEY] = who
+        if who is not None:  # None: the API is open and nobody signed in
+            scope.setdefault("state", {})[STATE_KEY] = who
         await self.app(scope, receive, send)
 
     def _name_route(self, scope: Scope) -> None:

@@ -164,7 +164,8 @@ async def start_form_by_id(definition_id: str, request: Request, who: Who) -> Re
     return await _start_form(request, await _by_id(request, definition_id))
 
 
-def _started(request: Request, inst: Instance, body: b.StartBody) -> Response:
+def started(request: Request, inst: Instance, body: b.StartBody) -> Response:
+    """Camunda's answer to a start: the instance (with its variables when asked)."""
     out = instance_json(request, inst)
     if body.withVariablesInReturn:
         out["variables"] = to_camunda(inst.variables, types=inst.variable_types)
@@ -183,7 +184,7 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
             )
     except NotFound:
         raise _no_key(key) from None
-    return _started(request, inst, body)
+    return started(request, inst, body)
 
 
 @router.post("/process-definition/{definition_id}/start")
@@ -204,4 +205,4 @@ async def start_by_id(
             )
     except NotFound:
         raise _no_id(definition_id) from None
-    return _started(request, inst, body)
+    return started(request, inst, body)

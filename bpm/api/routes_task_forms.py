@@ -11,14 +11,19 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from bpm.api import bodies as b
 from bpm.api import openapi as oa
 from bpm.api import schemas as s
+from bpm.api import traced
 from bpm.api.auth import Principal, principal
 from bpm.api.errors import ApiError
+from bpm.api.routes_definitions import started
 from bpm.api.routes_tasks import visible_task
-from bpm.api.task_forms import TaskForm, form_of, task_form
+from bpm.api.task_forms import TaskForm, checked_submission, form_of, task_form
+from bpm.api.variables import from_camunda, to_camunda
 from bpm.engine import Engine
 from bpm.errors import NotFound
+from bpm.forms import generated_values
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -70,13 +75,8 @@ async def deployed_form(task_id: str, request: Request, who: Who) -> Response:
     return _form_document(await task_form(request, row), f"task {task_id}")
 
 
-@router.get(
-    "/process-definition/{definition_id}/deployed-start-form",
-    responses={200: {"content": {"application/json": {}}, "description": "the .form JSON"}},
-)
-async def deployed_start_form(definition_id: str, request: Request, who: Who) -> Response:
-    """The Camunda Form of the definition's none start event."""
-    who.check_unrestricted("read process definitions")
+async def start_form(request: Request, definition_id: str) -> TaskForm:
+    """The form of the definition's none start event; 404 for an unknown definition."""
     engine = _engine(request)
 
     def read() -> TaskForm | None:
@@ -92,8 +92,49 @@ async def deployed_start_form(definition_id: str, request: Request, who: Who) ->
     found = await run_in_threadpool(read)
     if found is None:
         raise ApiError(
-            404,
-            "InvalidRequestException",
-            f"No matching definition with id {definition_id}",
+            404, "InvalidRequestException", f"No matching definition with id {definition_id}"
         )
+    return found
+
+
+@router.get(
+    "/process-definition/{definition_id}/deployed-start-form",
+    responses={200: {"content": {"application/json": {}}, "description": "the .form JSON"}},
+)
+async def deployed_start_form(definition_id: str, request: Request, who: Who) -> Response:
+    """The Camunda Form of the definition's none start event."""
+    who.check_unrestricted("read process definitions")
+    found = await start_form(request, definition_id)
     return _form_document(found, f"the start event of {definition_id}")
+
+
+@router.get(
+    "/process-definition/{definition_id}/form-variables",
+    response_model=dict[str, s.VariableValueDto],
+    responses=oa.errors(404),
+)
+async def start_form_variables(definition_id: str, request: Request, who: Who) -> Response:
+    """A generated start form's fields with their defaults (``${var}`` defaults: none yet)."""
+    who.check_unrestricted("read process definitions")
+    found = await start_form(request, definition_id)
+    return JSONResponse(to_camunda(generated_values(found.fields, {}), True))
+
+
+@router.post("/process-definition/{definition_id}/submit-form", responses=oa.errors(400, 404))
+async def submit_start_form(
+    definition_id: str, body: b.StartBody, request: Request, who: Who
+) -> Response:
+    """Start an instance with the start form's values, checked first against the start
+    event's form (generated fields, a Camunda Form's rules): 400 naming the field, and no
+    instance is started."""
+    who.check_unrestricted("start instances")
+    found = await start_form(request, definition_id)
+    variables = checked_submission(
+        found, definition_id, from_camunda(body.variables) or {}, what="the start form of"
+    )
+    engine = _engine(request)
+    with traced.caller_context(request):
+        inst = await run_in_threadpool(
+            lambda: engine.start_definition(definition_id, variables, business_key=body.businessKey)
+        )
+    return started(request, inst, body)

@@ -60,7 +60,9 @@ async def task_form(request: Request, row: TaskRow) -> TaskForm:
     return await run_in_threadpool(read)
 
 
-def checked_submission(form: TaskForm, task_id: str, variables: dict[str, Any]) -> dict[str, Any]:
+def checked_submission(
+    form: TaskForm, task_id: str, variables: dict[str, Any], *, what: str = "task form"
+) -> dict[str, Any]:
     """The variables to complete with (generated fields typed); 400 naming the field that
     fails a check of the form."""
     try:
@@ -69,6 +71,6 @@ def checked_submission(form: TaskForm, task_id: str, variables: dict[str, Any]) 
             check_camunda_form(form.document, out)
     except FormInvalid as exc:
         raise ApiError(
-            400, "InvalidRequestException", f"Cannot submit task form {task_id}: {exc}"
+            400, "InvalidRequestException", f"Cannot submit {what} {task_id}: {exc}"
         ) from None
     return out

@@ -343,6 +343,8 @@ def finish(
                 walkers[work.instance.id] = unit.walker(work)
             walker = walkers[work.instance.id]
             applied = _apply(unit, walker, step, outcome, worker_id)
+            if spans is not None and applied is StepOutcome.RETRIED:
+                traced.retried(unit, work, step)
             if outcomes is not None:
                 failed = applied is StepOutcome.FAILED
                 incident = observed.incident_of(work, step.token.id) if failed else None
@@ -399,7 +401,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
                     work.instance.business_key,
                     walker.model.key,
                     mark,
-                    unit.traces.get(work.instance.id),
+                    unit.token_traces.get(tok.id, unit.traces.get(work.instance.id)),
                 )
             )
     return out

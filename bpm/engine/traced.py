@@ -8,6 +8,11 @@ of the span of the step of their instance, and a step this worker continues inli
 span's child too. A step whose message brings no trace (published by a timer, after a
 retry's backoff, or again by the sweeper) is a child of its instance's ``bpm.start``: the
 start records its trace headers in the ``instance_started`` history event.
+
+Every attempt of a step has the parent of its first attempt (the attempts are siblings,
+not each the child of the one that failed before it): an immediate retry is published
+with the failed attempt's parent, and the ``attempt_failed`` event keeps that parent's
+headers for a retry that runs after its backoff (its timer's message brings no trace).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from bpm import tracing
 from bpm.observe import StepOutcome
 from bpm.store import history as history_store
 from bpm.tracing import Span, TraceContext, Tracer
@@ -23,6 +29,8 @@ from bpm.tracing import Span, TraceContext, Tracer
 if TYPE_CHECKING:
     from bpm.engine.core import EngineCore
     from bpm.engine.execution import Claimed, Outcome
+    from bpm.engine.unit import Unit
+    from bpm.runtime.work import InstanceWork
 
 STEP = "bpm.step"
 
@@ -83,17 +91,42 @@ class StepSpans:
         self.spans.clear()
 
 
+def retried(unit: Unit, work: InstanceWork, step: Claimed) -> None:
+    """``step``'s attempt failed and it will be tried again: its next attempt gets this
+    attempt's parent (published with it now, or read from ``attempt_failed`` later)."""
+    active = tracing.tracer()
+    if step.trace is None or active is None:
+        return
+    unit.token_traces[step.token.id] = step.trace
+    headers = active.inject(step.trace)
+    if not headers:
+        return
+    for i in range(len(work.events) - 1, -1, -1):
+        event = work.events[i]
+        if event.type == "attempt_failed" and event.token_id == step.token.id:
+            work.events[i] = replace(event, payload={**event.payload, "trace": headers})
+            return
+
+
 def parents(core: EngineCore, tracer: Tracer, batch: list[Claimed]) -> list[Claimed]:
-    """``batch`` with each step's parent: the message's trace (current now), else the
-    trace its instance's start recorded (one read per instance), else none."""
+    """``batch`` with each step's parent: the message's trace (current now), else, for a
+    retry, the parent its failed attempt recorded, else the trace its instance's start
+    recorded (one read per instance), else none."""
     current = tracer.current()
     if tracer.inject(current):
         return [replace(step, trace=current) for step in batch]
     found: dict[str, TraceContext | None] = {}
+    out = []
     with core.tx() as conn:  # this worker's held connection (execution.run_token)
         for step in batch:
-            instance_id = step.token.instance_id
-            if instance_id not in found:
-                headers = history_store.started_trace(conn, instance_id)
-                found[instance_id] = tracer.extract(headers) if headers else None
-    return [replace(step, trace=found[step.token.instance_id]) for step in batch]
+            tok = step.token
+            if tok.attempt > 1:
+                headers = history_store.retry_trace(conn, tok.instance_id, tok.id)
+                if headers:
+                    out.append(replace(step, trace=tracer.extract(headers)))
+                    continue
+            if tok.instance_id not in found:
+                headers = history_store.started_trace(conn, tok.instance_id)
+                found[tok.instance_id] = tracer.extract(headers) if headers else None
+            out.append(replace(step, trace=found[tok.instance_id]))
+    return out

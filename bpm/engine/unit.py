@@ -68,6 +68,9 @@ class Unit:
         # With a tracer: the trace context of the span that changed an instance (a step, an
         # external task's complete), which the steps it made Ready are published with.
         self.traces: dict[str, TraceContext] = {}
+        # ... except for these steps (by token id): a retried step's next attempt keeps the
+        # parent of the attempt that failed, so a step's attempts are siblings.
+        self.token_traces: dict[str, TraceContext] = {}
         self._locked = False
         self._walkers: dict[str, Walker] = {}
         self._roots: set[str] = set()  # call trees whose root this transaction holds
@@ -317,10 +320,14 @@ class Unit:
         traced: list[tuple[list[str], TraceContext | None]] = []
         for instance_id, work in self.works.items():
             trace = self.traces.get(instance_id)
+            own = [t for t in work.to_dispatch if t in self.token_traces]
+            for token_id in own:
+                traced.append(([token_id], self.token_traces[token_id]))
+            rest = [t for t in work.to_dispatch if t not in self.token_traces]
             if trace is None:
-                plain.extend(work.to_dispatch)
-            elif work.to_dispatch:
-                traced.append((list(work.to_dispatch), trace))
+                plain.extend(rest)
+            elif rest:
+                traced.append((rest, trace))
         return [(plain, None), *traced]
 
 
@@ -338,7 +345,7 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
         FEEL_CLOCK.reset(clock)
     if core.listeners:
         core.announce_ended([e for w in unit.works.values() if (e := ended_by(w)) is not None])
-    if unit.traces:
+    if unit.traces or unit.token_traces:
         for ids, trace in unit.ready_by_trace():
             core.dispatch(ids, trace)
     else:

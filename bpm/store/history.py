@@ -92,6 +92,16 @@ def started_trace(conn: Connection, instance_id: str) -> dict[str, str] | None:
     return None
 
 
+def retry_trace(conn: Connection, instance_id: str, token_id: str) -> dict[str, str] | None:
+    """The trace headers the last failed attempt of ``token_id`` recorded for the next one
+    (``attempt_failed``'s ``trace``: its parent), if any."""
+    for event in reversed(events_of(conn, instance_id)):
+        if event.type == "attempt_failed" and event.token_id == token_id:
+            trace = event.payload.get("trace")
+            return dict(trace) if isinstance(trace, dict) else None
+    return None
+
+
 def _numbered(e: HistoryEvent, seq: int) -> HistoryEvent:
     from dataclasses import replace
 

@@ -8,6 +8,12 @@
 * complete / failure / bpmnError are retried with backoff on network errors and 5xx: the
   engine makes them idempotent for the worker that sent them.
 * SIGTERM / SIGINT: stop fetching, finish the tasks in flight, exit.
+* With a tracer (:mod:`bpm.tracing`, e.g. ``bpm.contrib.otel.instrument()``): a span
+  ``bpm.worker.fetch`` per fetch that locked tasks' poll, and per task a span
+  ``bpm.worker.task`` (its child, current while the handler runs, so the handler's own spans
+  are its children); every request carries the current context as W3C ``traceparent`` /
+  ``tracestate`` headers, so the REST API's ``bpm.external.fetch`` and
+  ``bpm.external.complete`` spans, and the steps the complete makes Ready, join that trace.
 * A fetch the engine refuses for good (a wrong key: 401; a key not allowed these topics: 403;
   no REST API at the URL: 404; a request it cannot take: 400) stops the worker with one
   ERROR line saying what to fix, and :meth:`ExternalWorker.run` raises
@@ -33,6 +39,7 @@ from typing import Any
 
 import httpx
 
+from bpm import tracing
 from bpm.errors import BpmError
 from bpm.worker.task import BpmnError, Task, typed_variables
 
@@ -330,13 +337,10 @@ class ExternalWorker:
                     break
             if free == 0:
                 continue
+            fetched: _Fetched | None = None
             try:
-                resp = self._poll_http.post(
-                    "/external-task/fetchAndLock", json=self._fetch_body(free)
-                )
-                if resp.status_code != 200:
-                    raise _Refusal(resp)
-                tasks = resp.json()
+                fetched = self._fetch(free)
+                tasks = fetched.tasks
                 backoff = 0.5
             except (httpx.HTTPError, _Refusal, ValueError) as exc:
                 for _ in range(free):
@@ -363,7 +367,45 @@ class ExternalWorker:
                     self._slots.release()
                     continue
                 assert self._pool is not None
-                self._pool.submit(self._execute, data)
+                self._pool.submit(self._execute_traced, data, fetched.trace)
+
+    def _fetch(self, free: int) -> _Fetched:
+        """One long poll; with a tracer inside a ``bpm.worker.fetch`` span (ended with the
+        poll; one that locked nothing is not kept apart: it is the same span, empty)."""
+        tracer = tracing.tracer()
+        body = self._fetch_body(free)
+        if tracer is None:
+            return _Fetched(self._post_fetch(body, {}), None)
+        attributes = {"bpm.worker_id": self.worker_id, "bpm.topics": sorted(self._subs)}
+        with tracing.span("bpm.worker.fetch", attributes) as span:
+            tasks = self._post_fetch(body, tracer.inject(tracer.current()))
+            if span is not None:
+                span.set_attribute("bpm.locked", len(tasks))
+            return _Fetched(tasks, tracer.current())
+
+    def _post_fetch(self, body: dict[str, Any], headers: dict[str, str]) -> list[dict[str, Any]]:
+        resp = self._poll_http.post("/external-task/fetchAndLock", json=body, headers=headers)
+        if resp.status_code != 200:
+            raise _Refusal(resp)
+        tasks: list[dict[str, Any]] = resp.json()
+        return tasks
+
+    def _execute_traced(self, data: dict[str, Any], fetch: tracing.TraceContext | None) -> None:
+        """:meth:`_execute` in a ``bpm.worker.task`` span, child of the fetch that locked it
+        (a pool thread does not inherit the fetching thread's context)."""
+        tracer = tracing.tracer()
+        if tracer is None or fetch is None:
+            self._execute(data)
+            return
+        attributes: dict[str, tracing.AttributeValue] = {
+            "bpm.external_task_id": str(data.get("id")),
+            "bpm.topic": str(data.get("topicName")),
+            "bpm.worker_id": self.worker_id,
+        }
+        if data.get("processInstanceId"):
+            attributes["bpm.instance_id"] = str(data["processInstanceId"])
+        with tracer.resume(fetch), tracing.span("bpm.worker.task", attributes):
+            self._execute(data)
 
     def _execute(self, data: dict[str, Any]) -> None:
         task = Task.from_json(data, self.worker_id)
@@ -438,7 +480,9 @@ class ExternalWorker:
         delay = 0.1
         while True:
             try:
-                resp = self._http.post(f"/external-task/{task_id}/{action}", json=body)
+                resp = self._http.post(
+                    f"/external-task/{task_id}/{action}", json=body, headers=_trace_headers()
+                )
                 if resp.status_code == 204:
                     return True
                 if resp.status_code < 500 and resp.status_code != 429:
@@ -485,6 +529,20 @@ class ExternalWorker:
     def _unlock(self, task_id: str) -> None:
         with contextlib.suppress(httpx.HTTPError):  # else the lock simply expires
             self._http.post(f"/external-task/{task_id}/unlock")
+
+
+def _trace_headers() -> dict[str, str]:
+    """The current trace context as W3C headers (none without a tracer)."""
+    tracer = tracing.tracer()
+    return tracer.inject(tracer.current()) if tracer is not None else {}
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """What one poll locked, and (with a tracer) the context of its span."""
+
+    tasks: list[dict[str, Any]]
+    trace: tracing.TraceContext | None
 
 
 class _Refusal(Exception):

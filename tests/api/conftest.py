@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from bpm import Engine
+from tests.forked import Process, popen_bpm
 from tests.support import create_database, drop_database, eventually, free_port, pg_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ class ApiServer:
     port: int = field(default_factory=free_port)
     keys: str | None = None
     log: Path | None = None
-    proc: subprocess.Popen[bytes] | None = None
+    proc: Process | None = None
     # More environment for the server (e.g. BPM_BROKER_URL and BPM_QUEUE to publish).
     env: dict[str, str] = field(default_factory=dict)
 
@@ -51,9 +52,9 @@ class ApiServer:
             args.append("--insecure-no-auth")
         else:
             env["BPM_API_KEYS"] = self.keys
-        # The server writes to its own copy of the file descriptor: ours is closed at once.
-        with open(self.log or os.devnull, "ab") as out:
-            self.proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=out, stderr=out)
+        # Forked from this test process's zygote (tests/forked.py): a process of its own,
+        # without importing everything again (a real Popen where the zygote cannot serve).
+        self.proc = popen_bpm(args[len(BPM) :], env=env, cwd=ROOT, out=self.log or os.devnull)
 
         def up() -> bool:
             assert self.proc is not None

@@ -71,8 +71,10 @@ def test_bpm_api_prints_its_urls_and_auth_on_start_and_a_line_on_stop(
     try:
         port = server.port()  # --port 0: the port it got is the one printed
         base = f"http://127.0.0.1:{port}"
-        assert httpx.get(f"{base}/health/live", timeout=10).status_code == 200
-        assert httpx.get(f"{base}/engine-rest/engine", timeout=10).status_code == 401
+        # The start lines come before uvicorn serves (its start-up and the first request's
+        # route set-up took over 10 s on the loaded CI machine): a deadline, not a measure.
+        assert httpx.get(f"{base}/health/live", timeout=60).status_code == 200
+        assert httpx.get(f"{base}/engine-rest/engine", timeout=60).status_code == 401
     finally:
         code = server.stop()
     err = server.stderr()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import httpx
 import pytest
 
 from tests.api.conftest import ROOT, ApiServer
+from tests.forked import run_bpm
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +28,14 @@ def site(pg_database_url: str, tmp_path: Path) -> Iterator[httpx.Client]:
 
 
 def bpm(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bpm ARGS``, a process of its own forked from the zygote (tests/forked.py)."""
     full = {k: v for k, v in os.environ.items() if k != "BPM_COCKPIT_URL"}
-    return subprocess.run(
-        [sys.executable, "-m", "bpm", *args],
-        capture_output=True,
-        text=True,
+    return run_bpm(
+        args,
         env={**full, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
         cwd=ROOT,
         timeout=120,
+        argv0=str(ROOT / "bpm" / "__main__.py"),
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import httpx
@@ -12,8 +11,9 @@ import pytest
 from bpm import Engine
 from bpm.handlers import HandlerRegistry
 from bpm.health import check_broker, check_database, check_handlers, check_migrations
-from tests.api.conftest import BPM, ROOT, ApiServer
+from tests.api.conftest import ROOT, ApiServer
 from tests.engine_helpers import order_process
+from tests.forked import run_bpm
 from tests.support import create_database, drop_database, pg_url, redis_url
 
 
@@ -91,16 +91,12 @@ def test_bpm_doctor(pg_database_url: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BPM_DATABASE_URL": pg_database_url}
     env.pop("BPM_HANDLERS", None)
     env["BPM_BROKER_URL"] = redis_url()
-    bad = subprocess.run([*BPM, "doctor"], env=env, capture_output=True, text=True, timeout=60)
+    # forked from the zygote (tests/forked.py): a process of its own without the imports
+    bad = run_bpm(["doctor"], env=env, cwd=ROOT, timeout=60)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAILED" in bad.stdout and "validate-order" in bad.stdout
-    good = subprocess.run(
-        [*BPM, "doctor", "--handlers", "examples.order_handlers"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
+    good = run_bpm(
+        ["doctor", "--handlers", "examples.order_handlers"], env=env, cwd=ROOT, timeout=60
     )
     assert good.returncode == 0, good.stdout + good.stderr
     for name in ("database", "migrations", "broker", "handlers"):
@@ -112,7 +108,5 @@ def test_bpm_doctor_on_a_database_that_is_down() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("BPM_BROKER_URL", None)
     url = "postgresql+psycopg://root@127.0.0.1:1/none"
-    r = subprocess.run(
-        [*BPM, "doctor", "--db", url], env=env, capture_output=True, text=True, timeout=60
-    )
+    r = run_bpm(["doctor", "--db", url], env=env, cwd=ROOT, timeout=60)
     assert r.returncode == 1 and "database" in r.stdout and "FAILED" in r.stdout

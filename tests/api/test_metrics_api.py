@@ -102,10 +102,12 @@ def test_metrics_need_no_key_where_the_api_does(pg_database_url: str, tmp_path: 
     server = ApiServer(pg_database_url, keys="ops:s3cret", log=tmp_path / "api.log").start()
     try:
         root = f"http://127.0.0.1:{server.port}"
-        assert httpx.get(f"{root}/engine-rest/process-definition").status_code == 401
+        # a deadline as scrape()'s (httpx's default 5 s ran out on a loaded machine)
+        refused = httpx.get(f"{root}/engine-rest/process-definition", timeout=30)
+        assert refused.status_code == 401
         samples = scrape(f"{root}/metrics")  # like /health: for the scraper, no secrets
         assert requests_of(samples, "/engine-rest/process-definition", "401") == 1
-        assert "s3cret" not in httpx.get(f"{root}/metrics").text
+        assert "s3cret" not in httpx.get(f"{root}/metrics", timeout=30).text
     finally:
         server.kill()
 

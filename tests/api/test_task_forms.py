@@ -253,3 +253,32 @@ def test_a_formref_with_binding_latest_and_version(http: InProcess, pg_database_
             conn.execute(select(t.user_task.c.state).where(t.user_task.c.id == a["id"])).scalar()
             == "completed"
         )
+
+
+def test_a_start_form_is_checked_before_an_instance_starts(http: InProcess) -> None:
+    deploy(http, "generated.bpmn")
+    (definition,) = http.get("/process-definition", params={"key": "leave"}, headers=OPS).json()
+    url = f"/process-definition/{definition['id']}"
+    defaults = http.get(f"{url}/form-variables", headers=OPS).json()
+    assert defaults["days"]["value"] == 1 and defaults["kind"]["value"] == "holiday"
+    for variables, field in (
+        ({}, "days"),  # required
+        ({"days": {"value": 31}}, "days"),  # max 30
+        ({"days": {"value": 0}}, "days"),  # min 1
+        ({"days": {"value": 3}, "kind": {"value": "party"}}, "kind"),  # not an enum value
+    ):
+        r = http.post(f"{url}/submit-form", json={"variables": variables}, headers=OPS)
+        assert r.status_code == 400 and f"form field '{field}'" in r.json()["message"], r.text
+    assert http.get("/history/process-instance/count", headers=OPS).json() == {"count": 0}
+    body = {
+        "variables": {"days": {"value": "4"}, "kind": {"value": "holiday"}},
+        "businessKey": "l-1",
+    }
+    r = http.post(f"{url}/submit-form", json=body, headers=OPS)
+    assert r.status_code == 200, r.text
+    inst = r.json()
+    assert inst["businessKey"] == "l-1"
+    variables = http.get(f"/process-instance/{inst['id']}/variables", headers=OPS).json()
+    assert variables["days"]["value"] == 4  # typed as the field's long
+    r = http.post("/process-definition/nope/submit-form", json={}, headers=OPS)
+    assert r.status_code == 404
