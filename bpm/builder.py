@@ -77,7 +77,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         self.version_tag = version_tag
         self._nodes: dict[str, n.Node] = {}
         self._flows: list[n.Flow] = []
-        self._defaults: dict[str, str] = {}  # gateway id -> flow id, from flow(default=True)
+        self._defaults: dict[str, str] = {}  # gateway/activity id -> flow id, flow(default=True)
         self._problems: list[Problem] = []
         self._containers: list[str] = []  # the sub-processes being built, innermost last
         self._origins: dict[str, str] = {}  # element id -> the call that made it, for problems
@@ -469,7 +469,8 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         """A sequence flow; ``condition`` is CEL (or ``${JUEL}`` / ``=FEEL``, translated).
 
         Without ``id`` the flow is named ``Flow_<source>_<target>``. ``default=True``
-        makes it the default flow of its (exclusive gateway) source.
+        makes it the default flow of its source (an exclusive or inclusive gateway, or an
+        activity: taken when none of its conditional flows is true).
         """
         flow_id = id or self._free_id(f"Flow_{source}_{target}")
         if flow_id in self._nodes or any(f.id == flow_id for f in self._flows):
@@ -512,11 +513,11 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         nodes = dict(self._nodes)
         for gateway_id, flow_id in self._defaults.items():
             node = nodes.get(gateway_id)
-            if not isinstance(node, n.ExclusiveGateway | n.InclusiveGateway):
+            if not isinstance(node, n.ExclusiveGateway | n.InclusiveGateway | n.Activity):
                 problems.append(
                     Problem(
                         f"flow '{flow_id}' is marked default but '{gateway_id}' is not an "
-                        "exclusive or inclusive gateway",
+                        "exclusive or inclusive gateway or an activity",
                         flow_id,
                     )
                 )

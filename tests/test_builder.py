@@ -176,7 +176,8 @@ def test_builder_collects_every_mistake() -> None:
         .end("e")
         .sequence("s", "t", "g", "e")
         .flow("g", "nowhere", "amount >")
-        .flow("t", "e", default=True)
+        .flow("t", "e", default=True)  # an activity's default flow: accepted (issue 20)
+        .flow("w", "e", default=True)
     )
     with pytest.raises(DeploymentError) as info:
         p.build()
@@ -191,10 +192,12 @@ def test_builder_collects_every_mistake() -> None:
         "neither a handler nor a topic",
         "target 'nowhere'",
         "does not compile",
-        "is not an exclusive or inclusive gateway",
+        "flow 'Flow_w_e' is marked default but 'w' is not an exclusive or inclusive "
+        "gateway or an activity",
         "'r' cannot be reached",
     ):
         assert fragment in text, fragment
+    assert "'Flow_t_e' is marked default" not in text
 
 
 def test_python_in_condition_is_refused() -> None:

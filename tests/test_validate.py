@@ -118,9 +118,14 @@ def test_unconditioned_non_default_flow_out_of_exclusive_is_taken_with_a_warning
     assert "so c are never taken" in warning
 
 
-def test_condition_outside_gateway_is_refused() -> None:
+def test_condition_on_a_flow_leaving_an_activity_is_accepted() -> None:
+    # Issue 20 item 3: BPMN's conditional flows out of activities are run, not refused.
     m = simple(n.Flow("f3", "t", "e", "x > 1"))
-    assert any("not an exclusive or inclusive gateway" in x for x in messages(m))
+    assert validate(m) == m and m.branching == frozenset({"t"})
+    bad = simple(n.Flow("f3", "t", "e", "x >"))
+    assert any("flow 'f3'" in x and "does not compile" in x for x in messages(bad))
+    on_start = model(n.StartEvent("s"), n.EndEvent("e"), n.Flow("f1", "s", "e", "x > 1"))
+    assert any("not a gateway or an activity" in x for x in messages(on_start))
 
 
 def test_timer_catch_without_timer_and_with_bad_spec() -> None:

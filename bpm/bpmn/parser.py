@@ -244,6 +244,8 @@ def _parse_members(parent: Element, container: str | None, ctx: Context, out: _M
             continue
         if container is not None:
             item = dataclasses.replace(item, container=container)
+        if isinstance(item, n.Activity) and el.get("default"):
+            item = dataclasses.replace(item, default_flow=el.get("default"))
         out.nodes[item.id] = item
         if isinstance(item, n.SubProcess | n.EventSubProcess):
             _parse_members(el, item.id, ctx, out)

@@ -140,6 +140,8 @@ def _node_element(parent: Element, node: n.Node, d: Drawing, draw: Draw) -> Elem
         attrs["name"] = node.id  # an unnamed box says nothing; its id at least tells which
     if isinstance(node, n.Activity) and node.for_compensation:
         attrs["isForCompensation"] = "true"
+    if isinstance(node, n.Activity) and node.default_flow:
+        attrs["default"] = node.default_flow
     return draw(parent, node, attrs, d)
 
 

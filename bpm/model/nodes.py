@@ -180,6 +180,9 @@ class Activity(Node):
     for_compensation: bool = field(default=False, metadata=SPARSE)
     """A compensation handler (``isForCompensation``): run only by compensation, never
     reached by a sequence flow."""
+    default_flow: str | None = field(default=None, metadata=SPARSE)
+    """The outgoing flow taken when the activity completes and none of its conditional
+    flows is true (BPMN ``default``); see :attr:`ProcessModel.branching`."""
 
     @property
     def has_mappings(self) -> bool:

@@ -69,6 +69,22 @@ class ProcessModel:
         return {k: tuple(v) for k, v in inc.items()}
 
     @cached_property
+    def branching(self) -> frozenset[str]:
+        """Activities that choose among their outgoing flows when they complete: those
+        with a conditional outgoing flow or a default flow (BPMN 2.0 10.3.1: every flow
+        without a condition and every true one is taken, the default when none is).
+        Every other node leaves along all of its flows unevaluated."""
+        return frozenset(
+            node.id
+            for node in self.nodes.values()
+            if isinstance(node, n.Activity)
+            and (
+                node.default_flow is not None
+                or any(f.condition is not None for f in self.outgoing.get(node.id, ()))
+            )
+        )
+
+    @cached_property
     def boundaries(self) -> Mapping[str, tuple[n.BoundaryEvent, ...]]:
         """Boundary events by the id of the activity they are attached to."""
         out: dict[str, list[n.BoundaryEvent]] = {}

@@ -225,6 +225,9 @@ def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
         if isinstance(node, n.ExclusiveGateway):
             yield from _exclusive(model, node, outgoing, warnings)
             continue
+        if isinstance(node, n.Activity):
+            yield from _activity_flows(model, node, outgoing)
+            continue
         for flow in outgoing:
             if flow.condition is None:
                 continue
@@ -241,9 +244,45 @@ def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
                 yield _at(
                     flow,
                     f"flow '{flow.id}' has a condition but leaves '{node.id}', which is not "
-                    "an exclusive or inclusive gateway: conditions are only evaluated by "
-                    "those gateways, add one after the element",
+                    "a gateway or an activity: conditions are only evaluated there, add an "
+                    "exclusive gateway after the element",
                 )
+
+
+def _activity_flows(
+    model: ProcessModel, node: n.Activity, outgoing: tuple[n.Flow, ...]
+) -> Iterator[Problem]:
+    """Conditional flows and the default flow leaving an activity (taken when it
+    completes: every unconditioned and every true flow, else the default)."""
+    if node.default_flow is not None:
+        ids = [f.id for f in outgoing]
+        other = next((f for f in model.flows if f.id == node.default_flow), None)
+        if other is None:
+            yield _at(
+                node,
+                f"the default flow '{node.default_flow}' of activity '{node.id}' does not "
+                f"exist: pick one of its outgoing flows ({', '.join(ids) or 'none'})",
+            )
+        elif other.source != node.id:
+            yield _at(
+                node,
+                f"the default flow '{node.default_flow}' of activity '{node.id}' leaves "
+                f"'{other.source}', not '{node.id}': pick one of its outgoing flows "
+                f"({', '.join(ids) or 'none'})",
+            )
+        elif other.condition is not None:
+            yield _at(
+                other,
+                f"flow '{other.id}' is the default of activity '{node.id}' and has a "
+                "condition: a default flow is taken when no condition is true, remove its "
+                "condition",
+            )
+    for flow in outgoing:
+        if flow.condition is not None and flow.id != node.default_flow:
+            try:
+                compile_condition(flow.condition)
+            except ExpressionError as exc:
+                yield _at(flow, f"flow '{flow.id}': {exc}")
 
 
 def _exclusive(

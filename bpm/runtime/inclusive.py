@@ -14,7 +14,8 @@ waiting there and forks from the gateway once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from bpm.errors import ExpressionError
 from bpm.expressions import compile_condition
@@ -100,11 +101,24 @@ def _fire(walker: Walk, node: n.Node, arrived: list[Token]) -> None:
 def choose(walker: Walk, tok: Token, node: n.InclusiveGateway) -> list[n.Flow] | str:
     """Every outgoing flow whose condition is true (the default when none is), or why
     there is none."""
-    variables = walker.variables(tok)
+    return take(
+        walker.model.outgoing[node.id],
+        node.default_flow,
+        walker.variables(tok),
+        f"gateway {node.id}",
+    )
+
+
+def take(
+    outgoing: tuple[n.Flow, ...], default_flow: str | None, variables: Mapping[str, Any], where: str
+) -> list[n.Flow] | str:
+    """The flows an inclusive gateway or a completed activity leaves along: every one
+    without a condition and every one whose condition is true; the default only when no
+    other is taken. A string: why none is (``where`` names the node)."""
     chosen: list[n.Flow] = []
     default: n.Flow | None = None
-    for flow in walker.model.outgoing[node.id]:
-        if flow.id == node.default_flow:
+    for flow in outgoing:
+        if flow.id == default_flow:
             default = flow
             continue
         if flow.condition is None:
@@ -114,11 +128,11 @@ def choose(walker: Walk, tok: Token, node: n.InclusiveGateway) -> list[n.Flow] |
             if compile_condition(flow.condition).evaluate(variables):
                 chosen.append(flow)
         except ExpressionError as exc:
-            return f"gateway {node.id}, flow {flow.id}: {exc}"
+            return f"{where}, flow {flow.id}: {exc}"
     if not chosen and default is not None:
         chosen = [default]
     if not chosen:
-        return f"gateway {node.id}: no condition matched and there is no default flow"
+        return f"{where}: no condition matched and there is no default flow"
     return chosen
 
 

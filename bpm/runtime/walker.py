@@ -17,7 +17,7 @@ from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime import calls, compensation, messages, scopes, timers, variables
+from bpm.runtime import calls, compensation, inclusive, messages, scopes, timers, variables
 from bpm.runtime.hooks import Behaviour, Decider, Hooks, Relatives
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
@@ -170,6 +170,26 @@ class Walker:
             ok, scope, follow = scopes.leaving(self, tok)
             if not ok:
                 return []
+        if flows is None and follow and tok.node_id in self.model.branching:
+            # An activity with conditional or default flows: evaluated once its outputs
+            # are written, in the scope the next tokens run in; none taken is an incident
+            # on the activity, as at an exclusive gateway.
+            seen = (
+                variables.visible(self.work, scope)
+                if scope is not None and self.model.scoped
+                else self.work.instance.variables
+            )
+            node = self.model.node(tok.node_id)
+            default = node.default_flow if isinstance(node, n.Activity) else None
+            where = f"activity {tok.node_id}"
+            taken = inclusive.take(self.model.outgoing[tok.node_id], default, seen, where)
+            if isinstance(taken, str):
+                tok = self.work.token(tok.id)
+                if tok.state is TokenState.WAITING:  # a user task, sub-process or call
+                    tok = self.work.transition(tok.id, TokenState.READY)
+                self.fail_token(tok, taken)
+                return []
+            flows = taken
         if tok.state is not TokenState.COMPLETED:
             before = tok
             tok = self.work.transition(tok.id, TokenState.COMPLETED)
