@@ -42,6 +42,12 @@ def make_engine(
     return engine, q
 
 
+def forget(engine: Engine) -> None:
+    """Drop ``engine`` from :data:`made` (a test that closes its engines itself and checks
+    that nothing references them any more)."""
+    made.remove(engine)
+
+
 def close_made_engines() -> None:
     """Close the engines :func:`make_engine` made (closing one twice is harmless)."""
     while made:

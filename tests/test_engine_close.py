@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 from bpm import Engine
 from bpm.builder import Process
 from bpm.handlers import HandlerRegistry
-from tests.engine_helpers import QueueDispatcher, make_engine
+from tests.engine_helpers import QueueDispatcher, forget, make_engine
 from tests.support import pg_admin_dsn
 
 ENGINES = 60
@@ -66,6 +66,7 @@ def test_closed_engines_leave_no_thread_connection_or_engine_behind(database_url
     before_sessions = sessions(database_url) if database_url.startswith("postgresql") else 0
     first, _ = run_one_step(database_url)  # warm up imports, caches and the file
     first.close()
+    forget(first)
     del first
     gc.collect()
     before_fds = open_fds()
@@ -77,6 +78,7 @@ def test_closed_engines_leave_no_thread_connection_or_engine_behind(database_url
             assert len(keepers()) == before_threads + 1
         cores.append(weakref.ref(eng.core))
         eng.close()
+        forget(eng)
         del eng, q
     gc.collect()
 

@@ -56,11 +56,13 @@ def sorting(keys: Iterable[str]) -> tuple[tuple[str, Kind], ...]:
     )
 
 
-def query(*groups: Iterable[tuple[str, Kind]]) -> dict[str, Any]:
+def query(*groups: Iterable[tuple[str, Kind]], required: Iterable[str] = ()) -> dict[str, Any]:
     """``openapi_extra`` declaring query parameters ``(name, type)``: ``string``,
     ``integer``, ``boolean``, ``date`` (a Camunda date string), ``list`` (comma-separated),
     ``offset`` / ``limit`` (paging: what :func:`bpm.api.camunda_params.page` accepts),
-    ``order`` (asc / desc), ``conditions`` (``variableValues``) or a JSON schema."""
+    ``order`` (asc / desc), ``conditions`` (``variableValues``) or a JSON schema.
+    The names in ``required`` must be given (a required string is not empty either)."""
+    must = set(required)
     params = []
     for group in groups:
         for name, kind in group:
@@ -81,7 +83,9 @@ def query(*groups: Iterable[tuple[str, Kind]]) -> dict[str, Any]:
                 schema = {"type": "string", "enum": ["asc", "desc"]}
             elif kind == "date":
                 schema = {"type": "string", "format": "date-time"}
-            param = {"name": name, "in": "query", "required": False, "schema": schema}
+            if name in must and schema.get("type") == "string":
+                schema = {**schema, "minLength": 1}
+            param = {"name": name, "in": "query", "required": name in must, "schema": schema}
             if schema.get("type") == "object":  # its properties are the parameters
                 param.update(style="form", explode=True)
             params.append(param)

@@ -25,7 +25,7 @@ from bpm.api.errors import ApiError, bad_request
 from bpm.errors import InvalidOperation
 from bpm.identity import Group, GroupQuery, IdentityProvider, User, UserQuery
 from bpm.identity.checks import check_id
-from bpm.identity.passwords import MAX_LENGTH
+from bpm.identity.passwords import MAX_LENGTH, MIN_LENGTH
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -39,13 +39,17 @@ class ProfileDto(Body):
     email: Text = None
 
 
+class NewProfileDto(ProfileDto):
+    id: str = Field(min_length=1, max_length=255)
+
+
 class CredentialsDto(Body):
-    password: str = Field(max_length=MAX_LENGTH)
+    password: str = Field(min_length=MIN_LENGTH, max_length=MAX_LENGTH)
     authenticatedUserPassword: str | None = Field(None, max_length=MAX_LENGTH)
 
 
 class UserCreateDto(Body):
-    profile: ProfileDto
+    profile: NewProfileDto
     credentials: CredentialsDto | None = None
 
 
@@ -53,6 +57,10 @@ class GroupDto(Body):
     id: str | None = Field(None, max_length=255)
     name: Text = None
     type: Text = None
+
+
+class NewGroupDto(GroupDto):
+    id: str = Field(min_length=1, max_length=255)
 
 
 class VerifyDto(Body):
@@ -300,7 +308,7 @@ async def count_groups(request: Request, who: Who) -> Response:
 
 
 @router.post("/group/create", status_code=204, responses=oa.errors(400, 403))
-async def create_group(body: GroupDto, request: Request, who: Who) -> Response:
+async def create_group(body: NewGroupDto, request: Request, who: Who) -> Response:
     who.check_admin("create groups")
     if not body.id:
         raise bad_request("id is required")
@@ -368,7 +376,7 @@ class GroupInfoOut(s.Dto):
 @router.get(
     "/identity/groups",
     response_model=GroupInfoOut,
-    openapi_extra=oa.query((("userId", "string"),)),
+    openapi_extra=oa.query((("userId", "string"),), required=("userId",)),
 )
 async def identity_groups(request: Request, who: Who) -> Response:
     """The groups of ``userId`` and the users who share one with them (Camunda's
