@@ -109,3 +109,29 @@ def test_juel_division_in_a_chain_is_refused_and_nothing_deploys(kit: BpmTest, j
             .flow("gw", "no", default=True)
         )
     assert kit.engine.definitions() == before
+
+
+# -- 3. a terminate end event in a called process completes the call activity ------------
+
+
+@pytest.mark.parametrize(
+    ("caller", "child"),
+    [
+        ("testTerminateInCallActivity", "subProcessTerminate"),
+        ("testTerminateInCallActivityConcurrent", "subProcessConcurrentTerminate"),
+        ("testTerminateInCallActivityMulitInstance", "subProcessTerminate"),
+    ],
+)
+def test_terminate_in_a_called_process_continues_the_caller(
+    kit: BpmTest, caller: str, child: str
+) -> None:
+    # TerminateEndEventTest.testTerminateInCallActivity{,Concurrent,MulitInstance}
+    kit.deploy(
+        CAMUNDA / f"TerminateEndEventTest.{caller}.bpmn",
+        CAMUNDA / f"TerminateEndEventTest.{child}.bpmn",
+    )
+    inst = kit.start("terminateEndEventExample")
+    assert kit.waiting_at(inst) == ["preNormalEnd"]
+    assert_that(inst).has_passed("CallActivity_1", "EndEvent_1").has_no_incidents()
+    kit.complete(inst, "preNormalEnd")
+    assert_that(inst).is_completed()
