@@ -802,6 +802,11 @@ class Engine:
         incident when none is left); returns how many."""
         return _ext.reclaim_expired_external_locks(self.core, now=now, limit=limit)
 
+    def start_traces(self, instance_ids: Collection[str]) -> dict[str, dict[str, str]]:
+        """The W3C trace headers each instance's start recorded (traced starts only), by
+        instance id: the trace an external task's handler joins (``bpmTrace``)."""
+        return _ext.start_traces(self.core, instance_ids)
+
     def external_task(self, task_id: str) -> ExternalTask:
         """An open external task (ready, locked, or failed with an incident)."""
         return _ext.get(self.core, task_id)
