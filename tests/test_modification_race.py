@@ -76,7 +76,7 @@ def test_a_step_finishing_after_its_token_was_cancelled_is_dropped(
     def worker() -> None:
         try:
             engine.run_token(token, worker_id="w1")
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             errors.append(exc)
 
     thread = threading.Thread(target=worker)
@@ -117,7 +117,7 @@ def test_a_free_race_has_exactly_one_winner(
         try:
             engine.run_token(token, worker_id="w1")
             results["worker"] = "ran"
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             results["worker"] = exc
 
     def operator() -> None:
