@@ -182,6 +182,18 @@ class ProcessModel:
         """The event sub-processes drawn directly in ``container``."""
         return tuple(x for x in self.members.get(container, ()) if isinstance(x, n.EventSubProcess))
 
+    def event_start(self, node_id: str) -> n.StartEvent | None:
+        """The start event (the trigger) of an event sub-process at ``node_id``; None when
+        ``node_id`` is something else."""
+        node = self.nodes.get(node_id)
+        if (
+            isinstance(node, n.StartEvent)
+            and node.container is not None
+            and isinstance(self.nodes.get(node.container), n.EventSubProcess)
+        ):
+            return node
+        return None
+
     def trigger_of(self, event_subprocess: str) -> n.StartEvent | None:
         """The start event that triggers an event sub-process."""
         starts = [x for x in self.members.get(event_subprocess, ()) if isinstance(x, n.StartEvent)]

@@ -98,10 +98,7 @@ def is_listener(walker: Walk, tok: Token) -> bool:
     signal."""
     if tok.state is not TokenState.WAITING or tok.blocked_kind not in _LISTENS:
         return False
-    node = walker.model.nodes.get(tok.node_id)
-    if not isinstance(node, n.StartEvent) or node.container is None:
-        return False
-    return isinstance(walker.model.nodes.get(node.container), n.EventSubProcess)
+    return walker.model.event_start(tok.node_id) is not None
 
 
 # -- opening and closing ----------------------------------------------------------------

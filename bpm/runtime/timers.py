@@ -180,7 +180,7 @@ def still_applies(walker: Walk, timer: Timer) -> bool:
         )
     if timer.kind == TIMEOUT:
         node = walker.model.nodes.get(timer.node_id)
-        return isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id
+        return node is not None and node.host == tok.node_id
     hook = walker.hooks.timers.get(timer.kind)  # event sub-process starts, gateways
     return hook is not None and hook.still_waits(walker, tok, timer)
 
