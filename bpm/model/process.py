@@ -85,6 +85,11 @@ class ProcessModel:
         )
 
     @cached_property
+    def boundary_events(self) -> Mapping[str, n.BoundaryEvent]:
+        """Every boundary event by its own id, in the order of :attr:`nodes`."""
+        return {k: v for k, v in self.nodes.items() if isinstance(v, n.BoundaryEvent)}
+
+    @cached_property
     def boundaries(self) -> Mapping[str, tuple[n.BoundaryEvent, ...]]:
         """Boundary events by the id of the activity they are attached to."""
         out: dict[str, list[n.BoundaryEvent]] = {}

@@ -263,8 +263,8 @@ def deliver(walker: Walk, sub_id: str, variables: dict[str, Any]) -> bool:
     node = walker.model.node(sub.node_id)
     if gateway_waits(tok) and tok.node_id != sub.node_id:
         gateway_won(walker, tok, sub.node_id, variables)
-    elif isinstance(node, n.BoundaryEvent):
-        _boundary(walker, tok, node, variables)
+    elif (boundary := walker.model.boundary_events.get(sub.node_id)) is not None:
+        _boundary(walker, tok, boundary, variables)
     elif isinstance(node, n.StartEvent):
         _listener(walker, tok, node, variables)
     else:

@@ -342,6 +342,7 @@ def enter(walker: Walk, tok: Token, node: n.Node) -> Token | None:
     if node.loop is not None and not is_inner(work, tok):
         walker.hooks.start_loop(walker, tok, node)
         return None
-    if node.has_mappings and not isinstance(node, n.SubProcess) and own_scope(work, tok) is None:
+    # A node that holds nodes (a sub-process) has its scope already: its mappings go there
+    if node.has_mappings and not node.holds_nodes and own_scope(work, tok) is None:
         return open_activity(walker, tok, node)
     return tok

@@ -217,8 +217,7 @@ def apply(walker: Walk, timer: Timer) -> Timer | None:
 
 def _boundary_fired(walker: Walk, tok: Token, timer: Timer) -> Timer | None:
     w = walker.work
-    node = walker.model.node(timer.node_id)
-    assert isinstance(node, n.BoundaryEvent)
+    node = walker.model.boundary_events[timer.node_id]
     following: Timer | None = None
     if node.cancel_activity:
         # Cancels a user/external task and the token's other timers; an Executing inline
