@@ -56,7 +56,7 @@ def default_dispatcher(broker_url: str | None, queue: str) -> Dispatcher:
         # Imported here: only processes that publish pay for Celery and kombu, and bpm/
         # stays free of Celery imports outside bpm/contrib.
         try:
-            from bpm.contrib.celery import CeleryPublisher
+            from bpm.contrib.celery.publisher import CeleryPublisher
         except ImportError as exc:
             from bpm.extras import missing_extra
 

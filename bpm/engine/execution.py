@@ -19,9 +19,8 @@ import logging
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
@@ -31,6 +30,7 @@ from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
+from bpm.engine.steps import Claimed, Outcome
 from bpm.engine.traced import StepSpans
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
@@ -48,35 +48,6 @@ from bpm.store import tokens as token_store
 from bpm.store.work import scope_chains
 
 log = logging.getLogger("bpm.execution")
-
-
-@dataclass(frozen=True)
-class Claimed:
-    """A step this worker holds the lease on."""
-
-    token: Token
-    variables: dict[str, Any]
-    definition_id: str
-    node: n.ServiceTask
-    business_key: str | None = None
-    definition_key: str = ""  # the process key, for observers
-    claimed_at: float = 0.0  # time.perf_counter() when the lease was taken
-    trace: tracing.TraceContext | None = None  # with a tracer: the parent of its span
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The result of running a handler: variables to merge, or an error."""
-
-    variables: Any = None
-    error: str | None = None
-    details: str | None = None
-    finished_at: datetime | None = None
-    error_code: str | None = None  # from an ``error_code`` attribute of the exception
-    seconds: float | None = None  # how long the handler ran
-    locals: dict[str, Any] | None = None  # ctx.set_local(...)
-    thrown: BpmnError | None = None  # the handler raised a BPMN error (not retried)
-    asked: StepFailed | None = None  # the handler said what comes next (StepFailed)
 
 
 def _inline(node: n.Node) -> n.ServiceTask | None:

@@ -51,8 +51,8 @@ __all__ = ["Limits", "ScriptOutcome", "run"]
 class Limits:
     """The bounds of one run. ``BPM_SCRIPT_CPU_SECONDS`` (default 2) and
     ``BPM_SCRIPT_MEMORY_MB`` (default 256) set them for a worker; the wall-clock bound is
-    four times the CPU bound plus two seconds (a child that blocks, or gets little of a busy
-    machine, is killed too)."""
+    four times the CPU rlimit (the CPU bound rounded up, plus a second) plus two seconds:
+    a child that blocks is killed too, one that gets little of a busy machine is not."""
 
     cpu_seconds: float = 2.0
     memory_bytes: int = 256 * 2**20
@@ -60,7 +60,7 @@ class Limits:
 
     @property
     def wall_seconds(self) -> float:
-        return 4 * self.cpu_seconds + 2
+        return 4 * (math.ceil(self.cpu_seconds) + 1) + 2  # RLIMIT_CPU's soft limit, x4
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:

@@ -1,0 +1,137 @@
+"""Semantics as the peers' own tests define them (issue 21, item 1): the sixteen
+behaviours, each on both backends. Models named ``camunda/...`` are Camunda 7's own test
+files (Apache-2.0), copied unchanged into ``tests/conformance/models/`` (PROVENANCE there)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bpm.builder import Process
+from bpm.dialects import juel_to_cel
+from bpm.errors import DeploymentError, ExpressionError
+from bpm.testing import BpmTest, assert_that
+
+T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
+CAMUNDA = Path(__file__).parent / "conformance" / "models" / "camunda"
+
+
+@pytest.fixture
+def kit(database_url: str) -> Iterator[BpmTest]:
+    """The test kit on each backend (a fresh database per test)."""
+    k = BpmTest.create(database_url, start=T0)
+    undo = k.activate()
+    try:
+        yield k
+    finally:
+        undo()
+        k.close()
+
+
+# -- 1. a parallel join fires when every incoming flow has a token, whatever fork -------
+
+
+def test_unstructured_join_of_two_nested_forks_fires(kit: BpmTest) -> None:
+    # ParallelGatewayTest.testUnstructuredConcurrencyTwoForks
+    kit.deploy(CAMUNDA / "ParallelGatewayTest.testUnstructuredConcurrencyTwoForks.bpmn20.xml")
+    inst = kit.start("unstructuredConcurrencyTwoForks")
+    assert_that(inst).is_completed().has_passed("join", "theEnd").has_no_incidents()
+
+
+def test_unstructured_two_joins_fire(kit: BpmTest) -> None:
+    # ParallelGatewayTest.testUnstructuredConcurrencyTwoJoins
+    kit.deploy(CAMUNDA / "ParallelGatewayTest.testUnstructuredConcurrencyTwoJoins.bpmn20.xml")
+    inst = kit.start("unstructuredConcurrencyTwoJoins")
+    assert_that(inst).is_completed().has_no_incidents()
+
+
+def test_unbalanced_fork_join_waits_for_each_flow(kit: BpmTest) -> None:
+    # ParallelGatewayTest.testUnbalancedForkJoin
+    kit.deploy(CAMUNDA / "ParallelGatewayTest.testUnbalancedForkJoin.bpmn20.xml")
+    inst = kit.start("UnbalancedForkJoin")
+    assert sorted(kit.waiting_at(inst)) == ["task1", "task2", "task3"]
+    kit.complete(inst, "task1")
+    assert sorted(kit.waiting_at(inst)) == ["firstJoin", "task2", "task3"]
+    kit.complete(inst, "task2")
+    assert sorted(kit.waiting_at(inst)) == ["task3", "task4"]
+    kit.complete(inst, "task3")
+    assert_that(inst).is_active()
+    kit.complete(inst, "task4")
+    assert_that(inst).is_completed()
+
+
+# -- 2. JUEL `/` divides as decimals (EL 1.4.2.2), or the expression is refused ----------
+
+
+def test_juel_division_is_decimal_in_a_completion_condition(kit: BpmTest) -> None:
+    # MultiInstanceTest.testParallelUserTasksCompletionCondition: 3 of 5 is >= 0.5
+    kit.deploy(CAMUNDA / "MultiInstanceTest.testParallelUserTasksCompletionCondition.bpmn20.xml")
+    inst = kit.start("miParallelUserTasksCompletionCondition")
+    tasks = kit.engine.user_tasks(inst.id)
+    assert len(tasks) == 5
+    for i, task in enumerate(tasks[:3]):
+        assert len(kit.engine.user_tasks(inst.id)) == 5 - i
+        kit.engine.complete_user_task(task.id, {})
+        kit.run()
+    assert_that(inst).is_completed()
+    assert kit.engine.user_tasks(inst.id) == []
+
+
+@pytest.mark.parametrize(
+    ("juel", "cel"),
+    [
+        ("${a/b >= 0.6}", "double(a) / double(b) >= 0.6"),
+        ("${a div b > 0.5}", "double(a) / double(b) > 0.5"),
+        ("${x.n[0] / (c + d) > 1}", "double(x.n[0]) / double((c + d)) > 1"),
+        ("${'a/b' == s}", "'a/b' == s"),
+        ("a / b > 0", "a / b > 0"),  # plain CEL keeps CEL's rules
+    ],
+)
+def test_juel_division_translation(juel: str, cel: str) -> None:
+    assert juel_to_cel(juel) == cel
+
+
+@pytest.mark.parametrize("juel", ["${a * b / c > 1}", "${a / b + 1 > 1}", "${-a / b > 1}"])
+def test_juel_division_in_a_chain_is_refused_and_nothing_deploys(kit: BpmTest, juel: str) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises((DeploymentError, ExpressionError), match="mixed arithmetic"):
+        kit.deploy(
+            Process("chained")
+            .start("s")
+            .exclusive("gw")
+            .end("yes")
+            .end("no")
+            .sequence("s", "gw")
+            .flow("gw", "yes", condition=juel)
+            .flow("gw", "no", default=True)
+        )
+    assert kit.engine.definitions() == before
+
+
+# -- 3. a terminate end event in a called process completes the call activity ------------
+
+
+@pytest.mark.parametrize(
+    ("caller", "child"),
+    [
+        ("testTerminateInCallActivity", "subProcessTerminate"),
+        ("testTerminateInCallActivityConcurrent", "subProcessConcurrentTerminate"),
+        ("testTerminateInCallActivityMulitInstance", "subProcessTerminate"),
+    ],
+)
+def test_terminate_in_a_called_process_continues_the_caller(
+    kit: BpmTest, caller: str, child: str
+) -> None:
+    # TerminateEndEventTest.testTerminateInCallActivity{,Concurrent,MulitInstance}
+    kit.deploy(
+        CAMUNDA / f"TerminateEndEventTest.{caller}.bpmn",
+        CAMUNDA / f"TerminateEndEventTest.{child}.bpmn",
+    )
+    inst = kit.start("terminateEndEventExample")
+    assert kit.waiting_at(inst) == ["preNormalEnd"]
+    assert_that(inst).has_passed("CallActivity_1", "EndEvent_1").has_no_incidents()
+    kit.complete(inst, "preNormalEnd")
+    assert_that(inst).is_completed()
