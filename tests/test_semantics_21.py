@@ -19,6 +19,11 @@ T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 CAMUNDA = Path(__file__).parent / "conformance" / "models" / "camunda"
 
 
+def tasks(kit: BpmTest, inst: object) -> list[str]:
+    """The nodes of the instance's open user tasks, sorted."""
+    return sorted(t.node_id for t in kit.engine.user_tasks(getattr(inst, "id", str(inst))))
+
+
 @pytest.fixture
 def kit(database_url: str) -> Iterator[BpmTest]:
     """The test kit on each backend (a fresh database per test)."""
@@ -135,3 +140,67 @@ def test_terminate_in_a_called_process_continues_the_caller(
     assert_that(inst).has_passed("CallActivity_1", "EndEvent_1").has_no_incidents()
     kit.complete(inst, "preNormalEnd")
     assert_that(inst).is_completed()
+
+
+# -- 4. a process catches its own signal ---------------------------------------------------
+
+OWN_SIGNAL = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <signal id="sig" name="alert"/>
+  <process id="own_signal" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="throw"/>
+    <intermediateThrowEvent id="throw">
+      <signalEventDefinition signalRef="sig"/>
+    </intermediateThrowEvent>
+    <sequenceFlow id="f2" sourceRef="throw" targetRef="work"/>
+    <userTask id="work"/>
+    <sequenceFlow id="f3" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+    <subProcess id="esp" triggeredByEvent="true">
+      <startEvent id="caught" isInterrupting="false">
+        <signalEventDefinition signalRef="sig"/>
+      </startEvent>
+      <sequenceFlow id="f4" sourceRef="caught" targetRef="noted"/>
+      <userTask id="noted"/>
+      <sequenceFlow id="f5" sourceRef="noted" targetRef="esp_end"/>
+      <endEvent id="esp_end"/>
+    </subProcess>
+  </process>
+</definitions>"""
+
+
+def test_a_process_catches_its_own_signal_in_its_event_sub_process_once(kit: BpmTest) -> None:
+    kit.deploy(OWN_SIGNAL)
+    inst = kit.start("own_signal")
+    # caught once (the listener at 'caught' waits for the next one)
+    assert sorted(kit.waiting_at(inst)) == ["caught", "noted", "work"]
+    kit.run()  # the broadcast after commit does not deliver it a second time
+    assert sorted(kit.waiting_at(inst)) == ["caught", "noted", "work"]
+    kit.complete(inst, "noted")
+    kit.complete(inst, "work")
+    assert_that(inst).is_completed().has_no_incidents()
+
+
+def test_a_signal_that_interrupts_its_thrower_does_not_continue_it(kit: BpmTest) -> None:
+    # SignalEventTest.testNoContinuationWhenSignalInterruptsThrowingActivity (CAM-4527)
+    kit.deploy(
+        CAMUNDA
+        / "SignalEventTest.testNoContinuationWhenSignalInterruptsThrowingActivity.bpmn20.xml"
+    )
+    inst = kit.start("signalEventSubProcess")
+    kit.complete(inst, "subProcessTask")
+    assert tasks(kit, inst) == ["eventSubProcessTask"]
+    assert_that(inst).has_not_passed("afterSubProcessTask")
+
+
+def test_a_signal_thrown_in_an_event_sub_process_reaches_a_boundary_around_it(
+    kit: BpmTest,
+) -> None:
+    # SignalEventTest.testThrownSignalInEventSubprocessInSubprocess
+    kit.deploy(CAMUNDA / "SignalEventTest.testThrownSignalInEventSubprocessInSubprocess.bpmn20.xml")
+    inst = kit.start("embeddedEventSubprocess")
+    assert tasks(kit, inst) == ["Task_1m1z433"]
+    kit.advance("PT10S")
+    assert tasks(kit, inst) == ["Task_1f50q9l"]
+    assert kit.engine.timers(inst.id) == []

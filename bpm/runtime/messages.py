@@ -302,10 +302,28 @@ def _listener(walker: Walk, tok: Token, trigger: n.StartEvent, variables: dict[s
 
 
 def signal_throw(walker: Walk, tok: Token, node: n.SignalThrow) -> None:
-    """Broadcast after commit (other instances are locked by their own transactions), and
-    move on."""
-    walker.work.signals.append((node.signal, {}))
-    walker.work.record(
-        "signal_thrown", token_id=tok.id, node_id=node.id, payload={"signal": node.signal}
+    """Catch it in this instance now, broadcast it to the others after commit (they are
+    locked by their own transactions), and move on unless a catch here ended the thrower.
+
+    Camunda 7 delivers a thrown signal to every subscription at once, its own instance's
+    included: left to the broadcast after commit, an event sub-process or boundary event of
+    the thrower's own instance would find it moved on or ended."""
+    w = walker.work
+    w.record("signal_thrown", token_id=tok.id, node_id=node.id, payload={"signal": node.signal})
+    w.signals.append((node.signal, {}, w.instance.id))
+    own = sorted(
+        (
+            sub
+            for t in list(w.live_tokens())
+            for sub in w.items_of(Subscription, t.id)
+            if sub.kind == n.EventKind.SIGNAL.value
+            and sub.name == node.signal
+            and sub.state is S.OPEN
+        ),
+        key=lambda sub: (sub.created_at, sub.id),
     )
-    walker.leave(tok)
+    for sub in own:
+        deliver(walker, sub.id, {})
+    tok = w.token(tok.id)
+    if tok.state in LIVE_TOKEN_STATES:
+        walker.leave(tok)
