@@ -519,7 +519,8 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         nodes = dict(self._nodes)
         for gateway_id, flow_id in self._defaults.items():
             node = nodes.get(gateway_id)
-            if not isinstance(node, n.ExclusiveGateway | n.InclusiveGateway | n.Activity):
+            # Whatever kind of node has a default flow (gateways that choose, activities)
+            if node is None or "default_flow" not in {f.name for f in dataclasses.fields(node)}:
                 problems.append(
                     Problem(
                         f"flow '{flow_id}' is marked default but '{gateway_id}' is not an "
@@ -527,12 +528,13 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
                         flow_id,
                     )
                 )
-            elif node.default_flow not in (None, flow_id):
+            elif getattr(node, "default_flow", None) not in (None, flow_id):
                 problems.append(
                     Problem(f"gateway '{gateway_id}' has two default flows", gateway_id)
                 )
             else:
-                nodes[gateway_id] = dataclasses.replace(node, default_flow=flow_id)
+                marked: dict[str, Any] = {"default_flow": flow_id}
+                nodes[gateway_id] = dataclasses.replace(node, **marked)
         model = ProcessModel(
             key=self.key,
             nodes=nodes,

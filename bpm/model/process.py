@@ -85,6 +85,11 @@ class ProcessModel:
         )
 
     @cached_property
+    def boundary_events(self) -> Mapping[str, n.BoundaryEvent]:
+        """Every boundary event by its own id, in the order of :attr:`nodes`."""
+        return {k: v for k, v in self.nodes.items() if isinstance(v, n.BoundaryEvent)}
+
+    @cached_property
     def boundaries(self) -> Mapping[str, tuple[n.BoundaryEvent, ...]]:
         """Boundary events by the id of the activity they are attached to."""
         out: dict[str, list[n.BoundaryEvent]] = {}
@@ -181,6 +186,18 @@ class ProcessModel:
     def event_subprocesses(self, container: str | None) -> tuple[n.EventSubProcess, ...]:
         """The event sub-processes drawn directly in ``container``."""
         return tuple(x for x in self.members.get(container, ()) if isinstance(x, n.EventSubProcess))
+
+    def event_start(self, node_id: str) -> n.StartEvent | None:
+        """The start event (the trigger) of an event sub-process at ``node_id``; None when
+        ``node_id`` is something else."""
+        node = self.nodes.get(node_id)
+        if (
+            isinstance(node, n.StartEvent)
+            and node.container is not None
+            and isinstance(self.nodes.get(node.container), n.EventSubProcess)
+        ):
+            return node
+        return None
 
     def trigger_of(self, event_subprocess: str) -> n.StartEvent | None:
         """The start event that triggers an event sub-process."""

@@ -144,7 +144,8 @@ def cancel_of_token(walker: Walk, tok: Token, *, boundaries_only: bool = False) 
     for sub in w.items_of(Subscription, tok.id):
         if sub.state is not S.OPEN:
             continue
-        if boundaries_only and not isinstance(walker.model.nodes.get(sub.node_id), n.BoundaryEvent):
+        owner = walker.model.nodes.get(sub.node_id)
+        if boundaries_only and (owner is None or owner.host is None):
             continue
         w.move(sub, S.CANCELLED)
 
@@ -167,9 +168,10 @@ def event_gateway(walker: Walk, tok: Token, node: n.EventBasedGateway) -> None:
     planned: list[tuple[str, Any]] = []
     for flow in walker.model.outgoing[node.id]:
         target = walker.model.node(flow.target)
-        if isinstance(target, n.TimerCatchEvent) and target.timer is not None:
+        spec = n.timer_of(target)
+        if spec is not None:
             try:
-                planned.append((target.id, fire_time(target.timer, walker.variables(tok), w.now)))
+                planned.append((target.id, fire_time(spec, walker.variables(tok), w.now)))
             except TimerError as exc:
                 walker.fail_token(
                     tok, f"timer of '{target.id}': {exc}", incident_type=TIMER_INCIDENT
@@ -239,7 +241,7 @@ def applies(walker: Walk, sub: Subscription) -> Token | None:
         return tok  # a catch event, a receive task, a listener
     if gateway_waits(tok):
         return tok
-    if isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id:
+    if node is not None and node.host == tok.node_id:
         return tok
     return None
 
@@ -261,8 +263,8 @@ def deliver(walker: Walk, sub_id: str, variables: dict[str, Any]) -> bool:
     node = walker.model.node(sub.node_id)
     if gateway_waits(tok) and tok.node_id != sub.node_id:
         gateway_won(walker, tok, sub.node_id, variables)
-    elif isinstance(node, n.BoundaryEvent):
-        _boundary(walker, tok, node, variables)
+    elif (boundary := walker.model.boundary_events.get(sub.node_id)) is not None:
+        _boundary(walker, tok, boundary, variables)
     elif isinstance(node, n.StartEvent):
         _listener(walker, tok, node, variables)
     else:
