@@ -372,3 +372,30 @@ def test_leaving_a_parallel_join_unreachable_is_refused(
     # moving the token inside the sub-process is fine: it can still reach the join
     engine.modify(inst.id, [StartBefore("be"), Cancel(activity_id="b")])
     assert open_tasks(engine, inst.id) == ["after"]
+
+
+def test_a_started_step_runs_and_a_cancelled_call_activity_ends_its_child(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, q = both
+    engine.deploy(
+        Process("child").start("cs").user_task("inside").end("ce").sequence("cs", "inside", "ce")
+    )
+    engine.deploy(
+        Process("parent")
+        .start("s")
+        .call_activity("call", "child")
+        .service_task("step", handler="ok")
+        .user_task("after")
+        .end("e")
+        .sequence("s", "call", "step", "after", "e")
+    )
+    inst = engine.start("parent")
+    (child_id,) = engine.get_instance(inst.id).children
+    (call,) = engine.activity_instances(inst.id).child_activity_instances
+    assert call.activity_type == "callActivity"
+    engine.modify(inst.id, [StartBefore("step"), Cancel(activity_instance_id=call.id)])
+    assert engine.get_instance(child_id).state is InstanceState.TERMINATED
+    drain(engine, q)  # the started step was published and runs
+    assert engine.get_instance(inst.id).variables == {"ok": True}
+    assert open_tasks(engine, inst.id) == ["after"]
