@@ -95,12 +95,12 @@ def check_handlers(engine: Engine, registry: HandlerRegistry) -> Check:
                 versions[d.key], newest[d.key] = d.version, d.id
         missing = sorted(
             {
-                f"{key}:{node.id} needs handler '{node.handler}'"
+                f"{key}:{task.id} needs handler '{task.handler}'"
                 for key, def_id in newest.items()
                 for node in engine.model(def_id).nodes.values()
-                if isinstance(node, n.ServiceTask)
-                and node.handler is not None
-                and registry.find(node.handler) is None
+                if (task := n.inline_task(node)) is not None
+                and task.handler is not None
+                and registry.find(task.handler) is None
             }
         )
         if missing:

@@ -19,6 +19,11 @@ T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 CAMUNDA = Path(__file__).parent / "conformance" / "models" / "camunda"
 
 
+def tasks(kit: BpmTest, inst: object) -> list[str]:
+    """The nodes of the instance's open user tasks, sorted."""
+    return sorted(t.node_id for t in kit.engine.user_tasks(getattr(inst, "id", str(inst))))
+
+
 @pytest.fixture
 def kit(database_url: str) -> Iterator[BpmTest]:
     """The test kit on each backend (a fresh database per test)."""
@@ -109,3 +114,174 @@ def test_juel_division_in_a_chain_is_refused_and_nothing_deploys(kit: BpmTest, j
             .flow("gw", "no", default=True)
         )
     assert kit.engine.definitions() == before
+
+
+# -- 3. a terminate end event in a called process completes the call activity ------------
+
+
+@pytest.mark.parametrize(
+    ("caller", "child"),
+    [
+        ("testTerminateInCallActivity", "subProcessTerminate"),
+        ("testTerminateInCallActivityConcurrent", "subProcessConcurrentTerminate"),
+        ("testTerminateInCallActivityMulitInstance", "subProcessTerminate"),
+    ],
+)
+def test_terminate_in_a_called_process_continues_the_caller(
+    kit: BpmTest, caller: str, child: str
+) -> None:
+    # TerminateEndEventTest.testTerminateInCallActivity{,Concurrent,MulitInstance}
+    kit.deploy(
+        CAMUNDA / f"TerminateEndEventTest.{caller}.bpmn",
+        CAMUNDA / f"TerminateEndEventTest.{child}.bpmn",
+    )
+    inst = kit.start("terminateEndEventExample")
+    assert kit.waiting_at(inst) == ["preNormalEnd"]
+    assert_that(inst).has_passed("CallActivity_1", "EndEvent_1").has_no_incidents()
+    kit.complete(inst, "preNormalEnd")
+    assert_that(inst).is_completed()
+
+
+# -- 4. a process catches its own signal ---------------------------------------------------
+
+OWN_SIGNAL = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <signal id="sig" name="alert"/>
+  <process id="own_signal" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="throw"/>
+    <intermediateThrowEvent id="throw">
+      <signalEventDefinition signalRef="sig"/>
+    </intermediateThrowEvent>
+    <sequenceFlow id="f2" sourceRef="throw" targetRef="work"/>
+    <userTask id="work"/>
+    <sequenceFlow id="f3" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+    <subProcess id="esp" triggeredByEvent="true">
+      <startEvent id="caught" isInterrupting="false">
+        <signalEventDefinition signalRef="sig"/>
+      </startEvent>
+      <sequenceFlow id="f4" sourceRef="caught" targetRef="noted"/>
+      <userTask id="noted"/>
+      <sequenceFlow id="f5" sourceRef="noted" targetRef="esp_end"/>
+      <endEvent id="esp_end"/>
+    </subProcess>
+  </process>
+</definitions>"""
+
+
+def test_a_process_catches_its_own_signal_in_its_event_sub_process_once(kit: BpmTest) -> None:
+    kit.deploy(OWN_SIGNAL)
+    inst = kit.start("own_signal")
+    # caught once (the listener at 'caught' waits for the next one)
+    assert sorted(kit.waiting_at(inst)) == ["caught", "noted", "work"]
+    kit.run()  # the broadcast after commit does not deliver it a second time
+    assert sorted(kit.waiting_at(inst)) == ["caught", "noted", "work"]
+    kit.complete(inst, "noted")
+    kit.complete(inst, "work")
+    assert_that(inst).is_completed().has_no_incidents()
+
+
+def test_a_signal_that_interrupts_its_thrower_does_not_continue_it(kit: BpmTest) -> None:
+    # SignalEventTest.testNoContinuationWhenSignalInterruptsThrowingActivity (CAM-4527)
+    kit.deploy(
+        CAMUNDA
+        / "SignalEventTest.testNoContinuationWhenSignalInterruptsThrowingActivity.bpmn20.xml"
+    )
+    inst = kit.start("signalEventSubProcess")
+    kit.complete(inst, "subProcessTask")
+    assert tasks(kit, inst) == ["eventSubProcessTask"]
+    assert_that(inst).has_not_passed("afterSubProcessTask")
+
+
+def test_a_signal_thrown_in_an_event_sub_process_reaches_a_boundary_around_it(
+    kit: BpmTest,
+) -> None:
+    # SignalEventTest.testThrownSignalInEventSubprocessInSubprocess
+    kit.deploy(CAMUNDA / "SignalEventTest.testThrownSignalInEventSubprocessInSubprocess.bpmn20.xml")
+    inst = kit.start("embeddedEventSubprocess")
+    assert tasks(kit, inst) == ["Task_1m1z433"]
+    kit.advance("PT10S")
+    assert tasks(kit, inst) == ["Task_1f50q9l"]
+    assert kit.engine.timers(inst.id) == []
+
+
+# -- 5. an error or escalation thrown in an event sub-process leaves it -------------------
+
+
+def _rethrowing(kind: str, inner: str, *, outer_catch: bool = False) -> str:
+    """A process whose event sub-process (catching every ``kind``) throws ``kind`` again
+    after ``inner`` (a user task or nothing); ``outer_catch``: all of it inside a
+    sub-process with a boundary event of that kind."""
+    definition = (
+        '<errorEventDefinition errorRef="boom"/>'
+        if kind == "error"
+        else '<escalationEventDefinition escalationRef="up"/>'
+    )
+    catch_all = "<errorEventDefinition/>" if kind == "error" else "<escalationEventDefinition/>"
+    task = '<userTask id="inner_task"/>' if inner == "task" else ""
+    first = "inner_task" if inner == "task" else "rethrow"
+    after = (
+        '<sequenceFlow id="f_it" sourceRef="inner_task" targetRef="rethrow"/>'
+        if inner == "task"
+        else ""
+    )
+    body = f"""
+      <startEvent id="s"/>
+      <sequenceFlow id="f1" sourceRef="s" targetRef="throw"/>
+      <endEvent id="throw">{definition}</endEvent>
+      <subProcess id="esp" triggeredByEvent="true">
+        <startEvent id="caught">{catch_all}</startEvent>
+        <sequenceFlow id="f2" sourceRef="caught" targetRef="{first}"/>
+        {task}{after}
+        <endEvent id="rethrow">{definition}</endEvent>
+      </subProcess>"""
+    if outer_catch:
+        body = f"""
+      <startEvent id="ps"/>
+      <sequenceFlow id="p1" sourceRef="ps" targetRef="sub"/>
+      <subProcess id="sub">{body}</subProcess>
+      <sequenceFlow id="p2" sourceRef="sub" targetRef="normal"/>
+      <endEvent id="normal"/>
+      <boundaryEvent id="outer" attachedToRef="sub">{catch_all}</boundaryEvent>
+      <sequenceFlow id="p3" sourceRef="outer" targetRef="handled"/>
+      <userTask id="handled"/>"""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <error id="boom" errorCode="BOOM"/>
+  <escalation id="up" escalationCode="UP"/>
+  <process id="rethrow_{kind}" isExecutable="true">{body}
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_in_an_event_sub_process_without_wait_ends(kit: BpmTest, kind: str) -> None:
+    kit.deploy(_rethrowing(kind, "none"))
+    inst = kit.start(f"rethrow_{kind}")  # returned: no loop
+    assert_that(inst).is_ended().has_passed("caught", "rethrow")
+    caught = [e for e in kit.engine.history(inst.id) if e.node_id == "caught"]
+    assert len({e.token_id for e in caught if e.token_id}) == 1
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_after_a_task_in_an_event_sub_process_does_not_reopen_it(
+    kit: BpmTest, kind: str
+) -> None:
+    kit.deploy(_rethrowing(kind, "task"))
+    inst = kit.start(f"rethrow_{kind}")
+    assert tasks(kit, inst) == ["inner_task"]
+    kit.complete(inst, "inner_task")
+    assert tasks(kit, inst) == []
+    assert_that(inst).is_ended()
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_in_an_event_sub_process_reaches_the_boundary_around_its_parent(
+    kit: BpmTest, kind: str
+) -> None:
+    kit.deploy(_rethrowing(kind, "task", outer_catch=True))
+    inst = kit.start(f"rethrow_{kind}")
+    kit.complete(inst, "inner_task")
+    assert tasks(kit, inst) == ["handled"]
+    assert_that(inst).has_not_passed("normal")

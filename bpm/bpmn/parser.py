@@ -247,7 +247,7 @@ def _parse_members(parent: Element, container: str | None, ctx: Context, out: _M
         if isinstance(item, n.Activity) and el.get("default"):
             item = dataclasses.replace(item, default_flow=el.get("default"))
         out.nodes[item.id] = item
-        if isinstance(item, n.SubProcess | n.EventSubProcess):
+        if item.holds_nodes:
             _parse_members(el, item.id, ctx, out)
 
 

@@ -124,10 +124,7 @@ def is_listener(model: ProcessModel, tok: Token) -> bool:
     """A token waiting at an event sub-process's start event for its trigger."""
     if tok.state is not TokenState.WAITING or tok.blocked_kind not in _LISTENS:
         return False
-    node = model.nodes.get(tok.node_id)
-    if not isinstance(node, n.StartEvent) or node.container is None:
-        return False
-    return isinstance(model.nodes.get(node.container), n.EventSubProcess)
+    return model.event_start(tok.node_id) is not None
 
 
 def is_transition(tok: Token) -> bool:

@@ -315,7 +315,7 @@ class _Run:
             if target not in model.nodes:
                 raise ModificationError(f"{where}: activity '{ins.activity_id}' does not exist")
         node = model.node(target)
-        if isinstance(node, n.BoundaryEvent):
+        if node.host is not None:
             raise ModificationError(
                 f"{where}: '{target}' is a boundary event; start before the activity after it"
             )
