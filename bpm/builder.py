@@ -50,6 +50,7 @@ from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate import check_model
 from bpm.retry import RetryPolicy
+from bpm.scripts import PYTHON_SCRIPT, is_python
 from bpm.timeexpr import TimerError, parse_duration
 
 __all__ = ["Process"]
@@ -338,21 +339,26 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         **options: Any,
     ) -> Self:
         """A script task. ``language="cel"`` is evaluated by the engine, its value stored
-        in ``result`` (if given); any other language runs as the inline handler named by
-        the task id, which finds the script text on ``ctx.script`` (nothing is evaluated
-        as Python). Takes the multi-instance and mapping options of :meth:`service_task`."""
+        in ``result`` (if given); ``language="python"`` runs sandboxed on a worker
+        (:mod:`bpm.scripts`: the variables are names, what it assigns is set, ``result``
+        gets its last expression's value); any other language runs as the inline handler
+        named by the task id, which finds the script text on ``ctx.script``. Takes the
+        multi-instance and mapping options of :meth:`service_task`."""
         cel = language.strip().lower() == "cel"
-        if result is not None and not cel:
+        python = is_python(language)
+        if result is not None and not (cel or python):
             self._problems.append(
-                Problem(f"result= is for CEL scripts: return {{'{result}': value}}", id)
+                Problem(f"result= is for CEL and Python scripts: return {{'{result}': value}}", id)
             )
+        handler = None if cel else PYTHON_SCRIPT if python else id
         node = n.ScriptTask(
             id,
             name,
-            handler=None if cel else id,
+            handler=handler,
             script=script,
             script_format=language,
-            result_variable=result if cel else None,
+            result_variable=result if cel or python else None,
+            properties={RESULT_VARIABLE: result} if python and result else {},
             **self._activity(id, **options),
         )
         return self._add(node)

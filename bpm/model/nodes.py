@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from bpm.retry import RetryPolicy
+from bpm.scripts import PYTHON_SCRIPT
 
 SPARSE: Mapping[str, Any] = {"sparse": True}
 """Field metadata: left out of the model's JSON when it holds its default, so models that
@@ -224,9 +225,10 @@ class ServiceTask(Activity):
 @dataclass(frozen=True)
 class ScriptTask(ServiceTask):
     """A script task. ``cel`` scripts (and ``feel`` ones, Zeebe's ``=...``) are evaluated
-    by the engine (``result_variable`` receives the value); any other language runs as the
-    inline handler ``handler`` (the task id), which finds the script text on
-    ``ctx.script``. Nothing is evaluated as Python.
+    by the engine (``result_variable`` receives the value); ``python`` ones (handler
+    ``bpm:python``) run sandboxed on a worker (:mod:`bpm.scripts`); any other language runs
+    as the inline handler ``handler`` (the task id), which finds the script text on
+    ``ctx.script``.
     """
 
     json_name: ClassVar[str] = "script_task"
@@ -241,6 +243,11 @@ class ScriptTask(ServiceTask):
         """Evaluated by the engine: CEL, or Zeebe's ``=FEEL`` (``zeebe:script``)."""
         kind = (self.script_format or "").strip().lower()
         return kind == "cel" or (kind == "feel" and (self.script or "").startswith("="))
+
+    @property
+    def is_python(self) -> bool:
+        """Run in the sandbox by a worker (:mod:`bpm.scripts`)."""
+        return self.handler == PYTHON_SCRIPT
 
     @property
     def waits(self) -> bool:

@@ -283,8 +283,8 @@ class ProcessModel:
         out: dict[str, list[str]] = {}
         for node in self.nodes.values():
             if isinstance(node, n.ServiceTask) and node.handler and not node.is_external:
-                if isinstance(node, n.ScriptTask) and node.is_cel:
-                    continue
+                if isinstance(node, n.ScriptTask) and (node.is_cel or node.is_python):
+                    continue  # run by the engine (CEL) or its sandbox (Python): no handler
                 out.setdefault(node.handler, []).append(node.id)
         return out
 
