@@ -285,3 +285,45 @@ def test_a_throw_in_an_event_sub_process_reaches_the_boundary_around_its_parent(
     kit.complete(inst, "inner_task")
     assert tasks(kit, inst) == ["handled"]
     assert_that(inst).has_not_passed("normal")
+
+
+# -- 6. a failing output mapping of a completed task is an incident on its token ----------
+
+FAILING_OUTPUT = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="failing_output" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <{tag} id="work" {attrs}>
+      <extensionElements><camunda:inputOutput>
+        <camunda:outputParameter name="total">${{price * 2}}</camunda:outputParameter>
+      </camunda:inputOutput></extensionElements>
+    </{tag}>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("task", ["user", "external"])
+def test_a_failing_output_mapping_on_complete_opens_an_incident(kit: BpmTest, task: str) -> None:
+    tag, attrs = (
+        ("userTask", "")
+        if task == "user"
+        else ("serviceTask", 'camunda:type="external" camunda:topic="t"')
+    )
+    kit.deploy(FAILING_OUTPUT.format(tag=tag, attrs=attrs))
+    inst = kit.start("failing_output")
+    kit.complete(inst, "work", {"other": 1})  # no IllegalTransition out of the complete
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.type == "failedMapping" and incident.node_id == "work"
+    assert "output mapping of 'work'" in incident.message
+    assert_that(inst).is_active().has_not_passed("e")
+    assert "total" not in kit.variables(inst)
+    # the cause fixed, a retry runs the task again
+    kit.engine.set_variables(inst.id, {"price": 4})
+    kit.engine.retry_incident(incident.id)
+    kit.run()
+    kit.complete(inst, "work")
+    assert_that(inst).is_completed().has_variables(total=8)
