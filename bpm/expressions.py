@@ -20,6 +20,7 @@ import cel
 
 from bpm.dialects import juel_to_cel, python_spellings, type_name_variables
 from bpm.errors import ExpressionError
+from bpm.expressions_feel import compile_feel_condition, compile_feel_expression
 
 if TYPE_CHECKING:
     from bpm.expressions_feel import FeelCondition, FeelExpression
@@ -141,8 +142,6 @@ def compile_condition(source: str) -> Condition | FeelCondition:
     outside standard CEL and Python spellings (``True``, ``and``...) with the CEL to
     write instead."""
     if is_feel(source):
-        from bpm.expressions_feel import compile_feel_condition
-
         return compile_feel_condition(source)
     text = unwrap(source)
     return Condition(text, _compile(text, "condition"), type_name_variables(text))
@@ -152,8 +151,6 @@ def compile_condition(source: str) -> Condition | FeelCondition:
 def compile_expression(source: str) -> Expression | FeelExpression:
     """Compile an expression of any type: ``=FEEL``, or CEL with the checks of conditions."""
     if is_feel(source):
-        from bpm.expressions_feel import compile_feel_expression
-
         return compile_feel_expression(source)
     text = source.strip()
     return Expression(text, _compile(text, "expression"), type_name_variables(text))
