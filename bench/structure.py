@@ -182,6 +182,9 @@ def class_names(node: ast.expr) -> Iterator[str]:
     if isinstance(node, ast.Tuple):
         for element in node.elts:
             yield from class_names(element)
+    elif isinstance(node, ast.BinOp):  # isinstance(x, A | B)
+        yield from class_names(node.left)
+        yield from class_names(node.right)
     elif isinstance(node, ast.Name):
         yield node.id
     elif isinstance(node, ast.Attribute):

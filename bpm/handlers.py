@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from bpm.errors import HandlerNotFound
 from bpm.retry import RetryPolicy
+from bpm.scripts import PYTHON_SCRIPT, run_step
 
 
 class LeaseExtender(Protocol):
@@ -96,6 +97,18 @@ RESULT_VARIABLE = "bpm:resultVariable"
 Resolver = Callable[[str], "HandlerSpec | None"]
 
 
+def _python_script(ctx: TaskContext) -> Mapping[str, Any]:
+    """The built-in handler of Python script tasks: the script runs in the sandbox
+    (:mod:`bpm.scripts`), on the worker that claimed the step."""
+    return run_step(
+        f"'{ctx.node_id}'", ctx.script or "", ctx.variables, ctx.properties.get(RESULT_VARIABLE)
+    )
+
+
+BUILTIN: Mapping[str, HandlerSpec] = {PYTHON_SCRIPT: HandlerSpec(PYTHON_SCRIPT, _python_script)}
+"""Handlers every registry knows: ``bpm:python`` runs a Python script in the sandbox."""
+
+
 class HandlerRegistry:
     """Handlers by name. The module-level :data:`registry` is the default one.
 
@@ -130,6 +143,8 @@ class HandlerRegistry:
     ) -> Handler:
         if not name:
             raise ValueError("a handler needs a non-empty name")
+        if name in BUILTIN:
+            raise ValueError(f"'{name}' is the engine's own handler: choose another name")
         lease_td = timedelta(seconds=lease) if isinstance(lease, int | float) else lease
         self._specs[name] = HandlerSpec(name, fn, retry, lease_td)
         return fn
@@ -151,6 +166,8 @@ class HandlerRegistry:
         found = self._specs.get(name)
         if found is None and self._resolvers:
             found = self._resolve(name)
+        if found is None:
+            found = BUILTIN.get(name)
         return found
 
     def names(self) -> list[str]:

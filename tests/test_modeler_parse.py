@@ -415,7 +415,7 @@ def test_juel_conditions_are_stored_as_cel_and_feel_as_feel() -> None:
         ("skipParallel == False", "CEL writes false"),
         ("x == None", "CEL writes null"),
         ("a and b", "CEL writes &&"),
-        ("${a div b gt 2}", "double(a) / double(b)"),
+        ("${a * b div c gt 2}", "double(a) / double(b)"),
         ("${execution.getVariable('x') == 1}", "there is no `execution`"),
         ("${name.equals('x')}", "a == b"),
         ("= x between 1 and", "FEEL expression `=x between 1 and` does not compile"),

@@ -51,7 +51,7 @@ log = logging.getLogger("bpm.execution")
 
 
 def _inline(node: n.Node) -> n.ServiceTask | None:
-    return node if isinstance(node, n.ServiceTask) and not node.is_external else None
+    return n.inline_task(node)
 
 
 # -- claim ----------------------------------------------------------------------------------

@@ -85,6 +85,11 @@ class ProcessModel:
         )
 
     @cached_property
+    def boundary_events(self) -> Mapping[str, n.BoundaryEvent]:
+        """Every boundary event by its own id, in the order of :attr:`nodes`."""
+        return {k: v for k, v in self.nodes.items() if isinstance(v, n.BoundaryEvent)}
+
+    @cached_property
     def boundaries(self) -> Mapping[str, tuple[n.BoundaryEvent, ...]]:
         """Boundary events by the id of the activity they are attached to."""
         out: dict[str, list[n.BoundaryEvent]] = {}
@@ -182,6 +187,18 @@ class ProcessModel:
         """The event sub-processes drawn directly in ``container``."""
         return tuple(x for x in self.members.get(container, ()) if isinstance(x, n.EventSubProcess))
 
+    def event_start(self, node_id: str) -> n.StartEvent | None:
+        """The start event (the trigger) of an event sub-process at ``node_id``; None when
+        ``node_id`` is something else."""
+        node = self.nodes.get(node_id)
+        if (
+            isinstance(node, n.StartEvent)
+            and node.container is not None
+            and isinstance(self.nodes.get(node.container), n.EventSubProcess)
+        ):
+            return node
+        return None
+
     def trigger_of(self, event_subprocess: str) -> n.StartEvent | None:
         """The start event that triggers an event sub-process."""
         starts = [x for x in self.members.get(event_subprocess, ()) if isinstance(x, n.StartEvent)]
@@ -266,8 +283,8 @@ class ProcessModel:
         out: dict[str, list[str]] = {}
         for node in self.nodes.values():
             if isinstance(node, n.ServiceTask) and node.handler and not node.is_external:
-                if isinstance(node, n.ScriptTask) and node.is_cel:
-                    continue
+                if isinstance(node, n.ScriptTask) and (node.is_cel or node.is_python):
+                    continue  # run by the engine (CEL) or its sandbox (Python): no handler
                 out.setdefault(node.handler, []).append(node.id)
         return out
 

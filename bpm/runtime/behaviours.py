@@ -12,6 +12,7 @@ from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression, is_feel
 from bpm.model import nodes as n
 from bpm.runtime import (
+    calls,
     compensation,
     intermediate,
     scopes,
@@ -63,6 +64,10 @@ def end_event(walker: Walk, tok: Token, node: n.EndEvent) -> None:
             return
         walker.terminate_all(f"terminate end event {node.id}")
         w.set_state(InstanceState.TERMINATED, by=node.id)
+        if w.instance.parent_id is not None:
+            # A called process that terminates itself ended normally for its caller
+            # (Camunda 7: the call activity completes, with its outputs, and goes on).
+            calls.child_completed(walker)
     elif node.kind is n.EndKind.ERROR:
         w.record(
             "error_end", token_id=tok.id, node_id=node.id, payload={"error_code": node.error_code}
