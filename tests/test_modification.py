@@ -246,3 +246,156 @@ def test_a_step_waiting_for_a_worker_is_cancelled_as_a_transition_instance(
     drain(engine, q)  # the published step finds its token gone: nothing runs
     assert engine.get_instance(inst.id).variables == {}
     assert open_tasks(engine, inst.id) == ["after"]
+
+
+def with_event_sub_processes(engine: Engine) -> None:
+    engine.deploy(
+        Process("esp")
+        .start("s")
+        .user_task("a")
+        .end("e")
+        .sequence("s", "a", "e")
+        .event_sub_process(
+            "on_fail",
+            lambda x: (
+                x.start("catch", error=True)
+                .user_task("fix")
+                .end("fixed")
+                .sequence("catch", "fix", "fixed")
+            ),
+        )
+        .event_sub_process(
+            "reminder",
+            lambda x: (
+                x.start("tick", duration=timedelta(hours=1), interrupting=False)
+                .user_task("remind")
+                .end("reminded")
+                .sequence("tick", "remind", "reminded")
+            ),
+        )
+    )
+
+
+def test_starting_inside_an_event_sub_process_and_cancelling_it_again(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, _ = both
+    with_event_sub_processes(engine)
+    inst = engine.start("esp", now=T0)
+    tree = engine.activity_instances(inst.id)
+    # the timer start's listener is no activity instance
+    assert [c.activity_id for c in tree.child_activity_instances] == ["a"]
+    engine.modify(inst.id, [StartBefore("fix")], now=T0)
+    tree = engine.activity_instances(inst.id)
+    esp = next(c for c in tree.child_activity_instances if c.activity_id == "on_fail")
+    assert esp.activity_type == "eventSubProcess"
+    assert [c.activity_id for c in esp.child_activity_instances] == ["fix"]
+    engine.modify(inst.id, [Cancel(activity_instance_id=esp.id)], now=T0)
+    assert open_tasks(engine, inst.id) == ["a"]
+    assert [c.activity_id for c in engine.activity_instances(inst.id).child_activity_instances] == [
+        "a"
+    ]
+    # the last real token: the listener goes with the instance
+    engine.modify(inst.id, [Cancel(activity_id="a")], now=T0)
+    assert engine.get_instance(inst.id).state is InstanceState.TERMINATED
+    assert {t.state.value for t in engine.timers(inst.id, state=None)} == {"cancelled"}
+
+
+def test_skip_io_mappings_leaves_the_inputs_out(both: tuple[Engine, QueueDispatcher]) -> None:
+    engine, _ = both
+    engine.deploy(
+        Process("io")
+        .start("s")
+        .user_task("a")
+        .sub_process(
+            "sub",
+            lambda b: b.start("is").user_task("look").end("ie").sequence("is", "look", "ie"),
+            inputs={"limit": "base * 2"},
+        )
+        .end("e")
+        .sequence("s", "a", "sub", "e")
+    )
+    inst = engine.start("io", {"base": 2})
+    engine.modify(inst.id, [StartBefore("look")])
+    scopes = [s for s in engine.get_instance(inst.id).scopes if s.kind is ScopeKind.SUBPROCESS]
+    assert [s.variables for s in scopes] == [{"limit": 4}]
+    other = engine.start("io", {"base": 2})
+    engine.modify(other.id, [StartBefore("look")], skip_io_mappings=True)
+    scopes = [s for s in engine.get_instance(other.id).scopes if s.kind is ScopeKind.SUBPROCESS]
+    assert [s.variables for s in scopes] == [{}]
+
+
+def test_a_suspended_instance_can_be_modified_an_ended_one_not(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, _ = both
+    line(engine)
+    inst = engine.start("line")
+    engine.suspend(inst.id)
+    engine.modify(inst.id, [StartAfter("a"), Cancel(activity_id="a")])
+    assert open_tasks(engine, inst.id) == ["look"]
+    assert engine.get_instance(inst.id).state is InstanceState.SUSPENDED
+    engine.terminate(inst.id)
+    before = table_dump(engine)
+    with pytest.raises(ModificationError, match="terminated"):
+        engine.modify(inst.id, [StartBefore("a")])
+    assert table_dump(engine) == before
+
+
+def test_leaving_a_parallel_join_unreachable_is_refused(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, _ = both
+    engine.deploy(
+        Process("pj")
+        .start("s")
+        .parallel("fork")
+        .user_task("a")
+        .sub_process(
+            "sub",
+            lambda x: x.start("bs").user_task("b").end("be").sequence("bs", "b", "be"),
+        )
+        .parallel("join")
+        .user_task("after")
+        .end("e")
+        .sequence("s", "fork")
+        .sequence("fork", "a", "join")
+        .sequence("fork", "sub", "join")
+        .sequence("join", "after", "e")
+    )
+    inst = engine.start("pj")
+    engine.complete_user_task(task_of(engine, inst.id, "a"))  # one token waits at the join
+    before = table_dump(engine)
+    with pytest.raises(ModificationError, match="parallel join 'join' waiting for ever"):
+        engine.modify(inst.id, [Cancel(activity_id="b")])
+    assert table_dump(engine) == before
+    # moving the token inside the sub-process is fine: it can still reach the join
+    engine.modify(inst.id, [StartBefore("be"), Cancel(activity_id="b")])
+    assert open_tasks(engine, inst.id) == ["after"]
+
+
+def test_a_started_step_runs_and_a_cancelled_call_activity_ends_its_child(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, q = both
+    engine.deploy(
+        Process("child").start("cs").user_task("inside").end("ce").sequence("cs", "inside", "ce")
+    )
+    engine.deploy(
+        Process("parent")
+        .start("s")
+        .call_activity("call", "child")
+        .service_task("step", handler="ok")
+        .user_task("after")
+        .end("e")
+        .sequence("s", "call", "step", "after", "e")
+    )
+    inst = engine.start("parent")
+    (child_id,) = engine.get_instance(inst.id).children
+    (call,) = engine.activity_instances(inst.id).child_activity_instances
+    assert call.activity_type == "callActivity"
+    engine.modify(inst.id, [StartBefore("step"), Cancel(activity_instance_id=call.id)])
+    assert engine.get_instance(child_id).state is InstanceState.TERMINATED
+    drain(engine, q)  # the started step was published and runs
+    assert engine.get_instance(inst.id).variables == {"ok": True}
+    assert open_tasks(engine, inst.id) == ["after"]

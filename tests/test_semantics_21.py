@@ -13,6 +13,7 @@ import pytest
 from bpm.builder import Process
 from bpm.dialects import juel_to_cel
 from bpm.errors import DeploymentError, ExpressionError
+from bpm.expressions import compile_condition
 from bpm.testing import BpmTest, assert_that
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
@@ -204,3 +205,158 @@ def test_a_signal_thrown_in_an_event_sub_process_reaches_a_boundary_around_it(
     kit.advance("PT10S")
     assert tasks(kit, inst) == ["Task_1f50q9l"]
     assert kit.engine.timers(inst.id) == []
+
+
+# -- 5. an error or escalation thrown in an event sub-process leaves it -------------------
+
+
+def _rethrowing(kind: str, inner: str, *, outer_catch: bool = False) -> str:
+    """A process whose event sub-process (catching every ``kind``) throws ``kind`` again
+    after ``inner`` (a user task or nothing); ``outer_catch``: all of it inside a
+    sub-process with a boundary event of that kind."""
+    definition = (
+        '<errorEventDefinition errorRef="boom"/>'
+        if kind == "error"
+        else '<escalationEventDefinition escalationRef="up"/>'
+    )
+    catch_all = "<errorEventDefinition/>" if kind == "error" else "<escalationEventDefinition/>"
+    task = '<userTask id="inner_task"/>' if inner == "task" else ""
+    first = "inner_task" if inner == "task" else "rethrow"
+    after = (
+        '<sequenceFlow id="f_it" sourceRef="inner_task" targetRef="rethrow"/>'
+        if inner == "task"
+        else ""
+    )
+    body = f"""
+      <startEvent id="s"/>
+      <sequenceFlow id="f1" sourceRef="s" targetRef="throw"/>
+      <endEvent id="throw">{definition}</endEvent>
+      <subProcess id="esp" triggeredByEvent="true">
+        <startEvent id="caught">{catch_all}</startEvent>
+        <sequenceFlow id="f2" sourceRef="caught" targetRef="{first}"/>
+        {task}{after}
+        <endEvent id="rethrow">{definition}</endEvent>
+      </subProcess>"""
+    if outer_catch:
+        body = f"""
+      <startEvent id="ps"/>
+      <sequenceFlow id="p1" sourceRef="ps" targetRef="sub"/>
+      <subProcess id="sub">{body}</subProcess>
+      <sequenceFlow id="p2" sourceRef="sub" targetRef="normal"/>
+      <endEvent id="normal"/>
+      <boundaryEvent id="outer" attachedToRef="sub">{catch_all}</boundaryEvent>
+      <sequenceFlow id="p3" sourceRef="outer" targetRef="handled"/>
+      <userTask id="handled"/>"""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <error id="boom" errorCode="BOOM"/>
+  <escalation id="up" escalationCode="UP"/>
+  <process id="rethrow_{kind}" isExecutable="true">{body}
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_in_an_event_sub_process_without_wait_ends(kit: BpmTest, kind: str) -> None:
+    kit.deploy(_rethrowing(kind, "none"))
+    inst = kit.start(f"rethrow_{kind}")  # returned: no loop
+    assert_that(inst).is_ended().has_passed("caught", "rethrow")
+    caught = [e for e in kit.engine.history(inst.id) if e.node_id == "caught"]
+    assert len({e.token_id for e in caught if e.token_id}) == 1
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_after_a_task_in_an_event_sub_process_does_not_reopen_it(
+    kit: BpmTest, kind: str
+) -> None:
+    kit.deploy(_rethrowing(kind, "task"))
+    inst = kit.start(f"rethrow_{kind}")
+    assert tasks(kit, inst) == ["inner_task"]
+    kit.complete(inst, "inner_task")
+    assert tasks(kit, inst) == []
+    assert_that(inst).is_ended()
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_in_an_event_sub_process_reaches_the_boundary_around_its_parent(
+    kit: BpmTest, kind: str
+) -> None:
+    kit.deploy(_rethrowing(kind, "task", outer_catch=True))
+    inst = kit.start(f"rethrow_{kind}")
+    kit.complete(inst, "inner_task")
+    assert tasks(kit, inst) == ["handled"]
+    assert_that(inst).has_not_passed("normal")
+
+
+# -- 6. a failing output mapping of a completed task is an incident on its token ----------
+
+FAILING_OUTPUT = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="failing_output" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <{tag} id="work" {attrs}>
+      <extensionElements><camunda:inputOutput>
+        <camunda:outputParameter name="total">${{price * 2}}</camunda:outputParameter>
+      </camunda:inputOutput></extensionElements>
+    </{tag}>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("task", ["user", "external"])
+def test_a_failing_output_mapping_on_complete_opens_an_incident(kit: BpmTest, task: str) -> None:
+    tag, attrs = (
+        ("userTask", "")
+        if task == "user"
+        else ("serviceTask", 'camunda:type="external" camunda:topic="t"')
+    )
+    kit.deploy(FAILING_OUTPUT.format(tag=tag, attrs=attrs))
+    inst = kit.start("failing_output")
+    kit.complete(inst, "work", {"other": 1})  # no IllegalTransition out of the complete
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.type == "failedMapping" and incident.node_id == "work"
+    assert "output mapping of 'work'" in incident.message
+    assert_that(inst).is_active().has_not_passed("e")
+    assert "total" not in kit.variables(inst)
+    # the cause fixed, a retry runs the task again
+    kit.engine.set_variables(inst.id, {"price": 4})
+    kit.engine.retry_incident(incident.id)
+    kit.run()
+    kit.complete(inst, "work")
+    assert_that(inst).is_completed().has_variables(total=8)
+
+
+# -- 7. an unset variable named like a CEL type fails as unset ----------------------------
+
+
+@pytest.mark.parametrize("name", ["list", "map", "int", "string", "type", "bool", "double"])
+def test_an_unset_variable_named_like_a_cel_type_fails_as_unset(kit: BpmTest, name: str) -> None:
+    kit.deploy(
+        Process("typed")
+        .start("s")
+        .exclusive("gw")
+        .end("yes")
+        .end("no")
+        .sequence("s", "gw")
+        .flow("gw", "yes", condition=f"{name} == null")
+        .flow("gw", "no", default=True)
+    )
+    inst = kit.start("typed")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "gw" and f"'{name}'" in incident.message
+    assert_that(inst).has_not_passed("yes", "no")
+    # set, it reads as the variable
+    other = kit.start("typed", {name: None})
+    assert_that(other).is_completed().has_passed("yes")
+
+
+def test_type_names_as_types_and_conversions_still_work() -> None:
+    assert compile_condition("type(x) == list && string(n) == '1'").evaluate({"x": [], "n": 1})
+    empty = compile_condition(juel_to_cel("${empty list}"))
+    assert empty.evaluate({"list": []})
+    with pytest.raises(ExpressionError, match="'list'"):
+        empty.evaluate({})

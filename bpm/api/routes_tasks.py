@@ -107,6 +107,16 @@ async def visible_task(request: Request, who: Principal, task_id: str) -> TaskRo
     return row
 
 
+async def seen_task(request: Request, who: Principal, task_id: str) -> TaskRow:
+    """A task of any state (open, completed, cancelled) ``who`` may see, as Camunda reads a
+    task's comments from its history; 404 otherwise."""
+    q = TaskQuery(states=(), task_ids=(task_id,), visible_to=viewer(request, who))
+    found = await run_in_threadpool(lambda: _engine(request).queries.tasks(q, limit=1))
+    if not found:
+        raise missing_task(task_id)
+    return found[0]
+
+
 async def _list(request: Request, who: Principal, p: Params) -> Response:
     at = page(request.query_params)
     q = await visible_query(request, who, p)

@@ -52,7 +52,10 @@ _SUPPORTED = (
     "none, escalation, link, message, signal and compensation throw events, timer, error, "
     "escalation, message, signal and compensation boundary events"
 )
-_PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
+_PROCESS_USES = frozenset(
+    {"versionTag", "historyTimeToLive", "isStartableInTasklist", "candidateStarterGroups",
+     "candidateStarterUsers"}  # the last three: the task list (bpm/api/starters.py)
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

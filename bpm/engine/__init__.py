@@ -39,6 +39,7 @@ from bpm.engine.decisions import Decisions
 from bpm.engine.deployment_admin import DeploymentQuery
 from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion
+from bpm.engine.filters import Filters
 from bpm.engine.gauges import Gauges
 from bpm.engine.messages import Correlation, Message
 from bpm.engine.modification import Instruction
@@ -161,6 +162,11 @@ class Engine:
     def decisions(self) -> Decisions:
         """Deployed DMN decisions: definitions, evaluation, the decision history."""
         return Decisions(self.core)
+
+    @property
+    def filters(self) -> Filters:
+        """Saved task filters (Camunda's ``/filter``)."""
+        return Filters(self.core)
 
     @property
     def queries(self) -> Queries:

@@ -50,6 +50,7 @@ from bpm.errors import BpmError, InvalidOperation
 from bpm.kinds import KINDS
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.model.reach import upstream_of
 from bpm.runtime import multi, scopes
 from bpm.runtime import variables as v
 from bpm.runtime.calls import terminated_by_operator
@@ -546,6 +547,46 @@ class _Run:
         return w.create_token(node.id, scope_id=inner.id, parent_id=body.token_id)
 
 
+def stuck_joins(model: ProcessModel, tokens: Sequence[Token]) -> set[str]:
+    """The tokens waiting at parallel joins that no live token can reach any more (a
+    token counts where its node, or the sub-process around it, sits in the join's
+    container): they would wait for ever. Lenient on purpose: a token that might reach the
+    join counts, whichever scope instance it is in."""
+    live = [t for t in tokens if t.state in LIVE_TOKEN_STATES and not is_listener(model, t)]
+    out: set[str] = set()
+    for tok in live:
+        node = model.nodes.get(tok.node_id)
+        if not (
+            isinstance(node, n.ParallelGateway)
+            and tok.state is TokenState.WAITING
+            and tok.blocked_kind is BlockKind.JOIN
+        ):
+            continue
+        upstream = upstream_of(model, node.id)
+        reachable = any(
+            _at_level(model, other.node_id, node.container) in upstream
+            for other in live
+            if other.node_id != node.id
+        )
+        if not reachable:
+            out.add(tok.id)
+    return out
+
+
+def _at_level(model: ProcessModel, node_id: str, container: str | None) -> str | None:
+    """The node of ``container`` that ``node_id`` is (or is inside of); None: it is not
+    inside ``container``."""
+    at: str | None = node_id
+    while at is not None:
+        node = model.nodes.get(at)
+        if node is None:
+            return None
+        if node.container == container:
+            return at
+        at = node.container
+    return None
+
+
 def _body_of(activity_id: str) -> str:
     return activity_id.removesuffix(MULTI_INSTANCE_BODY)
 
@@ -597,6 +638,7 @@ def modify(
         )
         run = _Run(work, walker, model, skip_io_mappings, before=_empty_tree(work))
         run.before = run.tree()
+        stuck_before = stuck_joins(model, list(work.tokens.values()))
         for index, ins in enumerate(given):
             where = f"instruction {index} ({describe(ins)['type']})"
             if isinstance(ins, Cancel):
@@ -604,6 +646,14 @@ def modify(
             else:
                 run.start(where, ins)
         run.prune()
+        stuck = stuck_joins(model, list(work.tokens.values())) - stuck_before
+        if stuck:
+            joins = sorted({work.tokens[t].node_id for t in stuck})
+            raise ModificationError(
+                f"the modification leaves the parallel join {', '.join(map(repr, joins))} "
+                "waiting for ever: no token can reach it any more; cancel its waiting token "
+                "too, or start a token before it"
+            )
         live = [
             t
             for t in work.tokens.values()
