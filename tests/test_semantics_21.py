@@ -13,6 +13,7 @@ import pytest
 from bpm.builder import Process
 from bpm.dialects import juel_to_cel
 from bpm.errors import DeploymentError, ExpressionError
+from bpm.expressions import compile_condition
 from bpm.testing import BpmTest, assert_that
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
@@ -327,3 +328,91 @@ def test_a_failing_output_mapping_on_complete_opens_an_incident(kit: BpmTest, ta
     kit.run()
     kit.complete(inst, "work")
     assert_that(inst).is_completed().has_variables(total=8)
+
+
+# -- 7. an unset variable named like a CEL type fails as unset ----------------------------
+
+
+@pytest.mark.parametrize("name", ["list", "map", "int", "string", "type", "bool", "double"])
+def test_an_unset_variable_named_like_a_cel_type_fails_as_unset(kit: BpmTest, name: str) -> None:
+    kit.deploy(
+        Process("typed")
+        .start("s")
+        .exclusive("gw")
+        .end("yes")
+        .end("no")
+        .sequence("s", "gw")
+        .flow("gw", "yes", condition=f"{name} == null")
+        .flow("gw", "no", default=True)
+    )
+    inst = kit.start("typed")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "gw" and f"'{name}'" in incident.message
+    assert_that(inst).has_not_passed("yes", "no")
+    # set, it reads as the variable
+    other = kit.start("typed", {name: None})
+    assert_that(other).is_completed().has_passed("yes")
+
+
+def test_type_names_as_types_and_conversions_still_work() -> None:
+    assert compile_condition("type(x) == list && string(n) == '1'").evaluate({"x": [], "n": 1})
+    empty = compile_condition(juel_to_cel("${empty list}"))
+    assert empty.evaluate({"list": []})
+    with pytest.raises(ExpressionError, match="'list'"):
+        empty.evaluate({})
+
+
+# -- 8. calledElementBinding="deployment" calls the version deployed with the caller ------
+
+CALLER = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="caller" isExecutable="true" name="{mark}">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+    <callActivity id="call" calledElement="callee" camunda:calledElementBinding="deployment"/>
+    <sequenceFlow id="f2" sourceRef="call" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+CALLEE = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="callee" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <userTask id="work" name="{mark}"/>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+def _called(kit: BpmTest) -> str | None:
+    inst = kit.start("caller")
+    (child,) = kit.engine.get_instance(inst.id).children
+    return kit.engine.user_tasks(child)[0].name
+
+
+def test_deployment_binding_without_the_callee_in_the_deployment_is_an_incident(
+    kit: BpmTest,
+) -> None:
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v1")))
+    kit.engine.create_deployment(("caller.bpmn", CALLER.format(mark="c1")))
+    inst = kit.start("caller")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "call" and "binding deployment" in incident.message
+    assert kit.engine.get_instance(inst.id).children == ()
+    assert kit.engine.user_tasks() == []
+
+
+def test_deployment_binding_calls_the_version_deployed_with_the_caller(kit: BpmTest) -> None:
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c1")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    # the callee's file again, unchanged, beside a changed caller: it keeps version 1
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c2")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v2")))
+    assert _called(kit) == "v1"

@@ -335,6 +335,8 @@ def _tasks(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
             continue
         if isinstance(node, n.ScriptTask) and node.is_python:
             yield from _python_script(node)
+        if isinstance(node, n.Activity):
+            yield from _listener_scripts(node)
         if not isinstance(node, n.ServiceTask):
             continue
         if node.handler is not None and node.topic is not None:
@@ -392,6 +394,16 @@ def _python_script(node: n.ScriptTask) -> Iterator[Problem]:
         compile_python(node.script or "")
     except ScriptError as exc:
         yield _at(node, f"Python script of '{node.id}' is refused: {exc}")
+
+
+def _listener_scripts(node: n.Activity) -> Iterator[Problem]:
+    for listener in node.listeners:
+        if listener.script is None:
+            continue
+        try:
+            compile_python(listener.script)
+        except ScriptError as exc:
+            yield _at(node, f"the {listener.label} of '{node.id}' is refused: {exc}")
 
 
 def _starts(model: ProcessModel, warnings: list[str]) -> None:
