@@ -360,3 +360,59 @@ def test_type_names_as_types_and_conversions_still_work() -> None:
     assert empty.evaluate({"list": []})
     with pytest.raises(ExpressionError, match="'list'"):
         empty.evaluate({})
+
+
+# -- 8. calledElementBinding="deployment" calls the version deployed with the caller ------
+
+CALLER = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="caller" isExecutable="true" name="{mark}">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+    <callActivity id="call" calledElement="callee" camunda:calledElementBinding="deployment"/>
+    <sequenceFlow id="f2" sourceRef="call" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+CALLEE = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="callee" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <userTask id="work" name="{mark}"/>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+def _called(kit: BpmTest) -> str | None:
+    inst = kit.start("caller")
+    (child,) = kit.engine.get_instance(inst.id).children
+    return kit.engine.user_tasks(child)[0].name
+
+
+def test_deployment_binding_without_the_callee_in_the_deployment_is_an_incident(
+    kit: BpmTest,
+) -> None:
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v1")))
+    kit.engine.create_deployment(("caller.bpmn", CALLER.format(mark="c1")))
+    inst = kit.start("caller")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "call" and "binding deployment" in incident.message
+    assert kit.engine.get_instance(inst.id).children == ()
+    assert kit.engine.user_tasks() == []
+
+
+def test_deployment_binding_calls_the_version_deployed_with_the_caller(kit: BpmTest) -> None:
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c1")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    # the callee's file again, unchanged, beside a changed caller: it keeps version 1
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c2")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v2")))
+    assert _called(kit) == "v1"
