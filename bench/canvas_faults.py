@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -47,6 +48,37 @@ def worker_cmd(name: str, children: int) -> list[str]:
         "-c", str(children), "-n", f"{name}@%h", "-l", "warning",
         "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]  # fmt: skip
+
+
+def wait_ready(names: list[str], queue: str, children: int, deadline: float) -> None:
+    """Until every worker answers a ping and its pool has ``children`` processes: a kill
+    before then hits a worker still starting (under load a start takes seconds; a pool
+    child killed during it can take its worker down), which is not the fault measured."""
+    from bench import canvas_app
+
+    while True:
+        answered: set[str] = set()
+        for reply in canvas_app.app.control.ping(destination=names, timeout=1.0) or []:
+            answered.update(reply)
+        if answered >= set(names):
+            mains = worker_mains(queue)
+            if len(mains) == len(names) and all(len(children_of([m])) >= children for m in mains):
+                return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"workers not ready in time: {sorted(set(names) - answered)}")
+        time.sleep(0.5)
+
+
+def worker_mains(queue: str) -> list[int]:
+    """The main processes of the workers of ``queue`` (not their pool children)."""
+    found = [
+        int(line.split()[0])
+        for line in subprocess.run(
+            ["pgrep", "-f", f"w[0-9]+-{queue}@"], capture_output=True, text=True
+        ).stdout.split()
+        if line.strip()
+    ]
+    return [p for p in found if p not in children_of(found)]
 
 
 def children_of(pids: list[int]) -> list[int]:
@@ -216,15 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ) as logs,
             processes([beat_command(APP, logs)], env, prefix="bpm-bench-beat-"),
         ):
-            time.sleep(5)  # the workers start (a start under load takes seconds)
-            mains = [
-                int(line.split()[0])
-                for line in subprocess.run(
-                    ["pgrep", "-f", f"w[0-9]+-{queue}@"], capture_output=True, text=True
-                ).stdout.split()
-                if line.strip()
-            ]
-            mains = [p for p in mains if p not in children_of(mains)]
+            names = [f"w{i}-{queue}@{socket.gethostname()}" for i in range(args.workers)]
+            wait_ready(names, queue, args.children, deadline=time.monotonic() + 120)
+            mains = worker_mains(queue)
             for name in ("celery", "durable"):
                 if args.only in (None, name):
                     reports.append(

@@ -38,6 +38,7 @@ from typing import Any, Self
 
 import isodate
 
+from bpm.bpmn.retryspec import RetrySpecError, parse_retry
 from bpm.builder_compensation import CompensationMethods
 from bpm.builder_events import EventMethods
 from bpm.builder_messages import MessageMethods
@@ -49,6 +50,7 @@ from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.model.validate import check_model
 from bpm.retry import RetryPolicy
+from bpm.scripts import PYTHON_SCRIPT, is_python
 from bpm.timeexpr import TimerError, parse_duration
 
 __all__ = ["Process"]
@@ -184,8 +186,13 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         compensate_topic: str | None = None,
         compensate_retry: RetryPolicy | None = None,
         for_compensation: bool = False,
+        listeners: Iterable[tuple[str, str]] = (),
     ) -> Self:
         """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
+
+        ``listeners``: execution listeners, ``[("start", "audit"), ("end", "notify")]``:
+        the handlers run by the worker before and after this task's own (inline tasks
+        only; ``bpm.engine.listeners``).
 
         ``compensate_with`` names the inline handler that undoes it (``compensate_topic``:
         an external one; ``compensate_retry``: its policy): compensation runs it when the
@@ -205,8 +212,6 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         """
         policy: RetryPolicy | None = None
         if isinstance(retry, str):
-            from bpm.bpmn.retryspec import RetrySpecError, parse_retry
-
             try:
                 policy = parse_retry(retry)
             except RetrySpecError as exc:
@@ -240,6 +245,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
             properties=props,
             lease_seconds=lease_seconds,
             for_compensation=for_compensation,
+            listeners=self._listeners(id, listeners, inline=topic is None),
             **self._activity(
                 id,
                 for_each=for_each,
@@ -328,6 +334,23 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         )
         return self._add(task)
 
+    def _listeners(
+        self, id: str, listeners: Iterable[tuple[str, str]], *, inline: bool
+    ) -> tuple[n.Listener, ...]:
+        out = []
+        for event, handler in listeners:
+            if event not in ("start", "end"):
+                self._problems.append(
+                    Problem(f"listener event '{event}' is not run: use 'start' or 'end'", id)
+                )
+            elif not inline:
+                self._problems.append(
+                    Problem("listeners run on inline tasks only (a handler or Python)", id)
+                )
+            else:
+                out.append(n.Listener(event, handler=handler))
+        return tuple(out)
+
     def script_task(
         self,
         id: str,
@@ -336,24 +359,31 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         language: str = "cel",
         result: str | None = None,
         name: str | None = None,
+        listeners: Iterable[tuple[str, str]] = (),
         **options: Any,
     ) -> Self:
         """A script task. ``language="cel"`` is evaluated by the engine, its value stored
-        in ``result`` (if given); any other language runs as the inline handler named by
-        the task id, which finds the script text on ``ctx.script`` (nothing is evaluated
-        as Python). Takes the multi-instance and mapping options of :meth:`service_task`."""
+        in ``result`` (if given); ``language="python"`` runs sandboxed on a worker
+        (:mod:`bpm.scripts`: the variables are names, what it assigns is set, ``result``
+        gets its last expression's value); any other language runs as the inline handler
+        named by the task id, which finds the script text on ``ctx.script``. Takes the
+        multi-instance and mapping options of :meth:`service_task`."""
         cel = language.strip().lower() == "cel"
-        if result is not None and not cel:
+        python = is_python(language)
+        if result is not None and not (cel or python):
             self._problems.append(
-                Problem(f"result= is for CEL scripts: return {{'{result}': value}}", id)
+                Problem(f"result= is for CEL and Python scripts: return {{'{result}': value}}", id)
             )
+        handler = None if cel else PYTHON_SCRIPT if python else id
         node = n.ScriptTask(
             id,
             name,
-            handler=None if cel else id,
+            handler=handler,
             script=script,
             script_format=language,
-            result_variable=result if cel else None,
+            result_variable=result if cel or python else None,
+            properties={RESULT_VARIABLE: result} if python and result else {},
+            listeners=self._listeners(id, listeners, inline=not cel),
             **self._activity(id, **options),
         )
         return self._add(node)
@@ -513,7 +543,8 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         nodes = dict(self._nodes)
         for gateway_id, flow_id in self._defaults.items():
             node = nodes.get(gateway_id)
-            if not isinstance(node, n.ExclusiveGateway | n.InclusiveGateway | n.Activity):
+            # Whatever kind of node has a default flow (gateways that choose, activities)
+            if node is None or "default_flow" not in {f.name for f in dataclasses.fields(node)}:
                 problems.append(
                     Problem(
                         f"flow '{flow_id}' is marked default but '{gateway_id}' is not an "
@@ -521,12 +552,13 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
                         flow_id,
                     )
                 )
-            elif node.default_flow not in (None, flow_id):
+            elif getattr(node, "default_flow", None) not in (None, flow_id):
                 problems.append(
                     Problem(f"gateway '{gateway_id}' has two default flows", gateway_id)
                 )
             else:
-                nodes[gateway_id] = dataclasses.replace(node, default_flow=flow_id)
+                marked: dict[str, Any] = {"default_flow": flow_id}
+                nodes[gateway_id] = dataclasses.replace(node, **marked)
         model = ProcessModel(
             key=self.key,
             nodes=nodes,

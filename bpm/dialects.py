@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 from bpm.errors import ExpressionError
 
-__all__ = ["juel_to_cel", "python_spellings", "translate_feel", "translate_juel"]
+__all__ = [
+    "juel_to_cel",
+    "python_spellings",
+    "translate_feel",
+    "translate_juel",
+    "type_name_variables",
+]
 
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
@@ -176,7 +182,9 @@ def _closing(tokens: list[_Token], opening: int) -> int:
 
 def _empty_test(operand: str) -> str:
     x = operand.strip()
-    kinds = " || ".join(f"type({x}) == {k}" for k in ("string", "list", "map"))
+    # type("") rather than the name string: a variable called string, list or map would
+    # shadow the type's name.
+    kinds = " || ".join(f"type({x}) == type({k})" for k in ('""', "[]", "{}"))
     return f"({x} == null || (({kinds}) && size({x}) == 0))"
 
 
@@ -186,10 +194,10 @@ def _refuse(source: str, what: str, fix: str) -> ExpressionError:
 
 def translate_juel(body: str) -> str:
     """JUEL (the inside of ``${...}``) -> CEL, or :class:`ExpressionError` naming the fix."""
-    tokens = _tokens(body)
+    tokens = _divisions(body, _tokens(body))
     if not any(t.kind == "ident" and t.text in _JUEL_ONLY for t in tokens):
         _check_java(body, tokens)
-        return body.strip()
+        return "".join(t.text for t in tokens).strip()
     out: list[str] = []
     i = 0
     while i < len(tokens):
@@ -206,17 +214,144 @@ def translate_juel(body: str) -> str:
             continue
         if tok.kind == "ident" and not member and tok.text in _JUEL_WORDS:
             out.append(_JUEL_WORDS[tok.text])
-        elif (tok.kind == "ident" and not member and tok.text == "div") or tok.text == "/":
-            raise _refuse(
-                body,
-                "JUEL divides as decimals and CEL divides integers as integers",
-                "double(a) / double(b) for a decimal result, or a / b for whole numbers",
-            )
         else:
             out.append(tok.text)
         i += 1
     _check_java(body, tokens)
     return "".join(out).strip()
+
+
+_ARITHMETIC = frozenset({"*", "/", "%", "+", "-"})
+
+
+def _operand_start(tokens: list[_Token], end: int) -> int:
+    """Index of the first token of the postfix expression (path, call, index,
+    parentheses) that ends just before ``end``; ``end`` when there is none."""
+    i = end - 1
+    while i >= 0 and tokens[i].kind == "ws":
+        i -= 1
+    start = end
+    while i >= 0:
+        tok = tokens[i]
+        if tok.text in (")", "]"):
+            opening = {")": "(", "]": "["}[tok.text]
+            depth = 0
+            while i >= 0:
+                if tokens[i].text == tok.text:
+                    depth += 1
+                elif tokens[i].text == opening:
+                    depth -= 1
+                    if depth == 0:
+                        break
+                i -= 1
+            if i < 0:
+                raise ExpressionError(f"unbalanced '{tok.text}' in the expression")
+            start = i
+            i -= 1
+            if i >= 0 and (tokens[i].kind == "ident" or tokens[i].text in (")", "]")):
+                continue  # a call or an index: its callee is part of the operand
+            break
+        if tok.kind in ("ident", "num", "str"):
+            start = i
+            if i >= 2 and tokens[i - 1].text == "." and tokens[i - 2].kind != "ws":
+                i -= 2
+                continue
+            break
+        break
+    return start
+
+
+def _divisions(body: str, tokens: list[_Token]) -> list[_Token]:
+    """JUEL's ``/`` and ``div`` divide as decimals (EL 1.4.2.2: both operands coerced to
+    Double), CEL's divide integers as integers: ``a / b`` becomes ``double(a) / double(b)``.
+    CEL has no mixed arithmetic, so a division inside a longer arithmetic chain (``a * b /
+    c``, ``a / b + 1``) is refused with the CEL to write; comparisons mix freely."""
+    out = list(tokens)
+    i = 0
+    while i < len(out):
+        tok = out[i]
+        before = _prev_word(out, i)
+        is_div = tok.text == "/" or (
+            tok.kind == "ident" and tok.text == "div" and (before is None or before.text != ".")
+        )
+        if not is_div:
+            i += 1
+            continue
+        start = _operand_start(out, i)
+        end = _operand_end(out, i + 1)
+        first = next((j for j in range(i + 1, end) if out[j].kind != "ws"), end)
+        left_ok = start < i
+        outside_before = _prev_word(out, start) if left_ok else None
+        outside_after = _next_word(out, end - 1) if end > first else None
+        if (
+            not left_ok
+            or first >= end
+            or (outside_before is not None and outside_before.text in _ARITHMETIC)
+            or (outside_after is not None and outside_after.text in _ARITHMETIC)
+        ):
+            raise _refuse(
+                body,
+                "JUEL divides as decimals and CEL has no mixed arithmetic, so only a "
+                "division of two operands standing alone is translated",
+                "double(a) / double(b) for a decimal result (every operand of the "
+                "arithmetic a double), or int(a) / int(b) for whole numbers",
+            )
+        left = "".join(t.text for t in out[start:i]).strip()
+        right = "".join(t.text for t in out[first:end]).strip()
+        text = f"double({left}) / double({right})"
+        out[start:end] = [_Token("op", text)]
+        i = start + 1
+    return out
+
+
+CEL_TYPE_NAMES = frozenset(
+    {"bool", "bytes", "double", "dyn", "int", "list", "map", "null_type", "string", "type", "uint"}
+)
+"""Names CEL resolves to a type when no variable has them."""
+
+
+def _is_type_literal(words: list[_Token], i: int) -> bool:
+    """Whether the type name at ``words[i]`` is compared with a ``type(...)`` call."""
+    prev = words[i - 1].text if i >= 1 else ""
+    if prev in ("==", "!=") and i >= 2 and words[i - 2].text == ")":
+        depth = 0
+        for j in range(i - 2, -1, -1):
+            if words[j].text == ")":
+                depth += 1
+            elif words[j].text == "(":
+                depth -= 1
+                if depth == 0:
+                    return j >= 1 and words[j - 1].text == "type"
+        return False
+    nxt = words[i + 1].text if i + 1 < len(words) else ""
+    return (
+        nxt in ("==", "!=")
+        and i + 3 < len(words)
+        and words[i + 2].text == "type"
+        and words[i + 3].text == "("
+    )
+
+
+def type_name_variables(cel: str) -> frozenset[str]:
+    """The variables a CEL text reads whose names CEL also knows as types (``list``,
+    ``map``, ``int``, ``string``, ``type``...): not a field (``x.list``), not a conversion
+    (``string(x)``), not a type compared with ``type(...)`` (``type(x) == list``).
+
+    CEL reads such a name as the type when no variable has it, so ``list == null`` would
+    be false instead of failing as an unset variable; the engine checks them itself."""
+    words = _words(_tokens(cel))
+    out: set[str] = set()
+    for i, tok in enumerate(words):
+        if tok.kind != "ident" or tok.text not in CEL_TYPE_NAMES:
+            continue
+        if i >= 1 and words[i - 1].text == ".":
+            continue
+        if i + 1 < len(words) and words[i + 1].text == "(":
+            continue
+        if _is_type_literal(words, i):
+            continue
+        out.add(tok.text)
+    return frozenset(out)
 
 
 def _check_java(source: str, tokens: list[_Token]) -> None:

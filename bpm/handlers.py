@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from bpm.errors import HandlerNotFound
 from bpm.retry import RetryPolicy
+from bpm.scripts import PYTHON_SCRIPT, run_step
 
 
 class LeaseExtender(Protocol):
@@ -96,6 +97,18 @@ RESULT_VARIABLE = "bpm:resultVariable"
 Resolver = Callable[[str], "HandlerSpec | None"]
 
 
+def _python_script(ctx: TaskContext) -> Mapping[str, Any]:
+    """The built-in handler of Python script tasks: the script runs in the sandbox
+    (:mod:`bpm.scripts`), on the worker that claimed the step."""
+    return run_step(
+        f"'{ctx.node_id}'", ctx.script or "", ctx.variables, ctx.properties.get(RESULT_VARIABLE)
+    )
+
+
+BUILTIN: Mapping[str, HandlerSpec] = {PYTHON_SCRIPT: HandlerSpec(PYTHON_SCRIPT, _python_script)}
+"""Handlers every registry knows: ``bpm:python`` runs a Python script in the sandbox."""
+
+
 class HandlerRegistry:
     """Handlers by name. The module-level :data:`registry` is the default one.
 
@@ -130,6 +143,8 @@ class HandlerRegistry:
     ) -> Handler:
         if not name:
             raise ValueError("a handler needs a non-empty name")
+        if name in BUILTIN:
+            raise ValueError(f"'{name}' is the engine's own handler: choose another name")
         lease_td = timedelta(seconds=lease) if isinstance(lease, int | float) else lease
         self._specs[name] = HandlerSpec(name, fn, retry, lease_td)
         return fn
@@ -151,6 +166,8 @@ class HandlerRegistry:
         found = self._specs.get(name)
         if found is None and self._resolvers:
             found = self._resolve(name)
+        if found is None:
+            found = BUILTIN.get(name)
         return found
 
     def names(self) -> list[str]:
@@ -174,5 +191,26 @@ def service_task(
 
     def decorate(fn: Handler) -> Handler:
         return registry.register(name, fn, retry=retry, lease=lease)
+
+    return decorate
+
+
+def execution_listener(
+    name: str,
+    *,
+    retry: RetryPolicy | None = None,
+    registry: HandlerRegistry = registry,
+) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the execution listener ``name``
+    (``camunda:executionListener delegateExpression="${name}"``, ``class="name"``,
+    ``zeebe:executionListener type="name"``, the builder's ``listeners=[("start", name)]``).
+
+    A listener is a handler: it takes a :class:`TaskContext` (``ctx.properties
+    ["bpm:listenerEvent"]`` is ``start`` or ``end``) and returns the variables to set; it
+    runs on the worker in the step's attempt, so its failure takes the step's retry policy.
+    """
+
+    def decorate(fn: Handler) -> Handler:
+        return registry.register(name, fn, retry=retry)
 
     return decorate

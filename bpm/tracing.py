@@ -19,6 +19,7 @@ methods will do. Contexts are opaque to the engine: it only hands back what the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
@@ -109,3 +110,18 @@ def span(name: str, attributes: Mapping[str, AttributeValue]) -> Iterator[Span |
         raise
     finally:
         started.end()
+
+
+ASKING = (
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+)
+"""The standard ``OTEL_*`` variables that ask for a trace exporter (the SDK's own names)."""
+
+
+def asked(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the ``OTEL_*`` variables ask for a trace exporter (read here, below both
+    :mod:`bpm.contrib.otel` and :mod:`bpm.contrib.otel_env`, which need it)."""
+    env = os.environ if environ is None else environ
+    return any(env.get(name, "").strip() for name in ASKING)

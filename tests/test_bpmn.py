@@ -136,7 +136,9 @@ def test_camunda_file() -> None:
     assert flows["f_approved"].condition == "approved == true"
     # ignored but allowed: lanes, data objects, annotations, associations, diagram
     assert "TextAnnotation_1" not in model.nodes and "Lane_1" not in model.nodes
-    assert any("executionListener" in w for w in model.warnings)
+    # an execution listener of an inline task runs (issue 25): read, not warned about
+    assert model.node("pay").listeners == (n.Listener("start", handler="com.example.Audit"),)
+    assert not any("executionListener" in w for w in model.warnings)
 
 
 @pytest.mark.parametrize("path", [ORDER, CAMUNDA], ids=["order", "camunda"])

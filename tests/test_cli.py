@@ -235,7 +235,7 @@ def test_dev_serves_the_loop_and_an_open_local_api(tmp_path: Path) -> None:
             except httpx.HTTPError:
                 return False
 
-        eventually(up, timeout=30, what="the dev API")
+        eventually(up, timeout=90, what="the dev API")  # a start at load 20 took over 30 s
         with open(ROOT / "examples/order.bpmn", "rb") as f:
             res = httpx.post(
                 f"{base}/deployment/create",

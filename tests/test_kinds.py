@@ -273,18 +273,19 @@ def test_a_script_task_from_the_builder_runs_as_parsed_ones_do() -> None:
     model = every_verb()
     cel, py = model.nodes["add"], model.nodes["py"]
     assert isinstance(cel, n.ScriptTask) and cel.is_cel and cel.result_variable == "three"
-    assert isinstance(py, n.ScriptTask) and not py.is_cel and py.handler == "py"
-    assert model.handler_names()["py"] == ["py"] and "add" not in model.handler_names()
+    # Python runs sandboxed (bpm.scripts): no handler of the user's to register
+    assert isinstance(py, n.ScriptTask) and not py.is_cel and py.is_python
+    assert "py" not in model.handler_names() and "add" not in model.handler_names()
 
 
 def test_a_result_variable_on_a_handler_script_is_refused_naming_the_task() -> None:
     builder = (
         Process("bad")
         .start("s")
-        .script_task("py", "x = 1", language="python", result="x")
+        .script_task("py", "x = 1", language="groovy", result="x")
         .end("e")
         .sequence("s", "py", "e")
     )
-    with pytest.raises(DeploymentError, match="result= is for CEL scripts") as caught:
+    with pytest.raises(DeploymentError, match="result= is for CEL and Python scripts") as caught:
         builder.build()
     assert [p.element_id for p in caught.value.problems] == ["py"]

@@ -352,6 +352,58 @@ def test_external_task_fetch_and_complete_are_spans_of_the_worker_s_trace(
     assert parent_of(spans.step("ship")) == span_id(complete)
 
 
+def test_a_traced_fetch_answers_each_task_with_the_trace_its_instance_started_in(
+    pg_database_url: str, spans: Spans, engines: list[Engine]
+) -> None:
+    engine = Engine(pg_database_url, dispatcher=TracingDispatcher())
+    engines.append(engine)
+    engine.deploy(
+        Process("ext")
+        .start("s")
+        .service_task("charge", topic="pay")
+        .end("e")
+        .sequence("s", "charge", "e")
+    )
+    with spans.provider.get_tracer("web").start_as_current_span("request"):
+        traced = engine.start("ext")
+    tracer = tracing.tracer()
+    assert tracer is not None
+    app = create_app(engine, open_access=True, api_keys=[])
+
+    async def fetch(headers: dict[str, str]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.post(
+                "/engine-rest/external-task/fetchAndLock",
+                json={
+                    "workerId": "w1",
+                    "maxTasks": 5,
+                    "topics": [{"topicName": "pay", "lockDuration": 60_000}],
+                },
+                headers=headers,
+            )
+
+    (start,) = spans.named("bpm.start")
+    # an untraced caller (Camunda's clients) gets Camunda's answer, nothing more
+    plain = asyncio.run(fetch({}))
+    assert plain.status_code == 200, plain.text
+    (task,) = plain.json()
+    assert "bpmTrace" not in task
+    engine.unlock_external_task(task["id"])
+    with spans.provider.get_tracer("worker").start_as_current_span("poll"):
+        answered = asyncio.run(fetch(tracer.inject(tracer.current())))
+    assert answered.status_code == 200, answered.text
+    (task,) = answered.json()
+    assert task["processInstanceId"] == traced.id
+    parent = tracer.extract(task["bpmTrace"])
+    assert parent is not None
+    # the handler's span, opened under it, is in the start's trace, the start's child
+    tracer.start_span("handler", {}, parent=parent).end()
+    (handler,) = [s for s in spans.all() if s.name == "handler"]
+    assert trace_id(handler) == trace_id(start)
+    assert parent_of(handler) == span_id(start)
+
+
 def test_a_refused_complete_is_a_failed_span_and_changes_nothing(
     pg_database_url: str, spans: Spans, engines: list[Engine]
 ) -> None:

@@ -41,6 +41,7 @@ class FakeApi:
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.given = False
+        self.task: dict[str, Any] = TASK
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,7 +50,7 @@ class FakeApi:
                 self.rfile.read(length)
                 api.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 if self.path.endswith("/fetchAndLock"):
-                    body = [] if api.given else [TASK]
+                    body = [] if api.given else [api.task]
                     api.given = True
                     data = json.dumps(body).encode()
                     self.send_response(200)
@@ -153,6 +154,32 @@ def test_the_worker_s_requests_carry_its_spans_and_the_handler_runs_in_them(
     # the API hears the fetch under the fetch span and the complete under the task span
     first_fetch = fake_api.headers_of("/fetchAndLock")[0]
     assert traceparent_span(first_fetch) == span_hex(fetch)
+    (complete,) = fake_api.headers_of("/complete")
+    assert traceparent_span(complete) == span_hex(task)
+
+
+def test_a_task_sent_with_its_instance_s_trace_runs_in_that_trace(
+    fake_api: FakeApi, exporter: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    provider, exported = exporter
+    with provider.get_tracer("web").start_as_current_span("bpm.start") as start:
+        tracer = tracing.tracer()
+        assert tracer is not None
+        started = tracer.inject(tracer.current())
+    fake_api.task = {**TASK, "bpmTrace": started}
+
+    worker = run_once(fake_api, lambda task: {"charged": True})
+    assert worker.completed == 1
+    finished = exported.get_finished_spans()
+    (task,) = [s for s in finished if s.name == "bpm.worker.task"]
+    fetches = [s for s in finished if s.name == "bpm.worker.fetch"]
+    assert task.context and fetches
+    # the instance's start is the task's parent, not the poll that locked it
+    assert task.parent is not None
+    assert task.parent.span_id == start.get_span_context().span_id
+    assert task.context.trace_id == start.get_span_context().trace_id
+    assert all(f.context and f.context.trace_id != task.context.trace_id for f in fetches)
+    # the complete carries the task's span: the steps it makes Ready join the same trace
     (complete,) = fake_api.headers_of("/complete")
     assert traceparent_span(complete) == span_hex(task)
 

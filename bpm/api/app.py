@@ -49,10 +49,12 @@ from bpm.api.routes_definitions import router as definitions_router
 from bpm.api.routes_deployments import router as deployments_router
 from bpm.api.routes_docs import router as docs_router
 from bpm.api.routes_external import router as external_router
+from bpm.api.routes_filters import router as filters_router
 from bpm.api.routes_health import router as health_router
 from bpm.api.routes_history import router as history_router
 from bpm.api.routes_identity import router as identity_router
 from bpm.api.routes_messages import router as messages_router
+from bpm.api.routes_modification import router as modification_router
 from bpm.api.routes_process import router as process_router
 from bpm.api.routes_task_comments import router as task_comments_router
 from bpm.api.routes_task_forms import router as task_forms_router
@@ -60,6 +62,7 @@ from bpm.api.routes_task_variables import router as task_variables_router
 from bpm.api.routes_tasklist import pages as tasklist_pages
 from bpm.api.routes_tasklist import router as tasklist_router
 from bpm.api.routes_tasks import router as task_router
+from bpm.api.routes_tenants import router as tenants_router
 from bpm.api.routes_variables import router as variables_router
 from bpm.api.task_access import authorization_from_env
 from bpm.api.tasklist_session import TasklistSessions
@@ -280,6 +283,7 @@ def create_app(
     app.include_router(decisions_router, prefix=PREFIX)
     app.include_router(decision_history_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
+    app.include_router(modification_router, prefix=PREFIX)
     app.include_router(messages_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)
     app.include_router(task_variables_router, prefix=PREFIX)
@@ -288,6 +292,8 @@ def create_app(
     app.include_router(variables_router, prefix=PREFIX)
     app.include_router(history_router, prefix=PREFIX)
     app.include_router(identity_router, prefix=PREFIX)
+    app.include_router(tenants_router, prefix=PREFIX)
+    app.include_router(filters_router, prefix=PREFIX)
     app.include_router(cockpit_router, prefix="/api")
     app.include_router(cockpit_actions, prefix="/api")
     app.include_router(cockpit_decisions, prefix="/api")

@@ -74,13 +74,19 @@ def task_json(task: ExternalTask, who: Principal, ids: WorkerIds) -> dict[str, A
 
 
 def locked_task_json(
-    task: ExternalTask, topic: b.TopicBody | None, who: Principal, ids: WorkerIds
+    task: ExternalTask,
+    topic: b.TopicBody | None,
+    who: Principal,
+    ids: WorkerIds,
+    trace: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     out = task_json(task, who, ids)
     out["errorDetails"] = task.error_details
     out["variables"] = to_camunda(task.variables, bool(topic and topic.deserializeValues))
     include = bool(topic and topic.includeExtensionProperties)
     out["extensionProperties"] = dict(task.properties) if include else {}
+    if trace:
+        out["bpmTrace"] = trace
     return out
 
 
@@ -90,14 +96,17 @@ def bounded_json(
     limit: int,
     who: Principal,
     ids: WorkerIds,
+    traces: dict[str, dict[str, str]] | None = None,
 ) -> tuple[bytes, int]:
     """The JSON array of locked tasks, cut before the one that would take it over ``limit``
-    bytes (the first task always goes); returns the body and how many tasks it holds."""
+    bytes (the first task always goes); returns the body and how many tasks it holds.
+    ``traces``: the start trace of each task's instance, sent as its ``bpmTrace``."""
     parts: list[bytes] = []
     size = 2
     for task in tasks:
+        trace = traces.get(task.instance_id) if traces else None
         item = json.dumps(
-            locked_task_json(task, by_topic.get(task.topic), who, ids),
+            locked_task_json(task, by_topic.get(task.topic), who, ids, trace),
             ensure_ascii=False,
             allow_nan=False,
             separators=(",", ":"),
@@ -164,8 +173,15 @@ async def _fetch_and_lock(
 
     limit: int = request.app.state.max_fetch_bytes
 
+    # a traced caller (it sent a traceparent) gets the trace each task's instance started
+    # in, so its handler joins the instance's trace rather than only the poll's
+    wants_trace = "traceparent" in request.headers
+
     async def render(tasks: list[ExternalTask]) -> Response:
-        body, kept = bounded_json(tasks, by_topic, limit, who, ids)
+        traces = None
+        if wants_trace and tasks:
+            traces = await run_in_threadpool(engine.start_traces, [t.instance_id for t in tasks])
+        body, kept = bounded_json(tasks, by_topic, limit, who, ids, traces)
         for extra in tasks[kept:]:  # over the byte budget: give them back at once
             await run_in_threadpool(engine.unlock_external_task, extra.id)
         if span is not None:

@@ -1,5 +1,7 @@
 """Comments on user tasks (Camunda's ``/task/{id}/comment``): whoever may see a task may
-read and add its comments; the author is who called (a user, or the key's id)."""
+read and add its comments; the author is who called (a user, or the key's id). Comments
+stay readable once the task is completed or cancelled (Camunda reads them from its
+history), by whoever saw it; only an open task takes new ones."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from bpm.api import schemas as s
 from bpm.api.auth import Principal, principal
 from bpm.api.bodies import Body
 from bpm.api.errors import ApiError
-from bpm.api.routes_tasks import visible_task
+from bpm.api.routes_tasks import seen_task, visible_task
 from bpm.api.variables import format_date
 from bpm.engine import Engine
 from bpm.engine.comments import MAX_MESSAGE
@@ -64,8 +66,8 @@ def comment_json(request: Request, c: TaskComment) -> dict[str, Any]:
 
 @router.get("/task/{task_id}/comment", response_model=list[CommentOut], responses=oa.errors(404))
 async def comments(task_id: str, request: Request, who: Who) -> Response:
-    """The task's comments, oldest first."""
-    await visible_task(request, who, task_id)
+    """The task's comments, oldest first (an ended task's too)."""
+    await seen_task(request, who, task_id)
     found = await run_in_threadpool(_engine(request).user_task_comments, task_id)
     return JSONResponse([comment_json(request, c) for c in found])
 
@@ -74,7 +76,7 @@ async def comments(task_id: str, request: Request, who: Who) -> Response:
     "/task/{task_id}/comment/{comment_id}", response_model=CommentOut, responses=oa.errors(404)
 )
 async def comment(task_id: str, comment_id: str, request: Request, who: Who) -> Response:
-    await visible_task(request, who, task_id)
+    await seen_task(request, who, task_id)
     found = await run_in_threadpool(_engine(request).user_task_comments, task_id)
     for c in found:
         if c.id == comment_id:

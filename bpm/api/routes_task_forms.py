@@ -19,6 +19,7 @@ from bpm.api.auth import Principal, principal
 from bpm.api.errors import ApiError
 from bpm.api.routes_definitions import started
 from bpm.api.routes_tasks import visible_task
+from bpm.api.starters import check_start
 from bpm.api.task_forms import TaskForm, checked_submission, form_of, task_form
 from bpm.api.variables import from_camunda, to_camunda
 from bpm.engine import Engine
@@ -102,8 +103,9 @@ async def start_form(request: Request, definition_id: str) -> TaskForm:
     responses={200: {"content": {"application/json": {}}, "description": "the .form JSON"}},
 )
 async def deployed_start_form(definition_id: str, request: Request, who: Who) -> Response:
-    """The Camunda Form of the definition's none start event."""
-    who.check_unrestricted("read process definitions")
+    """The Camunda Form of the definition's none start event (for a user: of a process
+    they may start, :mod:`bpm.api.starters`)."""
+    await check_start(request, who, definition_id, "read process definitions")
     found = await start_form(request, definition_id)
     return _form_document(found, f"the start event of {definition_id}")
 
@@ -115,7 +117,7 @@ async def deployed_start_form(definition_id: str, request: Request, who: Who) ->
 )
 async def start_form_variables(definition_id: str, request: Request, who: Who) -> Response:
     """A generated start form's fields with their defaults (``${var}`` defaults: none yet)."""
-    who.check_unrestricted("read process definitions")
+    await check_start(request, who, definition_id, "read process definitions")
     found = await start_form(request, definition_id)
     return JSONResponse(to_camunda(generated_values(found.fields, {}), True))
 
@@ -126,8 +128,9 @@ async def submit_start_form(
 ) -> Response:
     """Start an instance with the start form's values, checked first against the start
     event's form (generated fields, a Camunda Form's rules): 400 naming the field, and no
-    instance is started."""
-    who.check_unrestricted("start instances")
+    instance is started. A user who is no admin may start only a process naming them or
+    one of their groups as candidate starter (:mod:`bpm.api.starters`; 403 otherwise)."""
+    await check_start(request, who, definition_id)
     found = await start_form(request, definition_id)
     variables = checked_submission(
         found, definition_id, from_camunda(body.variables) or {}, what="the start form of"

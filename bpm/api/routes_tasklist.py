@@ -18,9 +18,13 @@ from starlette.concurrency import run_in_threadpool
 from bpm.api.auth import Authenticator, Principal, principal
 from bpm.api.bodies import Body
 from bpm.api.errors import ApiError
+from bpm.api.routes_task_forms import start_form
 from bpm.api.routes_tasks import visible_task
-from bpm.api.task_forms import task_form
+from bpm.api.starters import check_start, may_start_sync
+from bpm.api.task_access import check_task_caller
+from bpm.api.task_forms import TaskForm, task_form
 from bpm.api.tasklist_session import COOKIE, TasklistSessions, cookie_of, session_principal
+from bpm.engine import Engine
 from bpm.identity import IdentityProvider
 from bpm.identity.passwords import MAX_LENGTH
 from bpm.model.nodes import FormFieldSpec
@@ -143,13 +147,66 @@ def _generated_schema(fields: tuple[FormFieldSpec, ...]) -> dict[str, Any]:
     return {"type": "default", "id": "generated", "components": components, "schemaVersion": 16}
 
 
+def _form_json(found: TaskForm) -> dict[str, Any]:
+    schema = found.document
+    if schema is None and found.fields:
+        schema = _generated_schema(found.fields)
+    return {"schema": schema, "formKey": found.key}
+
+
 @router.get("/tasklist/api/task/{task_id}/form")
 async def form(task_id: str, request: Request, who: Who) -> Response:
     """``{"schema"}``: the task's form as form-js renders it (null: the task has none
     the page can render, e.g. an embedded form key), or 404 for a task the user may not see."""
     row = await visible_task(request, who, task_id)
-    found = await task_form(request, row)
-    schema = found.document
-    if schema is None and found.fields:
-        schema = _generated_schema(found.fields)
-    return JSONResponse({"schema": schema, "formKey": found.key})
+    return JSONResponse(_form_json(await task_form(request, row)))
+
+
+def _engine(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+@router.get("/tasklist/api/task/{task_id}/diagram")
+async def diagram(task_id: str, request: Request, who: Who) -> Response:
+    """``{"xml", "activityId"}``: the BPMN XML of the task's process (null for a builder
+    model) and the element the task stands on; 404 for a task the user may not see."""
+    row = await visible_task(request, who, task_id)
+    xml = await run_in_threadpool(_engine(request).definition_source, row.definition_id)
+    return JSONResponse(
+        {
+            "xml": xml or None,
+            "activityId": row.task.node_id,
+            "processInstanceId": row.task.instance_id,
+        }
+    )
+
+
+@router.get("/tasklist/api/start")
+async def startable(request: Request, who: Who) -> Response:
+    """The processes the caller may start from the task list (their latest versions):
+    ``[{"id", "key", "name", "version"}]``, by name."""
+    check_task_caller(who)
+    engine = _engine(request)
+
+    def read() -> list[dict[str, Any]]:
+        latest: dict[str, Any] = {}
+        for d in engine.definitions():
+            if d.key not in latest or d.version > latest[d.key].version:
+                latest[d.key] = d
+        out = []
+        for d in latest.values():
+            if d.suspended or not may_start_sync(engine, request, who, d):
+                continue
+            out.append({"id": d.id, "key": d.key, "name": d.name or d.key, "version": d.version})
+        return sorted(out, key=lambda x: (str(x["name"]).lower(), x["key"]))
+
+    return JSONResponse(await run_in_threadpool(read))
+
+
+@router.get("/tasklist/api/process-definition/{definition_id}/form")
+async def start_form_schema(definition_id: str, request: Request, who: Who) -> Response:
+    """The start form as form-js renders it (``{"schema", "formKey"}``), for a process the
+    caller may start (403 otherwise, 404 for no such definition)."""
+    await check_start(request, who, definition_id, "read process definitions")
+    return JSONResponse(_form_json(await start_form(request, definition_id)))

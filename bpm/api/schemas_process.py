@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bpm.api.schemas import CountDto, VariableValueDto
 
@@ -44,6 +44,15 @@ class LockedExternalTaskDto(ExternalTaskDto):
     errorDetails: str | None
     variables: dict[str, VariableValueDto]
     extensionProperties: dict[str, Any]
+    bpmTrace: dict[str, str] | None = Field(
+        default=None,
+        description=(
+            "Not in Camunda's answer: sent only to a caller whose request carried a W3C"
+            " traceparent header, and only for an instance started under a tracer. The"
+            " traceparent/tracestate headers of the instance's start, so a traced worker's"
+            " handler joins the instance's trace."
+        ),
+    )
 
 
 class ProcessDefinitionDto(_Dto):

@@ -41,8 +41,6 @@ _REASONS = {
     "formDefinition": "start forms are not rendered by this engine",
     "userTaskForm": "forms are not rendered by this engine (user tasks keep their formKey)",
     "formRef": "start forms are not rendered by this engine",
-    "candidateStarterGroups": "anyone allowed to start instances may start this process",
-    "candidateStarterUsers": "anyone allowed to start instances may start this process",
     "formProperty": "forms are not rendered by this engine",
 }
 

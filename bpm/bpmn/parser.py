@@ -52,7 +52,10 @@ _SUPPORTED = (
     "none, escalation, link, message, signal and compensation throw events, timer, error, "
     "escalation, message, signal and compensation boundary events"
 )
-_PROCESS_USES = frozenset({"versionTag", "historyTimeToLive", "isStartableInTasklist"})
+_PROCESS_USES = frozenset(
+    {"versionTag", "historyTimeToLive", "isStartableInTasklist", "candidateStarterGroups",
+     "candidateStarterUsers"}  # the last three: the task list (bpm/api/starters.py)
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -247,7 +250,7 @@ def _parse_members(parent: Element, container: str | None, ctx: Context, out: _M
         if isinstance(item, n.Activity) and el.get("default"):
             item = dataclasses.replace(item, default_flow=el.get("default"))
         out.nodes[item.id] = item
-        if isinstance(item, n.SubProcess | n.EventSubProcess):
+        if item.holds_nodes:
             _parse_members(el, item.id, ctx, out)
 
 

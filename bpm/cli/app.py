@@ -65,6 +65,9 @@ DbOpt = Annotated[
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def database_url(db: str | None, *, create: bool = False) -> str:
@@ -260,6 +263,30 @@ def id_column(header: str, rows: Sequence[Any], attr: str = "id") -> Column:
     columns wrap instead)."""
     longest = max((len(str(getattr(r, attr) or "")) for r in rows), default=len(header))
     return Column(header, no_wrap=True, min_width=max(longest, len(header)))
+
+
+def print_rows(
+    rows: Sequence[R],
+    *,
+    as_json: bool,
+    json_of: Callable[[R], dict[str, Any]],
+    columns: Sequence[str | Column],
+    cells: Callable[[R], Sequence[str]],
+    empty: str | None = None,
+) -> None:
+    """A list command's output: with ``--json`` each row's ``json_of`` as one JSON list
+    (``[]`` when there is none); else a table of each row's ``cells`` under ``columns``, or
+    the line ``empty`` when there are no rows and it is given."""
+    if as_json:
+        print_json([json_of(row) for row in rows])
+        return
+    if not rows and empty is not None:
+        console.print(empty)
+        return
+    table = Table(*columns, header_style="bold")
+    for row in rows:
+        table.add_row(*cells(row))
+    print_table(table)
 
 
 def print_table(table: Table) -> None:

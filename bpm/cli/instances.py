@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.padding import Padding
-from rich.table import Table
 
 from bpm.cli.app import (
     DbOpt,
+    JsonOpt,
     app,
     console,
     database_url,
@@ -22,8 +22,7 @@ from bpm.cli.app import (
     import_handlers,
     open_engine,
     parse_vars,
-    print_json,
-    print_table,
+    print_rows,
     resolve_id,
     user_errors,
 )
@@ -41,7 +40,6 @@ VarOpt = Annotated[
         "Date, Json, Null).",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ID_HELP = "The instance id, or a unique prefix of it."
 
 
@@ -184,22 +182,19 @@ def list_instances(
     """List instances, newest first."""
     with user_errors():
         rows = _engine(db).instances(state=state, limit=limit)
-        if as_json:
-            print_json([_instance_row(i) for i in rows])
-            return
-        table = Table(
-            id_column("id", rows), "process", "business key", "state", "started",
-            header_style="bold",
-        )  # fmt: skip
-        for inst in rows:
-            table.add_row(
+        print_rows(
+            rows,
+            as_json=as_json,
+            json_of=_instance_row,
+            columns=(id_column("id", rows), "process", "business key", "state", "started"),
+            cells=lambda inst: (
                 inst.id,
                 inst.definition_key,
                 inst.business_key or "",
                 inst.state.value,
                 inst.created_at.isoformat(timespec="seconds"),
-            )
-        print_table(table)
+            ),
+        )
 
 
 def _instance_row(inst: Instance) -> dict[str, Any]:
@@ -247,28 +242,26 @@ def list_tasks(
         if instance_id is not None:
             instance_id = resolve_id(engine, "instance", instance_id)
         tasks = engine.user_tasks(instance_id)
-        if as_json:
-            print_json(
-                [
-                    {
-                        "id": t.id,
-                        "instance_id": t.instance_id,
-                        "node_id": t.node_id,
-                        "name": t.name,
-                        "assignee": t.assignee,
-                        "created_at": t.created_at,
-                    }
-                    for t in tasks
-                ]
-            )
-            return
-        table = Table(
-            id_column("task id", tasks), id_column("instance", tasks, "instance_id"),
-            "node", "name", "assignee", header_style="bold",
-        )  # fmt: skip
-        for t in tasks:
-            table.add_row(t.id, t.instance_id, t.node_id, t.name or "", t.assignee or "")
-        print_table(table)
+        print_rows(
+            tasks,
+            as_json=as_json,
+            json_of=lambda t: {
+                "id": t.id,
+                "instance_id": t.instance_id,
+                "node_id": t.node_id,
+                "name": t.name,
+                "assignee": t.assignee,
+                "created_at": t.created_at,
+            },
+            columns=(
+                id_column("task id", tasks),
+                id_column("instance", tasks, "instance_id"),
+                "node",
+                "name",
+                "assignee",
+            ),
+            cells=lambda t: (t.id, t.instance_id, t.node_id, t.name or "", t.assignee or ""),
+        )
 
 
 @app.command("complete-task")

@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from bpm.cli.app import (
     DbOpt,
+    JsonOpt,
     app,
     console,
     database_url,
     id_column,
-    print_json,
-    print_table,
+    print_rows,
     user_errors,
 )
 from bpm.engine import Engine
@@ -26,38 +25,37 @@ def list_schedules(
     include_all: Annotated[
         bool, typer.Option("--all", help="Also ended and replaced schedules.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
 ) -> None:
     """List the schedules of timer start events: when each next starts an instance."""
     with user_errors():
         engine = Engine(database_url(db))
         found = engine.schedules(key, include_inactive=include_all)
-        if as_json:
-            print_json(
-                [
-                    {
-                        "id": s.id,
-                        "process": s.definition_key,
-                        "definition_id": s.definition_id,
-                        "start_event": s.node_id,
-                        "kind": s.kind,
-                        "expression": s.expression,
-                        "state": s.state,
-                        "next_due": s.next_due,
-                        "started": s.fired_count,
-                    }
-                    for s in found
-                ]
-            )
-            return
-        table = Table(
-            "process", id_column("definition", found, "definition_id"), "start event",
-            "timer", "state", "next due", "started",
-            header_style="bold",
-        )  # fmt: skip
-        for s in found:
-            table.add_row(
+        print_rows(
+            found,
+            as_json=as_json,
+            json_of=lambda s: {
+                "id": s.id,
+                "process": s.definition_key,
+                "definition_id": s.definition_id,
+                "start_event": s.node_id,
+                "kind": s.kind,
+                "expression": s.expression,
+                "state": s.state,
+                "next_due": s.next_due,
+                "started": s.fired_count,
+            },
+            columns=(
+                "process",
+                id_column("definition", found, "definition_id"),
+                "start event",
+                "timer",
+                "state",
+                "next due",
+                "started",
+            ),
+            cells=lambda s: (
                 s.definition_key,
                 s.definition_id,
                 s.node_id,
@@ -65,8 +63,8 @@ def list_schedules(
                 s.state,
                 s.next_due.isoformat(timespec="seconds") if s.next_due else "-",
                 str(s.fired_count),
-            )
-        print_table(table)
+            ),
+        )
 
 
 def _set(key: str, db: str | None, suspend: bool) -> None:

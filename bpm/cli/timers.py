@@ -10,17 +10,16 @@ from types import FrameType
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from bpm.cli.app import (
     DbOpt,
+    JsonOpt,
     app,
     console,
     err_console,
     id_column,
     open_engine,
-    print_json,
-    print_table,
+    print_rows,
     resolve_id,
     user_errors,
 )
@@ -99,7 +98,7 @@ def list_incidents(
     instance_id: Annotated[
         str | None, typer.Option("--instance", help="One instance (its id or a unique prefix).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
 ) -> None:
     """List open incidents: steps that ran out of attempts. Retry one with `bpm retry ID`."""
@@ -108,39 +107,36 @@ def list_incidents(
         if instance_id is not None:
             instance_id = resolve_id(engine, "instance", instance_id)
         found = engine.incidents(instance_id)
-        if as_json:
-            print_json(
-                [
-                    {
-                        "id": inc.id,
-                        "instance_id": inc.instance_id,
-                        "node_id": inc.node_id,
-                        "type": inc.type,
-                        "state": inc.state,
-                        "created_at": inc.created_at,
-                        "message": inc.message,
-                    }
-                    for inc in found
-                ]
-            )
-            return
-        if not found:
-            console.print("no open incidents")
-            return
-        table = Table(
-            id_column("incident", found), id_column("instance", found, "instance_id"),
-            "node", "type", "since", "message", header_style="bold",
-        )  # fmt: skip
-        for inc in found:
-            table.add_row(
+        print_rows(
+            found,
+            as_json=as_json,
+            json_of=lambda inc: {
+                "id": inc.id,
+                "instance_id": inc.instance_id,
+                "node_id": inc.node_id,
+                "type": inc.type,
+                "state": inc.state,
+                "created_at": inc.created_at,
+                "message": inc.message,
+            },
+            columns=(
+                id_column("incident", found),
+                id_column("instance", found, "instance_id"),
+                "node",
+                "type",
+                "since",
+                "message",
+            ),
+            cells=lambda inc: (
                 inc.id,
                 inc.instance_id,
                 inc.node_id,
                 inc.type,
                 inc.created_at.isoformat(timespec="seconds"),
                 inc.message or "",
-            )
-        print_table(table)
+            ),
+            empty="no open incidents",
+        )
 
 
 @app.command("retry")

@@ -7,16 +7,15 @@ import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from bpm.cli.app import (
     DbOpt,
+    JsonOpt,
     app,
     console,
     open_engine,
     parse_vars,
-    print_json,
-    print_table,
+    print_rows,
     resolve_id,
     user_errors,
 )
@@ -52,7 +51,7 @@ def _type_of(value: object, written: str | None) -> str:
 @vars_app.command("list")
 def list_vars(
     instance_id: IdArg,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: JsonOpt = False,
     db: DbOpt = None,
 ) -> None:
     """List an instance's variables with their types."""
@@ -63,13 +62,13 @@ def list_vars(
             {"name": k, "type": _type_of(v, inst.variable_types.get(k)), "value": v}
             for k, v in sorted(inst.variables.items())
         ]
-        if as_json:
-            print_json(rows)
-            return
-        table = Table("name", "type", "value", header_style="bold")
-        for row in rows:
-            table.add_row(str(row["name"]), str(row["type"]), json.dumps(row["value"]))
-        print_table(table)
+        print_rows(
+            rows,
+            as_json=as_json,
+            json_of=lambda row: row,
+            columns=("name", "type", "value"),
+            cells=lambda row: (str(row["name"]), str(row["type"]), json.dumps(row["value"])),
+        )
 
 
 @vars_app.command("set")

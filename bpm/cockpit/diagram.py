@@ -171,8 +171,8 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None, *, draw: Dr
                 el, _q(BPMN, "conditionExpression"), {_q(XSI, "type"): "bpmn:tFormalExpression"}
             )
             cond.text = flow.condition
-    for node in model.nodes.values():  # a compensation event points at its handler
-        if isinstance(node, n.BoundaryEvent) and node.compensate_with:
+    for node in model.boundary_events.values():  # a compensation event points at its handler
+        if node.compensate_with:
             attrs = {
                 "id": f"{node.id}_association",
                 "associationDirection": "One",
@@ -188,7 +188,7 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None, *, draw: Dr
         attrs = {"id": f"{node_id}_di", "bpmnElement": node_id}
         if isinstance(model.nodes[node_id], n.ExclusiveGateway):
             attrs["isMarkerVisible"] = "true"
-        elif isinstance(model.nodes[node_id], n.SubProcess | n.EventSubProcess):
+        elif model.nodes[node_id].holds_nodes:
             attrs["isExpanded"] = "true"  # its nodes are drawn on this plane
         shape = SubElement(plane, _q(BPMNDI, "BPMNShape"), attrs)
         _bounds(shape, box)

@@ -100,11 +100,12 @@ class _Graph:
 def _anchor(model: ProcessModel, node_id: str) -> str:
     """Boundary events are laid out at their activity."""
     node = model.nodes.get(node_id)
-    return node.attached_to if isinstance(node, n.BoundaryEvent) else node_id
+    host = node.host if node is not None else None
+    return host if host is not None else node_id
 
 
 def _main_nodes(model: ProcessModel) -> list[str]:
-    return [k for k, v in model.nodes.items() if not isinstance(v, n.BoundaryEvent)]
+    return [k for k, v in model.nodes.items() if v.host is None]
 
 
 def _back_edges(model: ProcessModel, nodes: list[str]) -> set[str]:
@@ -285,7 +286,7 @@ def layout(model: ProcessModel) -> Layout:
         if f.id in g.back or chain[0] == chain[-1]:
             loops += 1
             edges[f.id] = _loop(shapes[f.source], shapes[f.target], bottom + 25 * loops)
-        elif isinstance(model.nodes[f.source], n.BoundaryEvent):
+        elif model.nodes[f.source].host is not None:
             edges[f.id] = _from_boundary(shapes[f.source], shapes[f.target])
         else:
             rows_y = [centers[x][1] for x in chain]
@@ -299,7 +300,7 @@ def layout(model: ProcessModel) -> Layout:
         if text and len(edges[f.id]) >= 2:
             chain = g.chains[f.id]
             after = None
-            if f.id not in g.back and not isinstance(model.nodes[f.source], n.BoundaryEvent):
+            if f.id not in g.back and model.nodes[f.source].host is None:
                 column = g.layer[chain[0]]
                 after = lefts[column] + widths[column] + gaps[column] / 2
             labels[f.id] = _label_box(edges[f.id], after, text)

@@ -27,9 +27,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from bpm import tracing
-from bpm.contrib.otel_env import asked
 from bpm.errors import ConfigurationError
-from bpm.tracing import AttributeValue, TraceContext
+from bpm.tracing import AttributeValue, TraceContext, asked
 
 try:
     from opentelemetry import context as otel_context

@@ -4,23 +4,12 @@ they ask for nothing (:func:`bpm.contrib.otel.configure_from_env` does the work)
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Mapping
+
+from bpm.tracing import ASKING, asked
+
+__all__ = ["ASKING", "asked", "trace_from_env"]
 
 log = logging.getLogger("bpm.otel")
-
-# The variables that ask for an exporter (the SDK's own names).
-ASKING = (
-    "OTEL_TRACES_EXPORTER",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-)
-
-
-def asked(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the variables ask for a trace exporter."""
-    env = os.environ if environ is None else environ
-    return any(env.get(name, "").strip() for name in ASKING)
 
 
 def trace_from_env(service_name: str) -> bool:

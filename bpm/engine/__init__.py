@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine as SAEngine
 
 from bpm.dispatch import Dispatcher, default_dispatcher
+from bpm.engine import activity_tree as _tree
 from bpm.engine import comments as _comments
 from bpm.engine import definitions as _defs
 from bpm.engine import deployment_admin as _dep_admin
@@ -20,6 +21,7 @@ from bpm.engine import gauges as _gauges
 from bpm.engine import incidents as _incidents
 from bpm.engine import instances as _inst
 from bpm.engine import messages as _messages
+from bpm.engine import modification as _modification
 from bpm.engine import reclaim as _reclaim
 from bpm.engine import retention as _retention
 from bpm.engine import schedules as _schedules
@@ -28,6 +30,7 @@ from bpm.engine import steering as _steering
 from bpm.engine import timers as _timers
 from bpm.engine import user_tasks as _user_tasks
 from bpm.engine import worker_bindings as _bindings
+from bpm.engine.activity_tree import ActivityInstance, TransitionInstance
 from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
@@ -36,8 +39,10 @@ from bpm.engine.decisions import Decisions
 from bpm.engine.deployment_admin import DeploymentQuery
 from bpm.engine.deployments import Deployment
 from bpm.engine.external_reports import Completion
+from bpm.engine.filters import Filters
 from bpm.engine.gauges import Gauges
 from bpm.engine.messages import Correlation, Message
+from bpm.engine.modification import Instruction
 from bpm.engine.queries import Queries
 from bpm.engine.replica import ReadReplica
 from bpm.engine.signals import SignalResult
@@ -66,6 +71,7 @@ from bpm.store.comments import TaskComment
 from bpm.store.id_prefix import TABLES, ids_with_prefix
 
 __all__ = [
+    "ActivityInstance",
     "Completion",
     "Correlation",
     "Deployment",
@@ -83,6 +89,7 @@ __all__ = [
     "TaskChanges",
     "Timer",
     "TopicRequest",
+    "TransitionInstance",
 ]
 
 
@@ -155,6 +162,11 @@ class Engine:
     def decisions(self) -> Decisions:
         """Deployed DMN decisions: definitions, evaluation, the decision history."""
         return Decisions(self.core)
+
+    @property
+    def filters(self) -> Filters:
+        """Saved task filters (Camunda's ``/filter``)."""
+        return Filters(self.core)
 
     @property
     def queries(self) -> Queries:
@@ -419,6 +431,41 @@ class Engine:
             business_key=business_key,
             limit=limit,
             offset=offset,
+        )
+
+    def activity_instances(self, instance_id: str) -> ActivityInstance:
+        """Where an instance stands, as Camunda's activity instance tree: the instance at
+        the root, an activity instance per activity a token is in (sub-processes and
+        multi-instance bodies nest theirs), a transition instance per step waiting for a
+        worker. Ids are stable while their token lives (see :mod:`bpm.engine.activity_tree`).
+        """
+        return _tree.activity_instances(self.core, instance_id)
+
+    def modify(
+        self,
+        instance_id: str,
+        instructions: Sequence[Instruction],
+        *,
+        skip_io_mappings: bool = False,
+        annotation: str | None = None,
+        by: str | None = None,
+        now: datetime | None = None,
+    ) -> Instance:
+        """Start and cancel activities of a running instance in one transaction (Camunda's
+        modification): ``instructions`` are :class:`~bpm.engine.modification.StartBefore`,
+        ``StartAfter``, ``StartTransition`` and ``Cancel``, applied in order. A bad one raises
+        :class:`~bpm.engine.modification.ModificationError` and nothing changes. Recorded in
+        the trail with ``by`` (default ``python``) and ``annotation``; see
+        :mod:`bpm.engine.modification` and ``docs/modification.md``.
+        """
+        return _modification.modify(
+            self.core,
+            instance_id,
+            instructions,
+            skip_io_mappings=skip_io_mappings,
+            annotation=annotation,
+            by=by,
+            now=now,
         )
 
     def history(self, instance_id: str) -> list[HistoryEvent]:
@@ -760,6 +807,11 @@ class Engine:
         """Expired external-task locks count as failed attempts (ready again, or an
         incident when none is left); returns how many."""
         return _ext.reclaim_expired_external_locks(self.core, now=now, limit=limit)
+
+    def start_traces(self, instance_ids: Collection[str]) -> dict[str, dict[str, str]]:
+        """The W3C trace headers each instance's start recorded (traced starts only), by
+        instance id: the trace an external task's handler joins (``bpmTrace``)."""
+        return _ext.start_traces(self.core, instance_ids)
 
     def external_task(self, task_id: str) -> ExternalTask:
         """An open external task (ready, locked, or failed with an incident)."""

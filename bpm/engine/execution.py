@@ -19,7 +19,7 @@ import logging
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,8 +29,10 @@ from bpm import tracing
 from bpm.engine import observed, traced
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
+from bpm.engine.listeners import run_with_listeners
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
+from bpm.engine.steps import Claimed, Outcome
 from bpm.engine.traced import StepSpans
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
@@ -50,37 +52,8 @@ from bpm.store.work import scope_chains
 log = logging.getLogger("bpm.execution")
 
 
-@dataclass(frozen=True)
-class Claimed:
-    """A step this worker holds the lease on."""
-
-    token: Token
-    variables: dict[str, Any]
-    definition_id: str
-    node: n.ServiceTask
-    business_key: str | None = None
-    definition_key: str = ""  # the process key, for observers
-    claimed_at: float = 0.0  # time.perf_counter() when the lease was taken
-    trace: tracing.TraceContext | None = None  # with a tracer: the parent of its span
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The result of running a handler: variables to merge, or an error."""
-
-    variables: Any = None
-    error: str | None = None
-    details: str | None = None
-    finished_at: datetime | None = None
-    error_code: str | None = None  # from an ``error_code`` attribute of the exception
-    seconds: float | None = None  # how long the handler ran
-    locals: dict[str, Any] | None = None  # ctx.set_local(...)
-    thrown: BpmnError | None = None  # the handler raised a BPMN error (not retried)
-    asked: StepFailed | None = None  # the handler said what comes next (StepFailed)
-
-
 def _inline(node: n.Node) -> n.ServiceTask | None:
-    return node if isinstance(node, n.ServiceTask) and not node.is_external else None
+    return n.inline_task(node)
 
 
 # -- claim ----------------------------------------------------------------------------------
@@ -173,11 +146,16 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         properties=step.node.properties,
     )
     started = time.perf_counter()
+    listened: tuple[str, ...] = ()
     if core.observers:
         observed.handler_started(core, step, worker_id, started)
     try:
         spec = core.registry.get(step.node.handler or "")
-        result = spec.fn(ctx)
+        result: Any
+        if step.node.listeners:
+            result, listened = run_with_listeners(core.registry, step.node, ctx, spec.fn)
+        else:
+            result = spec.fn(ctx)
     except Exception as exc:  # a handler may raise anything: it is the user's code
         outcome = Outcome(
             error=exc.message if isinstance(exc, StepFailed) else f"{type(exc).__name__}: {exc}",
@@ -194,6 +172,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             finished_at=core.now(),
             seconds=_ran_for(core, started),
             locals=dict(ctx.locals) or None,
+            listeners=listened,
         )
     if core.observers:
         observed.handler_finished(core, step, worker_id, outcome)
@@ -256,6 +235,13 @@ def _apply(
         except BpmError as exc:
             error, details = f"{type(exc).__name__}: {exc}", None
     if error is None:
+        if outcome.listeners:  # one row for all of them: the trail shows what ran
+            work.record(
+                "listeners_ran",
+                token_id=current.id,
+                node_id=current.node_id,
+                payload={"listeners": list(outcome.listeners)},
+            )
         walker.leave(current)
         return StepOutcome.COMPLETED
     policy = policy_for(step.node, unit.core.registry.find(step.node.handler or ""))

@@ -159,6 +159,19 @@ def next_free_at(
         return store.next_free_at(conn, list(topics), at)
 
 
+def start_traces(core: EngineCore, instance_ids: Collection[str]) -> dict[str, dict[str, str]]:
+    """The trace headers (W3C ``traceparent``/``tracestate``) each instance's start
+    recorded in its ``instance_started`` event, by instance id; instances started without
+    a tracer are left out. One indexed read per instance."""
+    out: dict[str, dict[str, str]] = {}
+    with core.db.connect() as conn:
+        for instance_id in dict.fromkeys(instance_ids):
+            headers = history_store.started_trace(conn, instance_id)
+            if headers:
+                out[instance_id] = headers
+    return out
+
+
 # -- loading a task for a write -------------------------------------------------------------
 
 

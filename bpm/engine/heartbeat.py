@@ -25,13 +25,13 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
+from typing import Protocol
 
+from sqlalchemy import Engine
+
+from bpm.engine.config import EngineConfig
 from bpm.store import tokens as token_store
-
-if TYPE_CHECKING:
-    from bpm.engine.core import EngineCore
 
 log = logging.getLogger("bpm.leases")
 
@@ -49,10 +49,20 @@ class Held:
     until: float  # monotonic time until which the lease is surely ours
 
 
+class Keeps(Protocol):
+    """What the keeper needs of its engine (an :class:`bpm.engine.core.EngineCore`, which
+    holds the keeper: named by what it offers, so this module does not import it)."""
+
+    db: Engine
+    config: EngineConfig
+
+    def now(self) -> datetime: ...
+
+
 class LeaseKeeper:
     """Extends the leases of the steps held by this process (see the module docstring)."""
 
-    def __init__(self, core: EngineCore) -> None:
+    def __init__(self, core: Keeps) -> None:
         self.core = core
         self.beats = 0  # successful heartbeats (each one statement for every held step)
         self.lost = 0  # leases found lost at a heartbeat

@@ -114,7 +114,7 @@ def retry_incident(core: EngineCore, incident_id: str, *, now: datetime | None =
             assert tok is not None
             node = walker.model.node(tok.node_id)
             tok = work.transition(tok.id, TokenState.READY, attempt=0, payload={"incident": inc.id})
-            if isinstance(node, n.ServiceTask) and not node.is_external and inc.type == "failedJob":
+            if n.inline_task(node) is not None and inc.type == "failedJob":
                 work.to_dispatch.append(tok.id)  # boundary timers are still pending
             else:
                 walker.continue_tokens([tok])

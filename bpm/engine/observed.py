@@ -26,7 +26,7 @@ from bpm.runtime.states import IncidentState
 from bpm.runtime.work import InstanceWork
 
 if TYPE_CHECKING:
-    from bpm.engine.execution import Claimed, Outcome
+    from bpm.engine.steps import Claimed, Outcome
 
 
 def handler_started(core: EngineCore, step: Claimed, worker: str, started: float) -> None:

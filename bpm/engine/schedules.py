@@ -80,8 +80,9 @@ def fire_due_schedules(core: EngineCore, *, now: datetime | None = None, limit: 
             node = model.nodes.get(found.node_id)
             fired = found.fired_count + 1
             following = None
-            if isinstance(node, n.StartEvent) and node.timer is not None:
-                following = recurrence(node.timer).next_due(due, fired, at)
+            timer = n.timer_of(node)
+            if timer is not None:
+                following = recurrence(timer).next_due(due, fired, at)
             definition = defs_store.by_id(conn, found.definition_id)
             try:
                 assert definition is not None

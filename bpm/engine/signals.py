@@ -41,8 +41,10 @@ def signal(
     variables: Mapping[str, Any] | None = None,
     *,
     now: datetime | None = None,
+    exclude: str | None = None,
 ) -> SignalResult:
-    """Broadcast signal ``name`` in one transaction."""
+    """Broadcast signal ``name`` in one transaction (to every instance but ``exclude``:
+    a throwing instance caught its own signal in the throwing transaction)."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidOperation("a signal needs a name: pass name (a non-empty string)")
     clean = check_variables(
@@ -53,7 +55,8 @@ def signal(
     with unit_of_work(core, now) as unit:
         by_instance: dict[str, list[str]] = defaultdict(list)
         for w in store.waiting(unit.conn, SIGNAL, name):
-            by_instance[w.instance_id].append(w.subscription_id)
+            if w.instance_id != exclude:
+                by_instance[w.instance_id].append(w.subscription_id)
         works = unit.lock(sorted(by_instance)) if by_instance else {}
         for instance_id in sorted(works):
             work = works[instance_id]
@@ -85,10 +88,11 @@ def after_unit(core: EngineCore, works: Sequence[InstanceWork]) -> None:
         broadcast_thrown(core, thrown)
 
 
-def broadcast_thrown(core: EngineCore, thrown: Sequence[tuple[str, dict[str, Any]]]) -> None:
-    """Signals thrown by signal throw events of a transaction that just committed."""
-    for name, variables in thrown:
+def broadcast_thrown(core: EngineCore, thrown: Sequence[tuple[str, dict[str, Any], str]]) -> None:
+    """Signals thrown by signal throw events of a transaction that just committed (not to
+    the instance that threw each: it caught it in that transaction)."""
+    for name, variables, thrower in thrown:
         try:
-            signal(core, name, variables)
+            signal(core, name, variables, exclude=thrower)
         except Exception:  # the throwing transaction is committed: log, never undo it
             log.exception("broadcasting signal %r thrown by a process failed", name)

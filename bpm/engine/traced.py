@@ -28,7 +28,7 @@ from bpm.tracing import Span, TraceContext, Tracer
 
 if TYPE_CHECKING:
     from bpm.engine.core import EngineCore
-    from bpm.engine.execution import Claimed, Outcome
+    from bpm.engine.steps import Claimed, Outcome
     from bpm.engine.unit import Unit
     from bpm.runtime.work import InstanceWork
 

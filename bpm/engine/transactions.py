@@ -10,6 +10,7 @@ after-commit work waits for the *caller's* commit, and is dropped if it rolls ba
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
@@ -40,8 +41,6 @@ class OwnTransactions:
     """
 
     def __init__(self, db: Engine) -> None:
-        import threading
-
         self.db = db
         self._held = threading.local()
 

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+import psycopg
+
 from bpm.store import dialect
 from bpm.store import timers as store
 from bpm.store.db import libpq_dsn
@@ -120,8 +122,6 @@ class TimerWaiter:
 
     # -- wake-ups -------------------------------------------------------------------------
     def _listen(self) -> None:
-        import psycopg
-
         dsn = libpq_dsn(self.engine.db) or ""
         while not self._stop.is_set():
             try:

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from bpm.retry import RetryPolicy
+from bpm.scripts import PYTHON_SCRIPT
 
 SPARSE: Mapping[str, Any] = {"sparse": True}
 """Field metadata: left out of the model's JSON when it holds its default, so models that
@@ -27,6 +28,9 @@ class Node:
 
     json_name: ClassVar[str] = ""
     tag: ClassVar[str] = ""
+    holds_nodes: ClassVar[bool] = False
+    """Whether nodes stand inside it (their ``container``): embedded and event
+    sub-processes, drawn expanded, parsed with their members."""
 
     id: str
     name: str | None = None
@@ -38,6 +42,12 @@ class Node:
     def waits(self) -> bool:
         """True when a token arriving here stops until something outside happens."""
         return False
+
+    @property
+    def host(self) -> str | None:
+        """The activity this node is attached to (a boundary event's); None: it stands on
+        its own in the flow. The cockpit's layout and the runtime ask this, not the class."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,26 @@ class VariableMapping:
 
 
 @dataclass(frozen=True)
+class Listener:
+    """An execution listener (``kind="execution"``: events ``start``, ``end``) of an
+    activity: the inline handler ``handler`` (``camunda:class``, ``expression``,
+    ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
+    (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's
+    attempt: start listeners before the activity's work, end listeners after it."""
+
+    event: str
+    handler: str | None = None
+    script: str | None = None
+    kind: str = "execution"
+
+    @property
+    def label(self) -> str:
+        """How the trail and errors name it: ``start listener 'audit'``."""
+        what = f"'{self.handler}'" if self.handler else "(Python script)"
+        return f"{self.event} listener {what}"
+
+
+@dataclass(frozen=True)
 class MultiInstance:
     """A multi-instance marker: run the activity once per item (or ``cardinality`` times).
 
@@ -183,6 +213,9 @@ class Activity(Node):
     default_flow: str | None = field(default=None, metadata=SPARSE)
     """The outgoing flow taken when the activity completes and none of its conditional
     flows is true (BPMN ``default``); see :attr:`ProcessModel.branching`."""
+    listeners: tuple[Listener, ...] = field(default=(), metadata=SPARSE)
+    """Execution listeners, in document order (run by inline steps: see
+    :mod:`bpm.engine.listeners`)."""
 
     @property
     def has_mappings(self) -> bool:
@@ -215,9 +248,10 @@ class ServiceTask(Activity):
 @dataclass(frozen=True)
 class ScriptTask(ServiceTask):
     """A script task. ``cel`` scripts (and ``feel`` ones, Zeebe's ``=...``) are evaluated
-    by the engine (``result_variable`` receives the value); any other language runs as the
-    inline handler ``handler`` (the task id), which finds the script text on
-    ``ctx.script``. Nothing is evaluated as Python.
+    by the engine (``result_variable`` receives the value); ``python`` ones (handler
+    ``bpm:python``) run sandboxed on a worker (:mod:`bpm.scripts`); any other language runs
+    as the inline handler ``handler`` (the task id), which finds the script text on
+    ``ctx.script``.
     """
 
     json_name: ClassVar[str] = "script_task"
@@ -232,6 +266,11 @@ class ScriptTask(ServiceTask):
         """Evaluated by the engine: CEL, or Zeebe's ``=FEEL`` (``zeebe:script``)."""
         kind = (self.script_format or "").strip().lower()
         return kind == "cel" or (kind == "feel" and (self.script or "").startswith("="))
+
+    @property
+    def is_python(self) -> bool:
+        """Run in the sandbox by a worker (:mod:`bpm.scripts`)."""
+        return self.handler == PYTHON_SCRIPT
 
     @property
     def waits(self) -> bool:
@@ -292,6 +331,7 @@ class SubProcess(Activity):
     """An embedded sub-process: its nodes name it as their ``container``."""
 
     json_name: ClassVar[str] = "sub_process"
+    holds_nodes: ClassVar[bool] = True
     tag: ClassVar[str] = "subProcess"
 
     @property
@@ -307,6 +347,7 @@ class EventSubProcess(Activity):
     has no multi-instance marker)."""
 
     json_name: ClassVar[str] = "event_sub_process"
+    holds_nodes: ClassVar[bool] = True
     tag: ClassVar[str] = "subProcess"
 
 
@@ -477,6 +518,10 @@ class BoundaryEvent(Node):
     event: EventRef | None = field(default=None, metadata=SPARSE)
 
     @property
+    def host(self) -> str | None:
+        return self.attached_to
+
+    @property
     def is_error(self) -> bool:
         return (
             self.timer is None
@@ -560,6 +605,19 @@ class SignalThrow(Node):
     tag: ClassVar[str] = "intermediateThrowEvent"
 
     signal: str = ""
+
+
+def inline_task(node: Node | None) -> ServiceTask | None:
+    """``node`` when it is a service (or script) task run by an inline handler, the work
+    the engine's own workers claim; None for anything else (external tasks too)."""
+    return node if isinstance(node, ServiceTask) and not node.is_external else None
+
+
+def timer_of(node: Node | None) -> TimerSpec | None:
+    """The timer a start, boundary or intermediate catch event waits for (None: none)."""
+    if isinstance(node, StartEvent | BoundaryEvent | TimerCatchEvent):
+        return node.timer
+    return None
 
 
 @dataclass(frozen=True)

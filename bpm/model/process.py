@@ -85,6 +85,11 @@ class ProcessModel:
         )
 
     @cached_property
+    def boundary_events(self) -> Mapping[str, n.BoundaryEvent]:
+        """Every boundary event by its own id, in the order of :attr:`nodes`."""
+        return {k: v for k, v in self.nodes.items() if isinstance(v, n.BoundaryEvent)}
+
+    @cached_property
     def boundaries(self) -> Mapping[str, tuple[n.BoundaryEvent, ...]]:
         """Boundary events by the id of the activity they are attached to."""
         out: dict[str, list[n.BoundaryEvent]] = {}
@@ -182,6 +187,18 @@ class ProcessModel:
         """The event sub-processes drawn directly in ``container``."""
         return tuple(x for x in self.members.get(container, ()) if isinstance(x, n.EventSubProcess))
 
+    def event_start(self, node_id: str) -> n.StartEvent | None:
+        """The start event (the trigger) of an event sub-process at ``node_id``; None when
+        ``node_id`` is something else."""
+        node = self.nodes.get(node_id)
+        if (
+            isinstance(node, n.StartEvent)
+            and node.container is not None
+            and isinstance(self.nodes.get(node.container), n.EventSubProcess)
+        ):
+            return node
+        return None
+
     def trigger_of(self, event_subprocess: str) -> n.StartEvent | None:
         """The start event that triggers an event sub-process."""
         starts = [x for x in self.members.get(event_subprocess, ()) if isinstance(x, n.StartEvent)]
@@ -265,10 +282,16 @@ class ProcessModel:
         """Inline handler name -> ids of the tasks that run it (external tasks excluded)."""
         out: dict[str, list[str]] = {}
         for node in self.nodes.values():
-            if isinstance(node, n.ServiceTask) and node.handler and not node.is_external:
-                if isinstance(node, n.ScriptTask) and node.is_cel:
-                    continue
+            # CEL scripts are run by the engine, Python ones by its sandbox: no handler
+            engine_run = isinstance(node, n.ScriptTask) and (node.is_cel or node.is_python)
+            inline = isinstance(node, n.ServiceTask) and node.handler and not node.is_external
+            if inline and not engine_run:
+                assert isinstance(node, n.ServiceTask) and node.handler
                 out.setdefault(node.handler, []).append(node.id)
+            if isinstance(node, n.Activity):
+                for listener in node.listeners:
+                    if listener.handler:
+                        out.setdefault(listener.handler, []).append(node.id)
         return out
 
     def node(self, node_id: str) -> n.Node:
@@ -354,6 +377,8 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
             value = tuple(n.VariableMapping(**x) for x in value)
         elif f.name == "form_fields":
             value = tuple(n.FormFieldSpec.from_dict(x) for x in value)
+        elif f.name == "listeners":
+            value = tuple(n.Listener(**x) for x in value)
         elif f.name == "binding":
             value = n.CallBinding(value)
         elif isinstance(value, list):

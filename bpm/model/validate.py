@@ -21,6 +21,7 @@ from bpm.model.validate_loops import endless_loops
 from bpm.model.validate_messages import check_messages
 from bpm.model.validate_scopes import check_scopes
 from bpm.recurrence import recurrence
+from bpm.scripts import ScriptError, compile_python
 from bpm.timeexpr import TimerError, check
 
 __all__ = ["check_model", "validate"]
@@ -332,6 +333,10 @@ def _tasks(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
         if isinstance(node, n.ScriptTask) and node.is_cel:
             yield from _cel_script(node)
             continue
+        if isinstance(node, n.ScriptTask) and node.is_python:
+            yield from _python_script(node)
+        if isinstance(node, n.Activity):
+            yield from _listener_scripts(node)
         if not isinstance(node, n.ServiceTask):
             continue
         if node.handler is not None and node.topic is not None:
@@ -379,6 +384,26 @@ def _cel_script(node: n.ScriptTask) -> Iterator[Problem]:
         yield _at(node, f"script of '{node.id}': {exc}")
     if node.handler is not None or node.topic is not None:
         yield _at(node, f"CEL script task '{node.id}' also names a handler or topic: keep one")
+
+
+def _python_script(node: n.ScriptTask) -> Iterator[Problem]:
+    if not (node.script or "").strip():
+        yield _at(node, f"Python script task '{node.id}' has no script: write the script")
+        return
+    try:
+        compile_python(node.script or "")
+    except ScriptError as exc:
+        yield _at(node, f"Python script of '{node.id}' is refused: {exc}")
+
+
+def _listener_scripts(node: n.Activity) -> Iterator[Problem]:
+    for listener in node.listeners:
+        if listener.script is None:
+            continue
+        try:
+            compile_python(listener.script)
+        except ScriptError as exc:
+            yield _at(node, f"the {listener.label} of '{node.id}' is refused: {exc}")
 
 
 def _starts(model: ProcessModel, warnings: list[str]) -> None:

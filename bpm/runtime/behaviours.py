@@ -12,6 +12,7 @@ from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_condition, compile_expression, is_feel
 from bpm.model import nodes as n
 from bpm.runtime import (
+    calls,
     compensation,
     intermediate,
     scopes,
@@ -21,7 +22,7 @@ from bpm.runtime.hooks import Walk
 from bpm.runtime.records import ExternalTask, Token, UserTask
 from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, UserTaskState
 from bpm.runtime.usertasks import user_task_fields
-from bpm.runtime.variables import reference
+from bpm.runtime.variables import chain, reference
 from bpm.runtime.work import new_id
 
 JOB_TYPE_INCIDENT = "failedJobType"
@@ -63,6 +64,10 @@ def end_event(walker: Walk, tok: Token, node: n.EndEvent) -> None:
             return
         walker.terminate_all(f"terminate end event {node.id}")
         w.set_state(InstanceState.TERMINATED, by=node.id)
+        if w.instance.parent_id is not None:
+            # A called process that terminates itself ended normally for its caller
+            # (Camunda 7: the call activity completes, with its outputs, and goes on).
+            calls.child_completed(walker)
     elif node.kind is n.EndKind.ERROR:
         w.record(
             "error_end", token_id=tok.id, node_id=node.id, payload={"error_code": node.error_code}
@@ -175,35 +180,45 @@ def exclusive_gateway(walker: Walk, tok: Token, node: n.ExclusiveGateway) -> Non
 def parallel_gateway(walker: Walk, tok: Token, node: n.ParallelGateway) -> None:
     """Fork (one token per outgoing flow, in a new fork scope) and/or join.
 
-    A join records each arriving token of its scope as ``Waiting(join)``; the arrival that
-    completes the set completes them all and goes on with one token. The instance lock is
-    held, so exactly one arrival can be the last.
+    A join records each arriving token as ``Waiting(join)`` (``blocked_id`` names the flow
+    it came by); the arrival that completes the set completes them all and goes on with one
+    token. The set is the tokens of the arriving token's fork scope (a structured join);
+    failing that, one token per incoming flow among the tokens of the same region (the
+    process, a sub-process, an inner instance), whatever fork made them: BPMN 2.0.2's rule
+    (13.4.3), which unstructured models (nested forks into one join) need. The instance
+    lock is held, so exactly one arrival can be the last.
     """
     w = walker.work
-    incoming = len(walker.model.incoming[node.id])
+    flows = walker.model.incoming[node.id]
+    incoming = len(flows)
     if incoming <= 1:
         _fork(walker, tok, node, tok.scope_id)
         return
-    w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.JOIN, tok.scope_id or "root"))
-    arrived = [
+    w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.JOIN, _arrival(walker, tok, node)))
+    waiting = [
         t
         for t in w.tokens.values()
         if t.state is TokenState.WAITING
         and t.node_id == node.id
         and t.blocked_kind is BlockKind.JOIN
-        and t.scope_id == tok.scope_id
     ]
-    if len(arrived) < incoming:
-        return
-    arrived = arrived[:incoming]
+    arrived = [t for t in waiting if t.scope_id == tok.scope_id]
+    scope_id = tok.scope_id
+    if len(arrived) >= incoming:
+        arrived = arrived[:incoming]
+        fork = w.scope(scope_id) if scope_id is not None else None
+        if fork is not None and fork.is_fork:
+            scope = w.shrink_scope(fork.id, incoming - 1)
+            if scope.expected is not None and scope.expected <= 1:
+                scope_id = scope.parent_id
+    else:
+        unstructured = _one_per_flow(walker, tok, flows, waiting)
+        if unstructured is None:
+            return
+        arrived = unstructured
+        scope_id = _common_scope(walker, arrived)
     for t in arrived:
         w.transition(t.id, TokenState.COMPLETED, payload={"joined": True})
-    scope_id = tok.scope_id
-    fork = w.scope(scope_id) if scope_id is not None else None
-    if fork is not None and fork.is_fork:
-        scope = w.shrink_scope(fork.id, incoming - 1)
-        if scope.expected is not None and scope.expected <= 1:
-            scope_id = scope.parent_id
     w.record(
         "join_fired",
         token_id=tok.id,
@@ -211,6 +226,43 @@ def parallel_gateway(walker: Walk, tok: Token, node: n.ParallelGateway) -> None:
         payload={"tokens": [t.id for t in arrived], "scope": tok.scope_id},
     )
     _fork(walker, w.token(tok.id), node, scope_id)
+
+
+def _arrival(walker: Walk, tok: Token, node: n.Node) -> str:
+    """The id of the flow ``tok`` came to the join by: the flow from the node of the token
+    that made it (in memory: a token reaches a join in the transaction that made it)."""
+    parent = walker.work.tokens.get(tok.parent_id) if tok.parent_id else None
+    if parent is not None:
+        for flow in walker.model.incoming[node.id]:
+            if flow.source == parent.node_id:
+                return flow.id
+    return f"token:{tok.id}"  # not known: an arrival of its own, joined by fork scope only
+
+
+def _one_per_flow(
+    walker: Walk, tok: Token, flows: tuple[n.Flow, ...], waiting: list[Token]
+) -> list[Token] | None:
+    """The earliest waiting token of each incoming flow in ``tok``'s region, or None while
+    a flow has none."""
+    region = scopes.region_of(walker.work, tok.scope_id)
+    here = region.id if region else None
+    first: dict[str, Token] = {}
+    for t in sorted(waiting, key=lambda t: (t.updated_at, t.id)):
+        other = scopes.region_of(walker.work, t.scope_id)
+        if (other.id if other else None) == here and t.blocked_id not in first:
+            first[str(t.blocked_id)] = t
+    if any(f.id not in first for f in flows):
+        return None
+    return [first[f.id] for f in flows]
+
+
+def _common_scope(walker: Walk, tokens: list[Token]) -> str | None:
+    """The innermost scope around every token of ``tokens`` (None: the process)."""
+    chains = [[s.id for s in chain(walker.work, t.scope_id)] for t in tokens]
+    for scope_id in chains[0]:
+        if all(scope_id in c for c in chains[1:]):
+            return scope_id
+    return None
 
 
 def _fork(walker: Walk, tok: Token, node: n.ParallelGateway, outer: str | None) -> None:

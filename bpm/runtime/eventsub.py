@@ -83,8 +83,8 @@ def _schedule(walker: Walk, listener: Token, trigger: n.StartEvent, *, first: bo
 def fire(walker: Walk, listener: Token, timer: Timer) -> None:
     """The timer of an event sub-process's start fired (it is marked fired already)."""
     work = walker.work
-    trigger = walker.model.node(timer.node_id)
-    assert isinstance(trigger, n.StartEvent)
+    trigger = walker.model.event_start(timer.node_id)
+    assert trigger is not None
     region = listener.scope_id
     if trigger.interrupting:
         work.transition(listener.id, TokenState.COMPLETED, payload={"timer": timer.id})
@@ -116,7 +116,7 @@ def start(
     esp = walker.model.node(trigger.container)
     inputs: dict[str, Any] = {}
     failed: BpmError | None = None
-    if isinstance(esp, n.EventSubProcess) and esp.inputs:
+    if isinstance(esp, n.Activity) and esp.inputs:
         try:
             inputs = evaluate(esp.inputs, visible(walker.work, region))
         except BpmError as exc:
@@ -141,7 +141,7 @@ def complete(walker: Walk, scope: Scope) -> None:
     """An event sub-process with no token left: its outputs go to the enclosing scope."""
     work = walker.work
     node = walker.model.node(scope.node_id)
-    if isinstance(node, n.EventSubProcess) and node.outputs:
+    if isinstance(node, n.Activity) and node.outputs:
         try:
             values = evaluate(node.outputs, visible(work, scope.id))
             write(work, walker.model, scope.parent_id, values, source=node.id)

@@ -144,7 +144,8 @@ def cancel_of_token(walker: Walk, tok: Token, *, boundaries_only: bool = False) 
     for sub in w.items_of(Subscription, tok.id):
         if sub.state is not S.OPEN:
             continue
-        if boundaries_only and not isinstance(walker.model.nodes.get(sub.node_id), n.BoundaryEvent):
+        owner = walker.model.nodes.get(sub.node_id)
+        if boundaries_only and (owner is None or owner.host is None):
             continue
         w.move(sub, S.CANCELLED)
 
@@ -167,9 +168,10 @@ def event_gateway(walker: Walk, tok: Token, node: n.EventBasedGateway) -> None:
     planned: list[tuple[str, Any]] = []
     for flow in walker.model.outgoing[node.id]:
         target = walker.model.node(flow.target)
-        if isinstance(target, n.TimerCatchEvent) and target.timer is not None:
+        spec = n.timer_of(target)
+        if spec is not None:
             try:
-                planned.append((target.id, fire_time(target.timer, walker.variables(tok), w.now)))
+                planned.append((target.id, fire_time(spec, walker.variables(tok), w.now)))
             except TimerError as exc:
                 walker.fail_token(
                     tok, f"timer of '{target.id}': {exc}", incident_type=TIMER_INCIDENT
@@ -239,7 +241,7 @@ def applies(walker: Walk, sub: Subscription) -> Token | None:
         return tok  # a catch event, a receive task, a listener
     if gateway_waits(tok):
         return tok
-    if isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id:
+    if node is not None and node.host == tok.node_id:
         return tok
     return None
 
@@ -261,8 +263,8 @@ def deliver(walker: Walk, sub_id: str, variables: dict[str, Any]) -> bool:
     node = walker.model.node(sub.node_id)
     if gateway_waits(tok) and tok.node_id != sub.node_id:
         gateway_won(walker, tok, sub.node_id, variables)
-    elif isinstance(node, n.BoundaryEvent):
-        _boundary(walker, tok, node, variables)
+    elif (boundary := walker.model.boundary_events.get(sub.node_id)) is not None:
+        _boundary(walker, tok, boundary, variables)
     elif isinstance(node, n.StartEvent):
         _listener(walker, tok, node, variables)
     else:
@@ -302,10 +304,28 @@ def _listener(walker: Walk, tok: Token, trigger: n.StartEvent, variables: dict[s
 
 
 def signal_throw(walker: Walk, tok: Token, node: n.SignalThrow) -> None:
-    """Broadcast after commit (other instances are locked by their own transactions), and
-    move on."""
-    walker.work.signals.append((node.signal, {}))
-    walker.work.record(
-        "signal_thrown", token_id=tok.id, node_id=node.id, payload={"signal": node.signal}
+    """Catch it in this instance now, broadcast it to the others after commit (they are
+    locked by their own transactions), and move on unless a catch here ended the thrower.
+
+    Camunda 7 delivers a thrown signal to every subscription at once, its own instance's
+    included: left to the broadcast after commit, an event sub-process or boundary event of
+    the thrower's own instance would find it moved on or ended."""
+    w = walker.work
+    w.record("signal_thrown", token_id=tok.id, node_id=node.id, payload={"signal": node.signal})
+    w.signals.append((node.signal, {}, w.instance.id))
+    own = sorted(
+        (
+            sub
+            for t in list(w.live_tokens())
+            for sub in w.items_of(Subscription, t.id)
+            if sub.kind == n.EventKind.SIGNAL.value
+            and sub.name == node.signal
+            and sub.state is S.OPEN
+        ),
+        key=lambda sub: (sub.created_at, sub.id),
     )
-    walker.leave(tok)
+    for sub in own:
+        deliver(walker, sub.id, {})
+    tok = w.token(tok.id)
+    if tok.state in LIVE_TOKEN_STATES:
+        walker.leave(tok)

@@ -98,10 +98,7 @@ def is_listener(walker: Walk, tok: Token) -> bool:
     signal."""
     if tok.state is not TokenState.WAITING or tok.blocked_kind not in _LISTENS:
         return False
-    node = walker.model.nodes.get(tok.node_id)
-    if not isinstance(node, n.StartEvent) or node.container is None:
-        return False
-    return isinstance(walker.model.nodes.get(node.container), n.EventSubProcess)
+    return walker.model.event_start(tok.node_id) is not None
 
 
 # -- opening and closing ----------------------------------------------------------------
@@ -345,6 +342,7 @@ def enter(walker: Walk, tok: Token, node: n.Node) -> Token | None:
     if node.loop is not None and not is_inner(work, tok):
         walker.hooks.start_loop(walker, tok, node)
         return None
-    if node.has_mappings and not isinstance(node, n.SubProcess) and own_scope(work, tok) is None:
+    # A node that holds nodes (a sub-process) has its scope already: its mappings go there
+    if node.has_mappings and not node.holds_nodes and own_scope(work, tok) is None:
         return open_activity(walker, tok, node)
     return tok

@@ -141,12 +141,20 @@ def find(
         return found
     work = walker.work
     scope_id = scopes.outer_scope_id(work, tok)
+    # Leaving an event sub-process, the event sub-processes of its parent scope are passed
+    # over: the throw goes to the scope around that parent (its boundary events, and
+    # outwards), never back into the event sub-process that threw (which would catch its
+    # own error for ever).
+    from_event_subprocess = False
     while True:
         region = scopes.region_of(work, scope_id)
-        if region is None or region.kind in (ScopeKind.SUBPROCESS, ScopeKind.EVENT_SUBPROCESS):
+        if not from_event_subprocess and (
+            region is None or region.kind in (ScopeKind.SUBPROCESS, ScopeKind.EVENT_SUBPROCESS)
+        ):
             start = _event_start(walker, region.node_id if region else None, code, kind)
             if start is not None:
                 return Catcher(walker, tok, start=start, region=region.id if region else None)
+        from_event_subprocess = False
         if region is None:
             break
         if region.kind in (ScopeKind.SUBPROCESS, ScopeKind.MULTI_INSTANCE):
@@ -158,6 +166,7 @@ def find(
                 return found
             scope_id = scopes.outer_scope_id(work, opener)
         else:
+            from_event_subprocess = region.kind is ScopeKind.EVENT_SUBPROCESS
             scope_id = region.parent_id
     inst = work.instance
     if inst.parent_id is None or walker.relatives is None:

@@ -180,7 +180,7 @@ def still_applies(walker: Walk, timer: Timer) -> bool:
         )
     if timer.kind == TIMEOUT:
         node = walker.model.nodes.get(timer.node_id)
-        return isinstance(node, n.BoundaryEvent) and node.attached_to == tok.node_id
+        return node is not None and node.host == tok.node_id
     hook = walker.hooks.timers.get(timer.kind)  # event sub-process starts, gateways
     return hook is not None and hook.still_waits(walker, tok, timer)
 
@@ -217,8 +217,7 @@ def apply(walker: Walk, timer: Timer) -> Timer | None:
 
 def _boundary_fired(walker: Walk, tok: Token, timer: Timer) -> Timer | None:
     w = walker.work
-    node = walker.model.node(timer.node_id)
-    assert isinstance(node, n.BoundaryEvent)
+    node = walker.model.boundary_events[timer.node_id]
     following: Timer | None = None
     if node.cancel_activity:
         # Cancels a user/external task and the token's other timers; an Executing inline

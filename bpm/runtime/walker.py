@@ -297,7 +297,10 @@ class Walker:
             calls.child_completed(self)
 
     def fail_token(self, tok: Token, error: str, *, incident_type: str = "failedGateway") -> None:
-        """A node could not proceed (no gateway flow matched, a timer could not be set)."""
+        """A node could not proceed (no gateway flow matched, a timer could not be set, the
+        output mapping of a completed user or external task failed)."""
+        if tok.state is TokenState.WAITING:  # a task, sub-process or call that was leaving
+            tok = self.work.transition(tok.id, TokenState.READY)
         if tok.state is TokenState.READY:
             tok = self.work.transition(tok.id, TokenState.EXECUTING, attempt=tok.attempt + 1)
         self.work.transition(tok.id, TokenState.FAILED, error=error)

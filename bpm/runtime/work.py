@@ -147,8 +147,10 @@ class InstanceWork(ScopeChanges):
     to_dispatch: list[str] = field(default_factory=list)
     # External-task topics that became fetchable: long pollers are woken after commit.
     notify: set[str] = field(default_factory=set)
-    # Signals thrown by signal throw events: broadcast after commit (bpm.engine.signals).
-    signals: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Signals thrown by signal throw events: broadcast after commit (bpm.engine.signals)
+    # to every instance but the thrower's (name, variables, thrower's instance id), which
+    # caught it at once.
+    signals: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
     # Executing tokens whose claim this transaction recorded (see record_claim).
     _claims_recorded: set[str] = field(default_factory=set, repr=False)
     # (kind, token id) pairs whose records are all loaded already.

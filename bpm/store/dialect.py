@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
+from psycopg import sql as pg_sql
+from psycopg.rows import dict_row
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -30,7 +33,9 @@ from sqlalchemy import (
     text,
     type_coerce,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import DBAPIError
 
 
 def is_postgres(conn: Connection) -> bool:
@@ -48,9 +53,6 @@ def pipelined(conn: Connection) -> Iterator[None]:
     if not is_postgres(conn):
         yield
         return
-    import psycopg
-    from sqlalchemy.exc import DBAPIError
-
     driver: Any = conn.connection.driver_connection
     try:
         with driver.pipeline():
@@ -76,10 +78,6 @@ def run_many(
             result = conn.execute(stmt, dict(params))
             out.append([dict(r._mapping) for r in result] if result.returns_rows else [])
         return out
-    import psycopg
-    from psycopg.rows import dict_row
-    from sqlalchemy.exc import DBAPIError
-
     driver: Any = conn.connection.driver_connection
     cursors = []
     try:
@@ -146,8 +144,6 @@ def insert_unless_present(
 ) -> bool:
     """Insert a row unless one with the same ``key`` (a unique index) is there already;
     True when this statement inserted it. Races are decided by the unique index."""
-    from sqlalchemy.dialects import postgresql, sqlite
-
     flavour: Any = postgresql if is_postgres(conn) else sqlite
     stmt = (
         flavour.insert(table)
@@ -268,12 +264,12 @@ def notify(conn: Connection, channel: str, payloads: Iterable[str]) -> None:
     SQLite has no listeners: the embedded mode's long polls fall back to short sleeps."""
     if not is_postgres(conn):
         return
-    from psycopg import sql
-
     driver: Any = conn.connection.driver_connection
     for payload in sorted(set(payloads)):
         # NOTIFY returns no rows, so it can go out in a pipeline with the other writes.
-        stmt = sql.SQL("NOTIFY {}, {}").format(sql.Identifier(channel), sql.Literal(payload))
+        stmt = pg_sql.SQL("NOTIFY {}, {}").format(
+            pg_sql.Identifier(channel), pg_sql.Literal(payload)
+        )
         conn.exec_driver_sql(stmt.as_string(driver))
 
 

@@ -9,6 +9,7 @@ the attempt's outcome carries the time of the claim).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -103,6 +104,4 @@ def retry_trace(conn: Connection, instance_id: str, token_id: str) -> dict[str, 
 
 
 def _numbered(e: HistoryEvent, seq: int) -> HistoryEvent:
-    from dataclasses import replace
-
     return replace(e, seq=seq)

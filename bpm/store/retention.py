@@ -49,3 +49,10 @@ def delete_instances(conn: Connection, instance_ids: list[str]) -> int:
     conn.execute(delete(decided).where(decided.c.process_instance_id.in_(instance_ids)))
     res = conn.execute(delete(t.process_instance).where(t.process_instance.c.id.in_(instance_ids)))
     return int(res.rowcount)
+
+
+def delete_everything(conn: Connection) -> None:
+    """Delete every row of every table, children first (the test kit's fresh database on a
+    PostgreSQL it was given: emptying is faster than migrating again)."""
+    for table in reversed(t.metadata.sorted_tables):
+        conn.execute(delete(table))

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Table
 
+from bpm.runtime.records import ProcessDefinition
 from bpm.store import tables as t
 
 R = TypeVar("R")
@@ -83,8 +84,6 @@ def values_of(record: Any) -> dict[str, Any]:
     return out
 
 
-def definition_from_row(r: Any) -> Any:
+def definition_from_row(r: Any) -> ProcessDefinition:
     """A :class:`ProcessDefinition` from a row of ``process_definition``."""
-    from bpm.runtime.records import ProcessDefinition
-
     return record_of(ProcessDefinition, r._mapping)

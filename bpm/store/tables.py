@@ -551,6 +551,35 @@ identity_tenant = Table(
     Column("name", String(255)),
 )
 
+# Tenant members (migration 0014): a user or a group (``kind``) belongs to a tenant.
+identity_tenant_member = Table(
+    "identity_tenant_member",
+    metadata,
+    Column(
+        "tenant_id",
+        String(255),
+        ForeignKey("identity_tenant.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("kind", String(8), primary_key=True),  # "user" or "group"
+    Column("member_id", String(255), primary_key=True),
+    Index("ix_identity_tenant_member_member", "kind", "member_id"),
+)
+
+# Saved task filters (``/filter``, migration 0014): a named task query of its owner.
+task_filter = Table(
+    "task_filter",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("resource_type", String(32), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("owner", String(255)),
+    Column("query", JSONDoc, nullable=False),
+    Column("properties", JSONDoc, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_task_filter_owner", "owner", "name"),
+)
+
 # Comments on user tasks (``/task/{id}/comment``): kept after the task ends.
 task_comment = Table(
     "task_comment",
@@ -565,7 +594,8 @@ task_comment = Table(
 )
 
 TABLES_IN_DROP_ORDER = (
-    task_comment, identity_membership, identity_user, identity_group, identity_tenant,
+    task_filter, task_comment, identity_membership, identity_user, identity_group,
+    identity_tenant_member, identity_tenant,
     decision_instance, decision_definition, decision_requirements_definition,
     worker_binding, history, message_buffer, event_subscription, incident, user_task,
     external_task, timer, compensable, scope, token,

@@ -8,11 +8,9 @@ import sqlite3
 import threading
 
 from sqlalchemy import Engine as SAEngine
-from sqlalchemy import delete
 
 from bpm.store import db as bpm_db
-from bpm.store import migrate
-from bpm.store.tables import metadata
+from bpm.store import migrate, retention
 
 __all__ = ["IN_MEMORY", "copy_template", "empty"]
 
@@ -53,5 +51,4 @@ def empty(target: SAEngine) -> None:
             migrate.upgrade(target)
             _migrated.add(url)
     with target.begin() as conn:
-        for table in reversed(metadata.sorted_tables):
-            conn.execute(delete(table))
+        retention.delete_everything(conn)

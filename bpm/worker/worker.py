@@ -10,8 +10,9 @@
 * SIGTERM / SIGINT: stop fetching, finish the tasks in flight, exit.
 * With a tracer (:mod:`bpm.tracing`, e.g. ``bpm.contrib.otel.instrument()``): a span
   ``bpm.worker.fetch`` per fetch that locked tasks' poll, and per task a span
-  ``bpm.worker.task`` (its child, current while the handler runs, so the handler's own spans
-  are its children); every request carries the current context as W3C ``traceparent`` /
+  ``bpm.worker.task`` (a child of the trace the task's instance started in, which the API
+  sends as ``bpmTrace``, else of the fetch; current while the handler runs, so the handler's
+  own spans are its children); every request carries the current context as W3C ``traceparent`` /
   ``tracestate`` headers, so the REST API's ``bpm.external.fetch`` and
   ``bpm.external.complete`` spans, and the steps the complete makes Ready, join that trace.
 * A fetch the engine refuses for good (a wrong key: 401; a key not allowed these topics: 403;
@@ -391,12 +392,17 @@ class ExternalWorker:
         return tasks
 
     def _execute_traced(self, data: dict[str, Any], fetch: tracing.TraceContext | None) -> None:
-        """:meth:`_execute` in a ``bpm.worker.task`` span, child of the fetch that locked it
-        (a pool thread does not inherit the fetching thread's context)."""
+        """:meth:`_execute` in a ``bpm.worker.task`` span: a child of the trace its
+        instance started in when the API sent it (``bpmTrace``), so the handler is part of
+        the trace that runs from the request that started the instance; else of the fetch
+        that locked it (a pool thread does not inherit the fetching thread's context)."""
         tracer = tracing.tracer()
         if tracer is None or fetch is None:
             self._execute(data)
             return
+        started = data.get("bpmTrace")
+        if isinstance(started, dict):
+            fetch = tracer.extract(started) or fetch
         attributes: dict[str, tracing.AttributeValue] = {
             "bpm.external_task_id": str(data.get("id")),
             "bpm.topic": str(data.get("topicName")),

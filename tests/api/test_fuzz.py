@@ -61,7 +61,7 @@ EXCUSED = (
     # No receiver for the message: Camunda's "not found" answer to a correlation is a 400
     # MismatchingMessageCorrelationException, and Camunda clients rely on it.
     ("POST", "/engine-rest/message", "RestException", "MismatchingMessageCorrelationException"),
-    # A user or group id is printable in Unicode's sense (str.isprintable: no unassigned,
+    # A user, group or tenant id is printable in Unicode's sense (str.isprintable: no unassigned,
     # control, format or separator characters but the space), which no JSON-schema pattern
     # of Python's regex dialect can state; and a body's id must be the path's own.
     *(
@@ -76,6 +76,10 @@ EXCUSED = (
             ("DELETE", "/engine-rest/group/{group_id}"),
             ("PUT", "/engine-rest/group/{group_id}/members/{user_id}"),
             ("DELETE", "/engine-rest/group/{group_id}/members/{user_id}"),
+            ("POST", "/engine-rest/tenant/create"),
+            ("PUT", "/engine-rest/tenant/{tenant_id}"),
+            ("PUT", "/engine-rest/tenant/{tenant_id}/user-members/{user_id}"),
+            ("PUT", "/engine-rest/tenant/{tenant_id}/group-members/{group_id}"),
         )
         for kind in ("InvalidRequestException", "BadUserRequestException")
         for part in ("id must be printable", "id cannot change")

@@ -302,3 +302,37 @@ def test_two_users_completing_one_task_at_once_one_wins(
         "message": f"No matching task with id {tid}",
         "code": None,
     }
+
+
+def test_comments_of_ended_tasks_stay_readable_history_is_for_admins(
+    served: tuple[InProcess, Engine],
+) -> None:
+    http, engine = served
+    deploy_and_start(http)
+    tid = http.get("/task", headers=ANN).json()[0]["id"]
+    made = http.post(f"/task/{tid}/comment/create", json={"message": "ok"}, headers=ANN).json()
+    assert http.post(f"/task/{tid}/claim", json={"userId": "ann"}, headers=ANN).status_code == 204
+    assert http.post(f"/task/{tid}/complete", json={}, headers=ANN).status_code == 204
+    assert http.get(f"/task/{tid}", headers=ANN).status_code == 404  # no longer open
+    for who in (ANN, BOB, ROOT, OPS):  # who saw it (assignee, candidate group), admins
+        listed = http.get(f"/task/{tid}/comment", headers=who)
+        assert [c["id"] for c in listed.json()] == [made["id"]], listed.text
+        one = http.get(f"/task/{tid}/comment/{made['id']}", headers=who)
+        assert one.json()["message"] == "ok"
+    with engine.db.connect() as conn:
+        before = conn.execute(select(t.task_comment)).all()
+    for r in (
+        http.get(f"/task/{tid}/comment", headers=CARL),  # never saw it
+        http.get(f"/task/{tid}/comment/{made['id']}", headers=CARL),
+        http.post(f"/task/{tid}/comment/create", json={"message": "late"}, headers=ANN),
+    ):
+        assert r.status_code == 404, r.text
+        assert r.json()["message"] == f"No matching task with id {tid}"
+    with engine.db.connect() as conn:
+        assert conn.execute(select(t.task_comment)).all() == before
+    # history lists are for administrators: a user gets 403, not a filtered list
+    for path in ("/history/task", "/history/task/count", "/history/process-instance",
+                 "/history/activity-instance", "/history/variable-instance"):  # fmt: skip
+        r = http.get(path, headers=ANN)
+        assert r.status_code == 403 and r.json()["type"] == "AuthorizationException", r.text
+        assert http.get(path, headers=ROOT).status_code == 200

@@ -54,6 +54,50 @@ MODEL = f"""<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+ESCAPED = MARKUP.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+# A process ann (sales) may start from its start form (bob, finance, may not), drawn (DI)
+# so that the task list shows where its task stands.
+ORDER = f"""<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI"
+    xmlns:dc="http://www.omg.org/spec/DD/20100524/DC"
+    xmlns:di="http://www.omg.org/spec/DD/20100524/DI"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="o" targetNamespace="t">
+  <bpmn:process id="order" name="Order {ESCAPED}" isExecutable="true"
+      camunda:candidateStarterGroups="sales">
+    <bpmn:startEvent id="start" name="Wanted {ESCAPED}">
+      <bpmn:extensionElements>
+        <camunda:formData>
+          <camunda:formField id="item" label="Item {ESCAPED}" type="string">
+            <camunda:validation><camunda:constraint name="required"/></camunda:validation>
+          </camunda:formField>
+        </camunda:formData>
+      </bpmn:extensionElements>
+    </bpmn:startEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="pack"/>
+    <bpmn:userTask id="pack" name="Pack {ESCAPED}" camunda:candidateGroups="sales"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="pack" targetRef="end"/>
+    <bpmn:endEvent id="end"/>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="dia">
+    <bpmndi:BPMNPlane id="plane" bpmnElement="order">
+      <bpmndi:BPMNShape id="s_start" bpmnElement="start">
+        <dc:Bounds x="100" y="100" width="36" height="36"/></bpmndi:BPMNShape>
+      <bpmndi:BPMNShape id="s_pack" bpmnElement="pack">
+        <dc:Bounds x="200" y="78" width="100" height="80"/></bpmndi:BPMNShape>
+      <bpmndi:BPMNShape id="s_end" bpmnElement="end">
+        <dc:Bounds x="370" y="100" width="36" height="36"/></bpmndi:BPMNShape>
+      <bpmndi:BPMNEdge id="e1" bpmnElement="f1">
+        <di:waypoint x="136" y="118"/><di:waypoint x="200" y="118"/></bpmndi:BPMNEdge>
+      <bpmndi:BPMNEdge id="e2" bpmnElement="f2">
+        <di:waypoint x="300" y="118"/><di:waypoint x="370" y="118"/></bpmndi:BPMNEdge>
+    </bpmndi:BPMNPlane>
+  </bpmndi:BPMNDiagram>
+</bpmn:definitions>
+"""
+
+
 class Site:
     def __init__(self, url: str, tmp: Path) -> None:
         self.server = ApiServer(url, keys="ops:opsecret", log=tmp / "api.log").start()
@@ -72,6 +116,7 @@ class Site:
         files = [
             ("a", ("review.bpmn", MODEL.encode())),
             ("b", ("review.form", json.dumps(FORM).encode())),
+            ("c", ("order.bpmn", ORDER.encode())),
         ]
         assert self.http.post("/deployment/create", files=files).status_code == 200
         start = {"variables": {"note": {"value": MARKUP}}}
@@ -208,3 +253,82 @@ def test_a_wrong_password_is_refused_and_sign_ins_are_slowed(site: Site, browser
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator("#sign-in-error")).to_contain_text("too many failed sign-ins")
+
+
+def test_filters_a_start_form_and_where_the_task_stands(
+    site: Site, browser: Browser, tmp_path: Path
+) -> None:
+    ann = browser.new_context(viewport={"width": 1100, "height": 900}).new_page()
+    dialogs = sign_in(ann, site, "ann")
+    # start a process from its start form: a required field left empty is refused in the page
+    ann.get_by_role("button", name="Start a process").click()
+    ann.locator("#startable button").filter(has_text="Order").click()
+    expect(ann.locator("#start-name")).to_have_text(f"Order {MARKUP}")
+    expect(ann.get_by_label("Item", exact=False)).to_be_visible(timeout=30_000)
+    ann.locator("#start-submit").click()
+    expect(ann.locator("#form-error")).to_have_text("Please correct the marked fields.")
+    assert site.engine.instances(definition_key="order") == []
+    shot(ann, "tasklist-start", tmp_path)
+    ann.get_by_label("Item", exact=False).fill(f"boots {MARKUP}")
+    ann.locator("#start-submit").click()
+    expect(ann.locator("#started")).to_contain_text(f"Started Order {MARKUP}")
+    (order,) = site.engine.instances(definition_key="order")
+    assert order.variables["item"] == f"boots {MARKUP}"
+    # the new task, its diagram with the task marked
+    ann.get_by_role("button", name="My groups' tasks").click()
+    ann.locator("#tasks button.open").filter(has_text="Pack").click()
+    expect(ann.locator("#diagram")).to_have_attribute("data-loaded", "true", timeout=30_000)
+    expect(ann.locator("#diagram")).to_have_attribute("data-current", "pack")
+    expect(ann.locator('#diagram [data-element-id="pack"].tl-current')).to_have_count(1)
+    shot(ann, "tasklist-diagram", tmp_path)
+    ann.set_viewport_size({"width": 390, "height": 844})  # a phone: one column
+    shot(ann, "tasklist-phone", tmp_path)
+    ann.set_viewport_size({"width": 1100, "height": 900})
+    # save the view (My groups' tasks, names containing "Pack") as a filter
+    ann.get_by_label("Name contains").fill("Pack")
+    expect(ann.locator("#tasks button.open")).to_have_count(1)
+    ann.get_by_label("Save this view as").fill(f"Packing {MARKUP}")
+    ann.get_by_role("button", name="Save filter").click()
+    saved = ann.locator("#filters button")
+    expect(saved).to_have_text(f"Packing {MARKUP}")
+    expect(saved).to_have_attribute("aria-pressed", "true")
+    expect(ann.locator("#tasks button.open")).to_have_text(f"Pack {MARKUP}")
+    shot(ann, "tasklist-filter", tmp_path)
+    ann.get_by_role("button", name="My tasks").click()
+    expect(ann.locator("#tasks li.empty")).to_be_visible()
+    saved.click()
+    expect(ann.locator("#tasks button.open")).to_have_count(1)
+    filters = site.http.get("/filter").json()
+    assert [(f["name"], f["owner"]) for f in filters] == [(f"Packing {MARKUP}", "ann")]
+    assert filters[0]["query"]["candidateUserExpression"] == "${currentUser()}"
+    fid = filters[0]["id"]
+    # bob: no filter of ann's, no process to start, and the server refuses both
+    bob = browser.new_context().new_page()
+    bob_dialogs = sign_in(bob, site, "bob")
+    expect(bob.locator("#filters button")).to_have_count(0)
+    bob.get_by_role("button", name="Start a process").click()
+    expect(bob.locator("#task .empty")).to_have_text("There is no process you may start.")
+    order_id = site.http.get("/process-definition/key/order").json()["id"]
+    answers = bob.evaluate(
+        """async ([fid, did]) => {
+            const me = await (await fetch('/tasklist/api/session')).json();
+            const h = {'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf};
+            const one = await fetch(`/engine-rest/filter/${fid}`);
+            const run = await fetch(`/engine-rest/filter/${fid}/list`);
+            const del = await fetch(`/engine-rest/filter/${fid}`, {method: 'DELETE', headers: h});
+            const body = JSON.stringify({variables: {item: {value: 'x'}}});
+            const start = await fetch(`/engine-rest/process-definition/${did}/submit-form`,
+              {method: 'POST', headers: h, body});
+            return [one.status, run.status, del.status, start.status];
+        }""",
+        [fid, order_id],
+    )
+    assert answers == [404, 404, 404, 403]
+    assert len(site.http.get("/filter").json()) == 1
+    assert len(site.engine.instances(definition_key="order")) == 1
+    # ann deletes her filter
+    saved.click()
+    ann.get_by_role("button", name="Delete this filter").click()
+    expect(ann.locator("#filters button")).to_have_count(0)
+    assert site.http.get("/filter").json() == []
+    assert pwned(ann) is None and pwned(bob) is None and dialogs == [] and bob_dialogs == []

@@ -38,14 +38,13 @@ from typing import Any
 from blinker import Namespace
 from flask import Flask, current_app
 
+from bpm.contrib.flask.cli import EXTENSION_KEY, bpm_command
 from bpm.dispatch import Dispatcher
 from bpm.engine import Engine, EngineConfig
 from bpm.errors import ConfigurationError
 from bpm.events import instance_listeners
 from bpm.runtime.records import Instance
 from bpm.runtime.states import InstanceState
-
-EXTENSION_KEY = "bpm"
 
 _signals = Namespace()
 process_completed = _signals.signal("bpm-process-completed")
@@ -114,8 +113,6 @@ class BPM:
             str(url), config=config, dispatcher=self.dispatcher, transactions=transactions
         )
         _apps.add(app)
-        from bpm.contrib.flask.cli import bpm_command
-
         app.cli.add_command(bpm_command)
 
     @staticmethod

@@ -20,6 +20,9 @@ from flask.cli import with_appcontext
 
 from bpm.engine import Engine
 
+EXTENSION_KEY = "bpm"
+"""Where :class:`bpm.contrib.flask.BPM` keeps an app's engine in ``app.extensions``."""
+
 
 @contextmanager
 def _environment(engine: Engine) -> Iterator[None]:
@@ -50,7 +53,9 @@ def _environment(engine: Engine) -> Iterator[None]:
 def bpm_command(args: tuple[str, ...]) -> None:
     """Run a bpm command on this app's engine: flask bpm instances, flask bpm show ID..."""
     from bpm.cli import app as bpm_app
-    from bpm.contrib.flask import BPM
 
-    with _environment(BPM.engine(current_app)):
+    # The extension (bpm.contrib.flask.BPM) added this command and its engine: read it by
+    # the key, so this module does not import the package that imports it.
+    engine: Engine = current_app.extensions[EXTENSION_KEY]
+    with _environment(engine):
         bpm_app(args=list(args), prog_name="flask bpm")

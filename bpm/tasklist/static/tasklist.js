@@ -1,8 +1,10 @@
-// The task list: signs in, lists the user's and their groups' tasks, claims, renders the
-// task's form with form-js and submits it. Every value from a model, a variable or a user is
-// put in the page as text (textContent), never as markup; the server checks everything again.
+// The task list: signs in, lists the user's and their groups' tasks and their saved filters,
+// claims, renders the task's form with form-js and submits it, shows the instance's diagram
+// with the task marked, and starts processes from their start forms. Every value from a
+// model, a variable or a user is put in the page as text (textContent), never as markup; the
+// server checks everything again.
 
-const state = { user: null, csrf: null, list: "mine", selected: null };
+const state = { user: null, csrf: null, list: "mine", selected: null, filters: [], search: "" };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -48,6 +50,7 @@ async function boot() {
     state.user = me.user;
     state.csrf = me.csrf;
     show(true);
+    await loadFilters();
     await refresh();
   } catch {
     show(false);
@@ -66,6 +69,7 @@ $("sign-in-form").addEventListener("submit", async (event) => {
     state.user = me.user;
     state.csrf = me.csrf;
     show(true);
+    await loadFilters();
     await refresh();
   } catch (err) {
     $("sign-in-error").textContent = err.status === 429 ? err.message : "Wrong user or password";
@@ -75,27 +79,99 @@ $("sign-in-form").addEventListener("submit", async (event) => {
 $("sign-out").addEventListener("click", async () => {
   await call("DELETE", "/tasklist/api/session");
   state.user = state.csrf = state.selected = null;
+  state.list = "mine";
+  state.filters = [];
+  $("filters").replaceChildren();
   $("tasks").replaceChildren();
   $("task").replaceChildren();
   show(false);
 });
 
-for (const button of document.querySelectorAll("[data-list]")) {
-  button.addEventListener("click", async () => {
-    state.list = button.dataset.list;
-    for (const b of document.querySelectorAll("[data-list]")) {
-      b.setAttribute("aria-pressed", String(b === button));
-    }
-    await refresh();
-  });
+function choose(list) {
+  state.list = list;
+  for (const b of document.querySelectorAll("[data-list]")) {
+    b.setAttribute("aria-pressed", String(b.dataset.list === list));
+  }
+  $("delete-filter").hidden = !list.startsWith("filter:");
+  return refresh();
 }
+
+for (const button of document.querySelectorAll("nav [data-list]")) {
+  button.addEventListener("click", () => choose(button.dataset.list));
+}
+
+// The saved filters of the signed-in user (the server lists only theirs).
+async function loadFilters() {
+  state.filters = await rest("GET", "/filter?resourceType=Task&sortBy=name&sortOrder=asc");
+  $("filters").replaceChildren(...state.filters.map((f) => el("li", {},
+    el("button", { type: "button", "data-list": `filter:${f.id}`, "data-filter": f.id,
+      "aria-pressed": String(state.list === `filter:${f.id}`),
+      onclick: () => choose(`filter:${f.id}`), text: f.name }))));
+}
+
+// What the current view lists, as a saved filter's query would say it.
+function currentQuery() {
+  let query;
+  if (state.list === "mine") query = { assigneeExpression: "${currentUser()}" };
+  else if (state.list === "groups") query = { candidateUserExpression: "${currentUser()}" };
+  else {
+    const f = state.filters.find((x) => `filter:${x.id}` === state.list);
+    query = { ...((f && f.query) || {}) };
+  }
+  if (state.search) query.nameLike = `%${state.search}%`;
+  if (!query.sorting) query.sorting = [{ sortBy: "created", sortOrder: "desc" }];
+  return query;
+}
+
+$("save-filter").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const name = $("filter-name").value.trim();
+  $("filter-error").textContent = "";
+  if (!name) return;
+  try {
+    const made = await rest("POST", "/filter/create",
+      { resourceType: "Task", name, query: currentQuery(), properties: {} });
+    $("filter-name").value = "";
+    state.search = "";
+    $("search").value = "";
+    await loadFilters();
+    await choose(`filter:${made.id}`);
+  } catch (err) {
+    $("filter-error").textContent = err.message;
+  }
+});
+
+$("delete-filter").addEventListener("click", async () => {
+  const id = state.list.slice("filter:".length);
+  try {
+    await rest("DELETE", `/filter/${encodeURIComponent(id)}`);
+  } catch (err) {
+    $("filter-error").textContent = err.message;
+    return;
+  }
+  await loadFilters();
+  await choose("mine");
+});
+
+$("search").addEventListener("input", () => {
+  state.search = $("search").value.trim();
+  refresh();
+});
 
 async function refresh() {
   const me = encodeURIComponent(state.user);
-  const query = state.list === "mine"
-    ? `assignee=${me}&sortBy=created&sortOrder=desc`
-    : `candidateUser=${me}&sortBy=created&sortOrder=desc`;
-  const tasks = await rest("GET", `/task?${query}&maxResults=200`);
+  const like = state.search ? `&nameLike=${encodeURIComponent(`%${state.search}%`)}` : "";
+  let tasks;
+  if (state.list.startsWith("filter:")) {
+    const id = encodeURIComponent(state.list.slice("filter:".length));
+    const extra = state.search ? { nameLike: `%${state.search}%` } : {};
+    tasks = await rest("POST", `/filter/${id}/list?maxResults=200`, extra);
+  } else {
+    const query = state.list === "mine"
+      ? `assignee=${me}&sortBy=created&sortOrder=desc`
+      : `candidateUser=${me}&sortBy=created&sortOrder=desc`;
+    tasks = await rest("GET", `/task?${query}${like}&maxResults=200`);
+  }
   const items = tasks.map((t) => el("li", { "aria-selected": String(t.id === state.selected) },
     el("button", { type: "button", class: "open", "data-task": t.id, onclick: () => open(t.id),
       text: t.name || t.taskDefinitionKey }),
@@ -129,10 +205,14 @@ async function open(taskId) {
   }
   const error = el("p", { class: "error", id: "form-error", role: "alert" });
   const formBox = el("div", { id: "form" });
+  const where = el("section", { class: "where" },
+    el("h3", { text: "Where this task stands" }),
+    el("div", { id: "diagram", class: "diagram" }));
   pane.replaceChildren(
     el("h2", { id: "task-name", text: task.name || task.taskDefinitionKey }),
     el("p", { class: "meta", text: task.description || "" }),
-    actions, formBox, error, comments(task));
+    actions, formBox, error, comments(task), where);
+  showDiagram(task.id, where);
   if (mine) await renderForm(task, formBox, error);
   await refresh();
 
@@ -182,6 +262,109 @@ async function renderForm(task, box, error) {
     submit(event.data);
   });
   box.append(el("button", { type: "button", id: "complete", text: "Complete",
+    onclick: () => form.submit() }));
+}
+
+// The instance's diagram (the vendored bpmn-js viewer of the cockpit), the task's element
+// marked. Names in the diagram are SVG text: bpmn-js never renders them as markup.
+async function showDiagram(taskId, where) {
+  const box = where.querySelector("#diagram");
+  let found;
+  try {
+    found = await call("GET", `/tasklist/api/task/${encodeURIComponent(taskId)}/diagram`);
+  } catch {
+    where.remove();
+    return;
+  }
+  if (!found.xml || !window.BpmnJS || state.selected !== taskId) {
+    where.remove();
+    return;
+  }
+  const viewer = new window.BpmnJS({ container: box });
+  try {
+    await viewer.importXML(found.xml);
+  } catch {
+    where.remove();
+    return;
+  }
+  const canvas = viewer.get("canvas");
+  canvas.zoom("fit-viewport", "auto");
+  if (viewer.get("elementRegistry").get(found.activityId)) {
+    canvas.addMarker(found.activityId, "tl-current");
+  }
+  box.dataset.current = found.activityId;
+  box.dataset.loaded = "true";
+  // a rotated phone or a resized window: fit the diagram to its new box
+  const refit = () => {
+    if (!box.isConnected) return window.removeEventListener("resize", refit);
+    canvas.resized();
+    canvas.zoom("fit-viewport", "auto");
+  };
+  window.addEventListener("resize", refit);
+}
+
+// Start a process from its start form: the processes the user may start (the server
+// decides: candidate starters), the form rendered with form-js, submitted with submit-form
+// (checked again on the server).
+$("start").addEventListener("click", async () => {
+  state.selected = null;
+  const pane = $("task");
+  let found;
+  try {
+    found = await call("GET", "/tasklist/api/start");
+  } catch (err) {
+    pane.replaceChildren(el("p", { class: "error", role: "alert", text: err.message }));
+    return;
+  }
+  const list = el("ul", { id: "startable", class: "startable" }, ...found.map((d) => el("li", {},
+    el("button", { type: "button", "data-definition": d.id, onclick: () => startForm(d),
+      text: d.name }))));
+  pane.replaceChildren(el("h2", { text: "Start a process" }),
+    found.length ? list : el("p", { class: "empty", text: "There is no process you may start." }));
+});
+
+async function startForm(definition) {
+  const pane = $("task");
+  const error = el("p", { class: "error", id: "form-error", role: "alert" });
+  const box = el("div", { id: "form" });
+  pane.replaceChildren(el("h2", { id: "start-name", text: definition.name }), box, error);
+  let schema;
+  try {
+    ({ schema } = await call("GET",
+      `/tasklist/api/process-definition/${encodeURIComponent(definition.id)}/form`));
+  } catch (err) {
+    error.textContent = err.message;
+    return;
+  }
+  const submit = async (data) => {
+    const variables = {};
+    for (const [name, value] of Object.entries(data)) variables[name] = { value };
+    try {
+      const made = await rest("POST",
+        `/process-definition/${encodeURIComponent(definition.id)}/submit-form`, { variables });
+      pane.replaceChildren(el("p", { id: "started",
+        text: `Started ${definition.name}: instance ${made.id}.` }));
+      await refresh();
+    } catch (err) {
+      error.textContent = err.message;
+    }
+  };
+  if (!schema) {
+    box.append(el("button", { type: "button", id: "start-submit", text: "Start",
+      onclick: () => submit({}) }));
+    return;
+  }
+  const form = new window.FormViewer.Form({ container: box });
+  await form.importSchema(schema, {});
+  form.on("submit", (event) => {
+    if (Object.keys(event.errors || {}).length) {
+      error.textContent = "Please correct the marked fields.";
+      return;
+    }
+    error.textContent = "";
+    submit(event.data);
+  });
+  box.append(el("button", { type: "button", id: "start-submit", text: "Start",
     onclick: () => form.submit() }));
 }
 

@@ -1,0 +1,418 @@
+"""Semantics as the peers' own tests define them (issue 21, item 1): the sixteen
+behaviours, each on both backends. Models named ``camunda/...`` are Camunda 7's own test
+files (Apache-2.0), copied unchanged into ``tests/conformance/models/`` (PROVENANCE there)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bpm.builder import Process
+from bpm.dialects import juel_to_cel
+from bpm.errors import DeploymentError, ExpressionError
+from bpm.expressions import compile_condition
+from bpm.testing import BpmTest, assert_that
+
+T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
+CAMUNDA = Path(__file__).parent / "conformance" / "models" / "camunda"
+
+
+def tasks(kit: BpmTest, inst: object) -> list[str]:
+    """The nodes of the instance's open user tasks, sorted."""
+    return sorted(t.node_id for t in kit.engine.user_tasks(getattr(inst, "id", str(inst))))
+
+
+@pytest.fixture
+def kit(database_url: str) -> Iterator[BpmTest]:
+    """The test kit on each backend (a fresh database per test)."""
+    k = BpmTest.create(database_url, start=T0)
+    undo = k.activate()
+    try:
+        yield k
+    finally:
+        undo()
+        k.close()
+
+
+# -- 1. a parallel join fires when every incoming flow has a token, whatever fork -------
+
+
+def test_unstructured_join_of_two_nested_forks_fires(kit: BpmTest) -> None:
+    # ParallelGatewayTest.testUnstructuredConcurrencyTwoForks
+    kit.deploy(CAMUNDA / "ParallelGatewayTest.testUnstructuredConcurrencyTwoForks.bpmn20.xml")
+    inst = kit.start("unstructuredConcurrencyTwoForks")
+    assert_that(inst).is_completed().has_passed("join", "theEnd").has_no_incidents()
+
+
+def test_unstructured_two_joins_fire(kit: BpmTest) -> None:
+    # ParallelGatewayTest.testUnstructuredConcurrencyTwoJoins
+    kit.deploy(CAMUNDA / "ParallelGatewayTest.testUnstructuredConcurrencyTwoJoins.bpmn20.xml")
+    inst = kit.start("unstructuredConcurrencyTwoJoins")
+    assert_that(inst).is_completed().has_no_incidents()
+
+
+def test_unbalanced_fork_join_waits_for_each_flow(kit: BpmTest) -> None:
+    # ParallelGatewayTest.testUnbalancedForkJoin
+    kit.deploy(CAMUNDA / "ParallelGatewayTest.testUnbalancedForkJoin.bpmn20.xml")
+    inst = kit.start("UnbalancedForkJoin")
+    assert sorted(kit.waiting_at(inst)) == ["task1", "task2", "task3"]
+    kit.complete(inst, "task1")
+    assert sorted(kit.waiting_at(inst)) == ["firstJoin", "task2", "task3"]
+    kit.complete(inst, "task2")
+    assert sorted(kit.waiting_at(inst)) == ["task3", "task4"]
+    kit.complete(inst, "task3")
+    assert_that(inst).is_active()
+    kit.complete(inst, "task4")
+    assert_that(inst).is_completed()
+
+
+# -- 2. JUEL `/` divides as decimals (EL 1.4.2.2), or the expression is refused ----------
+
+
+def test_juel_division_is_decimal_in_a_completion_condition(kit: BpmTest) -> None:
+    # MultiInstanceTest.testParallelUserTasksCompletionCondition: 3 of 5 is >= 0.5
+    kit.deploy(CAMUNDA / "MultiInstanceTest.testParallelUserTasksCompletionCondition.bpmn20.xml")
+    inst = kit.start("miParallelUserTasksCompletionCondition")
+    tasks = kit.engine.user_tasks(inst.id)
+    assert len(tasks) == 5
+    for i, task in enumerate(tasks[:3]):
+        assert len(kit.engine.user_tasks(inst.id)) == 5 - i
+        kit.engine.complete_user_task(task.id, {})
+        kit.run()
+    assert_that(inst).is_completed()
+    assert kit.engine.user_tasks(inst.id) == []
+
+
+@pytest.mark.parametrize(
+    ("juel", "cel"),
+    [
+        ("${a/b >= 0.6}", "double(a) / double(b) >= 0.6"),
+        ("${a div b > 0.5}", "double(a) / double(b) > 0.5"),
+        ("${x.n[0] / (c + d) > 1}", "double(x.n[0]) / double((c + d)) > 1"),
+        ("${'a/b' == s}", "'a/b' == s"),
+        ("a / b > 0", "a / b > 0"),  # plain CEL keeps CEL's rules
+    ],
+)
+def test_juel_division_translation(juel: str, cel: str) -> None:
+    assert juel_to_cel(juel) == cel
+
+
+@pytest.mark.parametrize("juel", ["${a * b / c > 1}", "${a / b + 1 > 1}", "${-a / b > 1}"])
+def test_juel_division_in_a_chain_is_refused_and_nothing_deploys(kit: BpmTest, juel: str) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises((DeploymentError, ExpressionError), match="mixed arithmetic"):
+        kit.deploy(
+            Process("chained")
+            .start("s")
+            .exclusive("gw")
+            .end("yes")
+            .end("no")
+            .sequence("s", "gw")
+            .flow("gw", "yes", condition=juel)
+            .flow("gw", "no", default=True)
+        )
+    assert kit.engine.definitions() == before
+
+
+# -- 3. a terminate end event in a called process completes the call activity ------------
+
+
+@pytest.mark.parametrize(
+    ("caller", "child"),
+    [
+        ("testTerminateInCallActivity", "subProcessTerminate"),
+        ("testTerminateInCallActivityConcurrent", "subProcessConcurrentTerminate"),
+        ("testTerminateInCallActivityMulitInstance", "subProcessTerminate"),
+    ],
+)
+def test_terminate_in_a_called_process_continues_the_caller(
+    kit: BpmTest, caller: str, child: str
+) -> None:
+    # TerminateEndEventTest.testTerminateInCallActivity{,Concurrent,MulitInstance}
+    kit.deploy(
+        CAMUNDA / f"TerminateEndEventTest.{caller}.bpmn",
+        CAMUNDA / f"TerminateEndEventTest.{child}.bpmn",
+    )
+    inst = kit.start("terminateEndEventExample")
+    assert kit.waiting_at(inst) == ["preNormalEnd"]
+    assert_that(inst).has_passed("CallActivity_1", "EndEvent_1").has_no_incidents()
+    kit.complete(inst, "preNormalEnd")
+    assert_that(inst).is_completed()
+
+
+# -- 4. a process catches its own signal ---------------------------------------------------
+
+OWN_SIGNAL = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <signal id="sig" name="alert"/>
+  <process id="own_signal" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="throw"/>
+    <intermediateThrowEvent id="throw">
+      <signalEventDefinition signalRef="sig"/>
+    </intermediateThrowEvent>
+    <sequenceFlow id="f2" sourceRef="throw" targetRef="work"/>
+    <userTask id="work"/>
+    <sequenceFlow id="f3" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+    <subProcess id="esp" triggeredByEvent="true">
+      <startEvent id="caught" isInterrupting="false">
+        <signalEventDefinition signalRef="sig"/>
+      </startEvent>
+      <sequenceFlow id="f4" sourceRef="caught" targetRef="noted"/>
+      <userTask id="noted"/>
+      <sequenceFlow id="f5" sourceRef="noted" targetRef="esp_end"/>
+      <endEvent id="esp_end"/>
+    </subProcess>
+  </process>
+</definitions>"""
+
+
+def test_a_process_catches_its_own_signal_in_its_event_sub_process_once(kit: BpmTest) -> None:
+    kit.deploy(OWN_SIGNAL)
+    inst = kit.start("own_signal")
+    # caught once (the listener at 'caught' waits for the next one)
+    assert sorted(kit.waiting_at(inst)) == ["caught", "noted", "work"]
+    kit.run()  # the broadcast after commit does not deliver it a second time
+    assert sorted(kit.waiting_at(inst)) == ["caught", "noted", "work"]
+    kit.complete(inst, "noted")
+    kit.complete(inst, "work")
+    assert_that(inst).is_completed().has_no_incidents()
+
+
+def test_a_signal_that_interrupts_its_thrower_does_not_continue_it(kit: BpmTest) -> None:
+    # SignalEventTest.testNoContinuationWhenSignalInterruptsThrowingActivity (CAM-4527)
+    kit.deploy(
+        CAMUNDA
+        / "SignalEventTest.testNoContinuationWhenSignalInterruptsThrowingActivity.bpmn20.xml"
+    )
+    inst = kit.start("signalEventSubProcess")
+    kit.complete(inst, "subProcessTask")
+    assert tasks(kit, inst) == ["eventSubProcessTask"]
+    assert_that(inst).has_not_passed("afterSubProcessTask")
+
+
+def test_a_signal_thrown_in_an_event_sub_process_reaches_a_boundary_around_it(
+    kit: BpmTest,
+) -> None:
+    # SignalEventTest.testThrownSignalInEventSubprocessInSubprocess
+    kit.deploy(CAMUNDA / "SignalEventTest.testThrownSignalInEventSubprocessInSubprocess.bpmn20.xml")
+    inst = kit.start("embeddedEventSubprocess")
+    assert tasks(kit, inst) == ["Task_1m1z433"]
+    kit.advance("PT10S")
+    assert tasks(kit, inst) == ["Task_1f50q9l"]
+    assert kit.engine.timers(inst.id) == []
+
+
+# -- 5. an error or escalation thrown in an event sub-process leaves it -------------------
+
+
+def _rethrowing(kind: str, inner: str, *, outer_catch: bool = False) -> str:
+    """A process whose event sub-process (catching every ``kind``) throws ``kind`` again
+    after ``inner`` (a user task or nothing); ``outer_catch``: all of it inside a
+    sub-process with a boundary event of that kind."""
+    definition = (
+        '<errorEventDefinition errorRef="boom"/>'
+        if kind == "error"
+        else '<escalationEventDefinition escalationRef="up"/>'
+    )
+    catch_all = "<errorEventDefinition/>" if kind == "error" else "<escalationEventDefinition/>"
+    task = '<userTask id="inner_task"/>' if inner == "task" else ""
+    first = "inner_task" if inner == "task" else "rethrow"
+    after = (
+        '<sequenceFlow id="f_it" sourceRef="inner_task" targetRef="rethrow"/>'
+        if inner == "task"
+        else ""
+    )
+    body = f"""
+      <startEvent id="s"/>
+      <sequenceFlow id="f1" sourceRef="s" targetRef="throw"/>
+      <endEvent id="throw">{definition}</endEvent>
+      <subProcess id="esp" triggeredByEvent="true">
+        <startEvent id="caught">{catch_all}</startEvent>
+        <sequenceFlow id="f2" sourceRef="caught" targetRef="{first}"/>
+        {task}{after}
+        <endEvent id="rethrow">{definition}</endEvent>
+      </subProcess>"""
+    if outer_catch:
+        body = f"""
+      <startEvent id="ps"/>
+      <sequenceFlow id="p1" sourceRef="ps" targetRef="sub"/>
+      <subProcess id="sub">{body}</subProcess>
+      <sequenceFlow id="p2" sourceRef="sub" targetRef="normal"/>
+      <endEvent id="normal"/>
+      <boundaryEvent id="outer" attachedToRef="sub">{catch_all}</boundaryEvent>
+      <sequenceFlow id="p3" sourceRef="outer" targetRef="handled"/>
+      <userTask id="handled"/>"""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <error id="boom" errorCode="BOOM"/>
+  <escalation id="up" escalationCode="UP"/>
+  <process id="rethrow_{kind}" isExecutable="true">{body}
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_in_an_event_sub_process_without_wait_ends(kit: BpmTest, kind: str) -> None:
+    kit.deploy(_rethrowing(kind, "none"))
+    inst = kit.start(f"rethrow_{kind}")  # returned: no loop
+    assert_that(inst).is_ended().has_passed("caught", "rethrow")
+    caught = [e for e in kit.engine.history(inst.id) if e.node_id == "caught"]
+    assert len({e.token_id for e in caught if e.token_id}) == 1
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_after_a_task_in_an_event_sub_process_does_not_reopen_it(
+    kit: BpmTest, kind: str
+) -> None:
+    kit.deploy(_rethrowing(kind, "task"))
+    inst = kit.start(f"rethrow_{kind}")
+    assert tasks(kit, inst) == ["inner_task"]
+    kit.complete(inst, "inner_task")
+    assert tasks(kit, inst) == []
+    assert_that(inst).is_ended()
+
+
+@pytest.mark.parametrize("kind", ["error", "escalation"])
+def test_a_throw_in_an_event_sub_process_reaches_the_boundary_around_its_parent(
+    kit: BpmTest, kind: str
+) -> None:
+    kit.deploy(_rethrowing(kind, "task", outer_catch=True))
+    inst = kit.start(f"rethrow_{kind}")
+    kit.complete(inst, "inner_task")
+    assert tasks(kit, inst) == ["handled"]
+    assert_that(inst).has_not_passed("normal")
+
+
+# -- 6. a failing output mapping of a completed task is an incident on its token ----------
+
+FAILING_OUTPUT = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="failing_output" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <{tag} id="work" {attrs}>
+      <extensionElements><camunda:inputOutput>
+        <camunda:outputParameter name="total">${{price * 2}}</camunda:outputParameter>
+      </camunda:inputOutput></extensionElements>
+    </{tag}>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("task", ["user", "external"])
+def test_a_failing_output_mapping_on_complete_opens_an_incident(kit: BpmTest, task: str) -> None:
+    tag, attrs = (
+        ("userTask", "")
+        if task == "user"
+        else ("serviceTask", 'camunda:type="external" camunda:topic="t"')
+    )
+    kit.deploy(FAILING_OUTPUT.format(tag=tag, attrs=attrs))
+    inst = kit.start("failing_output")
+    kit.complete(inst, "work", {"other": 1})  # no IllegalTransition out of the complete
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.type == "failedMapping" and incident.node_id == "work"
+    assert "output mapping of 'work'" in incident.message
+    assert_that(inst).is_active().has_not_passed("e")
+    assert "total" not in kit.variables(inst)
+    # the cause fixed, a retry runs the task again
+    kit.engine.set_variables(inst.id, {"price": 4})
+    kit.engine.retry_incident(incident.id)
+    kit.run()
+    kit.complete(inst, "work")
+    assert_that(inst).is_completed().has_variables(total=8)
+
+
+# -- 7. an unset variable named like a CEL type fails as unset ----------------------------
+
+
+@pytest.mark.parametrize("name", ["list", "map", "int", "string", "type", "bool", "double"])
+def test_an_unset_variable_named_like_a_cel_type_fails_as_unset(kit: BpmTest, name: str) -> None:
+    kit.deploy(
+        Process("typed")
+        .start("s")
+        .exclusive("gw")
+        .end("yes")
+        .end("no")
+        .sequence("s", "gw")
+        .flow("gw", "yes", condition=f"{name} == null")
+        .flow("gw", "no", default=True)
+    )
+    inst = kit.start("typed")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "gw" and f"'{name}'" in incident.message
+    assert_that(inst).has_not_passed("yes", "no")
+    # set, it reads as the variable
+    other = kit.start("typed", {name: None})
+    assert_that(other).is_completed().has_passed("yes")
+
+
+def test_type_names_as_types_and_conversions_still_work() -> None:
+    assert compile_condition("type(x) == list && string(n) == '1'").evaluate({"x": [], "n": 1})
+    empty = compile_condition(juel_to_cel("${empty list}"))
+    assert empty.evaluate({"list": []})
+    with pytest.raises(ExpressionError, match="'list'"):
+        empty.evaluate({})
+
+
+# -- 8. calledElementBinding="deployment" calls the version deployed with the caller ------
+
+CALLER = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="caller" isExecutable="true" name="{mark}">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+    <callActivity id="call" calledElement="callee" camunda:calledElementBinding="deployment"/>
+    <sequenceFlow id="f2" sourceRef="call" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+CALLEE = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="callee" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <userTask id="work" name="{mark}"/>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+def _called(kit: BpmTest) -> str | None:
+    inst = kit.start("caller")
+    (child,) = kit.engine.get_instance(inst.id).children
+    return kit.engine.user_tasks(child)[0].name
+
+
+def test_deployment_binding_without_the_callee_in_the_deployment_is_an_incident(
+    kit: BpmTest,
+) -> None:
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v1")))
+    kit.engine.create_deployment(("caller.bpmn", CALLER.format(mark="c1")))
+    inst = kit.start("caller")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "call" and "binding deployment" in incident.message
+    assert kit.engine.get_instance(inst.id).children == ()
+    assert kit.engine.user_tasks() == []
+
+
+def test_deployment_binding_calls_the_version_deployed_with_the_caller(kit: BpmTest) -> None:
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c1")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    # the callee's file again, unchanged, beside a changed caller: it keeps version 1
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c2")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v2")))
+    assert _called(kit) == "v1"
