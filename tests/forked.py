@@ -233,6 +233,9 @@ class Zygote:
 
 
 _zygotes: dict[str, Zygote] = {}
+# Tests start Celery processes side by side from threads (tests/faults' ``together``): two
+# first uses must not start two zygotes (the one dropped would take its commands with it).
+_zygotes_lock = threading.Lock()
 
 
 def zygote(kind: str = "bpm") -> Zygote | None:
@@ -240,10 +243,11 @@ def zygote(kind: str = "bpm") -> Zygote | None:
     first use), or None where forking is off."""
     if os.environ.get("BPM_TEST_NO_FORK") == "1" or not hasattr(os, "fork"):
         return None
-    zyg = _zygotes.get(kind)
-    if zyg is None or zyg.proc.poll() is not None:
-        zyg = _zygotes[kind] = Zygote(kind)
-    return zyg
+    with _zygotes_lock:
+        zyg = _zygotes.get(kind)
+        if zyg is None or zyg.proc.poll() is not None:
+            zyg = _zygotes[kind] = Zygote(kind)
+        return zyg
 
 
 def zygote_cpu() -> float:
