@@ -11,6 +11,7 @@ import pytest
 from bpm.builder import Process
 from bpm.errors import DeploymentError
 from bpm.handlers import HandlerRegistry, TaskContext, execution_listener
+from bpm.model import nodes as n
 from bpm.runtime.states import InstanceState
 from bpm.testing import BpmTest
 from tests.engine_helpers import drain, make_engine, table_dump
@@ -196,3 +197,57 @@ def test_the_trail_shows_the_listeners(database_url: str) -> None:
     drain(engine, q)
     (ran,) = [e for e in engine.history(inst.id) if e.type == "listeners_ran"]
     assert _details(ran).startswith("ran start listener 'audit', end listener")
+
+
+def test_a_lost_worker_and_a_redelivered_message_count_as_for_any_handler(
+    database_url: str,
+) -> None:
+    """kill -9 mid-step: the lease runs out, the next attempt runs the listeners again (one
+    run per attempt); the lost worker's late finish is dropped; a duplicate message for the
+    finished step runs nothing."""
+    from datetime import timedelta
+
+    from bpm.engine.execution import run_handler
+    from tests.engine_helpers import claim_one, finish_one
+
+    calls: list[str] = []
+    engine, q = make_engine(database_url, registry(calls))
+    engine.deploy(BPMN.replace("RETRY", 'bpm:lease="PT30S"'))
+    inst = engine.start("audited")
+    (token_id,) = list(q.queue)
+    now = engine.core.now()
+    first = claim_one(engine.core, token_id, "worker-a", now)
+    assert first is not None
+    lost = run_handler(engine.core, first, "worker-a")  # ran; then the worker was killed
+    assert calls == ["audit:start", "charge:-", "com.acme.Notify:end"]
+    later = now + timedelta(seconds=31)
+    assert engine.reclaim_expired_leases(now=later) == 1
+    second = claim_one(engine.core, token_id, "worker-b", later)
+    assert second is not None and second.token.attempt == 2
+    finish_one(engine.core, second, run_handler(engine.core, second, "worker-b"), "worker-b", later)
+    assert calls == ["audit:start", "charge:-", "com.acme.Notify:end"] * 2
+    assert finish_one(engine.core, first, lost, "worker-a", later) == []  # dropped
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert engine.run_token(token_id) == 0  # a redelivered message: nothing runs again
+    assert len(calls) == 6
+    assert len([e for e in engine.history(inst.id) if e.type == "listeners_ran"]) == 1
+
+
+def test_zeebe_listeners_and_lint_names_their_handlers() -> None:
+    from bpm.bpmn.parser import parse_bpmn
+
+    xml = BPMN.replace("RETRY", "").replace(
+        "<bpmn:extensionElements>",
+        '<bpmn:extensionElements xmlns:zeebe="http://camunda.org/schema/zeebe/1.0">'
+        '<zeebe:executionListeners><zeebe:executionListener eventType="start" type="z-audit"/>'
+        '<zeebe:executionListener eventType="start" type="=dynamic"/>'
+        "</zeebe:executionListeners>",
+    )
+    model = parse_bpmn(xml)
+    node = model.node("charge")
+    assert isinstance(node, n.ServiceTask)
+    assert [(x.event, x.handler) for x in node.listeners][-1] == ("start", "z-audit")
+    assert any("type '=dynamic' is ignored" in w for w in model.warnings)
+    names = model.handler_names()
+    assert names["audit"] == ["charge"] and names["z-audit"] == ["charge"]
+    assert names["com.acme.Notify"] == ["charge"]
