@@ -416,3 +416,75 @@ def test_deployment_binding_calls_the_version_deployed_with_the_caller(kit: BpmT
     )
     kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v2")))
     assert _called(kit) == "v1"
+
+
+# -- 9. a gateway without outgoing flows is an implicit end --------------------------------
+
+
+@pytest.mark.parametrize("gateway", ["exclusiveGateway", "parallelGateway", "inclusiveGateway"])
+def test_a_gateway_without_outgoing_flows_ends_its_path(kit: BpmTest, gateway: str) -> None:
+    kit.deploy(f"""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="dead_end" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="gw"/>
+    <{gateway} id="gw"/>
+  </process>
+</definitions>""")
+    inst = kit.start("dead_end")
+    assert_that(inst).is_completed().has_passed("gw").has_no_incidents()
+
+
+def test_an_event_gateway_without_outgoing_flows_is_still_refused(kit: BpmTest) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises(DeploymentError, match="no outgoing sequence flow"):
+        kit.deploy(Process("stuck").start("s").event_gateway("gw").sequence("s", "gw"))
+    assert kit.engine.definitions() == before
+
+
+# -- 10. conditions on flows leaving a start event ------------------------------------------
+
+
+def test_conditions_on_flows_leaving_a_start_event_choose_the_paths(kit: BpmTest) -> None:
+    kit.deploy(
+        Process("start_choice")
+        .start("s")
+        .end("big")
+        .end("small")
+        .end("always")
+        .flow("s", "big", condition="amount > 10", id="to_big")
+        .flow("s", "small", condition="amount <= 10", id="to_small")
+        .flow("s", "always", id="to_always")
+    )
+    inst = kit.start("start_choice", {"amount": 20})
+    assert_that(inst).is_completed().has_passed("big", "always").has_not_passed("small")
+    other = kit.start("start_choice", {"amount": 1})
+    assert_that(other).is_completed().has_passed("small", "always").has_not_passed("big")
+
+
+# -- 12. an errorRef naming no bpmn:error is the error code ----------------------------------
+
+
+def test_an_error_ref_without_an_error_element_is_the_code(kit: BpmTest) -> None:
+    kit.deploy("""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="raw_ref" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>
+    <subProcess id="sub">
+      <startEvent id="ss"/>
+      <sequenceFlow id="f2" sourceRef="ss" targetRef="boom"/>
+      <endEvent id="boom"><errorEventDefinition errorRef="PAYMENT_FAILED"/></endEvent>
+    </subProcess>
+    <sequenceFlow id="f3" sourceRef="sub" targetRef="normal"/>
+    <endEvent id="normal"/>
+    <boundaryEvent id="caught" attachedToRef="sub">
+      <errorEventDefinition errorRef="PAYMENT_FAILED"/>
+    </boundaryEvent>
+    <sequenceFlow id="f4" sourceRef="caught" targetRef="handled"/>
+    <endEvent id="handled"/>
+  </process>
+</definitions>""")
+    inst = kit.start("raw_ref")
+    assert_that(inst).is_completed().has_passed("caught", "handled").has_not_passed("normal")
+    assert kit.variables(inst)["error_code"] == "PAYMENT_FAILED"
