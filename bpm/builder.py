@@ -38,6 +38,7 @@ from typing import Any, Self
 
 import isodate
 
+from bpm.bpmn.retryspec import RetrySpecError, parse_retry
 from bpm.builder_compensation import CompensationMethods
 from bpm.builder_events import EventMethods
 from bpm.builder_messages import MessageMethods
@@ -206,8 +207,6 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         """
         policy: RetryPolicy | None = None
         if isinstance(retry, str):
-            from bpm.bpmn.retryspec import RetrySpecError, parse_retry
-
             try:
                 policy = parse_retry(retry)
             except RetrySpecError as exc:

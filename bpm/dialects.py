@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 from bpm.errors import ExpressionError
 
-__all__ = ["juel_to_cel", "python_spellings", "translate_feel", "translate_juel"]
+__all__ = [
+    "juel_to_cel",
+    "python_spellings",
+    "translate_feel",
+    "translate_juel",
+    "type_name_variables",
+]
 
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
@@ -176,7 +182,9 @@ def _closing(tokens: list[_Token], opening: int) -> int:
 
 def _empty_test(operand: str) -> str:
     x = operand.strip()
-    kinds = " || ".join(f"type({x}) == {k}" for k in ("string", "list", "map"))
+    # type("") rather than the name string: a variable called string, list or map would
+    # shadow the type's name.
+    kinds = " || ".join(f"type({x}) == type({k})" for k in ('""', "[]", "{}"))
     return f"({x} == null || (({kinds}) && size({x}) == 0))"
 
 
@@ -294,6 +302,56 @@ def _divisions(body: str, tokens: list[_Token]) -> list[_Token]:
         out[start:end] = [_Token("op", text)]
         i = start + 1
     return out
+
+
+CEL_TYPE_NAMES = frozenset(
+    {"bool", "bytes", "double", "dyn", "int", "list", "map", "null_type", "string", "type", "uint"}
+)
+"""Names CEL resolves to a type when no variable has them."""
+
+
+def _is_type_literal(words: list[_Token], i: int) -> bool:
+    """Whether the type name at ``words[i]`` is compared with a ``type(...)`` call."""
+    prev = words[i - 1].text if i >= 1 else ""
+    if prev in ("==", "!=") and i >= 2 and words[i - 2].text == ")":
+        depth = 0
+        for j in range(i - 2, -1, -1):
+            if words[j].text == ")":
+                depth += 1
+            elif words[j].text == "(":
+                depth -= 1
+                if depth == 0:
+                    return j >= 1 and words[j - 1].text == "type"
+        return False
+    nxt = words[i + 1].text if i + 1 < len(words) else ""
+    return (
+        nxt in ("==", "!=")
+        and i + 3 < len(words)
+        and words[i + 2].text == "type"
+        and words[i + 3].text == "("
+    )
+
+
+def type_name_variables(cel: str) -> frozenset[str]:
+    """The variables a CEL text reads whose names CEL also knows as types (``list``,
+    ``map``, ``int``, ``string``, ``type``...): not a field (``x.list``), not a conversion
+    (``string(x)``), not a type compared with ``type(...)`` (``type(x) == list``).
+
+    CEL reads such a name as the type when no variable has it, so ``list == null`` would
+    be false instead of failing as an unset variable; the engine checks them itself."""
+    words = _words(_tokens(cel))
+    out: set[str] = set()
+    for i, tok in enumerate(words):
+        if tok.kind != "ident" or tok.text not in CEL_TYPE_NAMES:
+            continue
+        if i >= 1 and words[i - 1].text == ".":
+            continue
+        if i + 1 < len(words) and words[i + 1].text == "(":
+            continue
+        if _is_type_literal(words, i):
+            continue
+        out.add(tok.text)
+    return frozenset(out)
 
 
 def _check_java(source: str, tokens: list[_Token]) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from bpm.errors import ConfigurationError
+from bpm.extras import missing_extra
 
 
 class Dispatcher(Protocol):
@@ -56,10 +57,8 @@ def default_dispatcher(broker_url: str | None, queue: str) -> Dispatcher:
         # Imported here: only processes that publish pay for Celery and kombu, and bpm/
         # stays free of Celery imports outside bpm/contrib.
         try:
-            from bpm.contrib.celery.publisher import CeleryPublisher
+            from bpm.contrib.celery.publisher import CeleryPublisher  # noqa: PLC0415
         except ImportError as exc:
-            from bpm.extras import missing_extra
-
             error = missing_extra(exc, "publishing new steps to BPM_BROKER_URL")
             if error is None:
                 raise

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import cel
 
-from bpm.dialects import juel_to_cel, python_spellings
+from bpm.dialects import juel_to_cel, python_spellings, type_name_variables
 from bpm.errors import ExpressionError
+from bpm.expressions_feel import compile_feel_condition, compile_feel_expression
 
 if TYPE_CHECKING:
     from bpm.expressions_feel import FeelCondition, FeelExpression
@@ -42,6 +43,20 @@ _ALLOWED_FUNCTIONS = frozenset(
 _WRAPPED = re.compile(r"^\s*[$#]\{(?P<body>.*)\}\s*$", re.DOTALL)
 
 
+def _unset_type_names(names: frozenset[str], variables: Mapping[str, Any]) -> list[str]:
+    """The variables named like a CEL type (``list``, ``map``, ``int``...) that the text
+    reads and ``variables`` does not set: CEL would read each as its type (``list == null``
+    false) instead of failing as unset."""
+    return sorted(name for name in names if name not in variables)
+
+
+def _undefined(kind: str, source: str, names: list[str]) -> ExpressionError:
+    return ExpressionError(
+        f"{kind} `{source}` failed: Undefined variable or function: '{names[0]}' (no variable "
+        f"'{names[0]}' is set; CEL would read the name as its type)"
+    )
+
+
 def unwrap(source: str) -> str:
     """``${amount > 100}`` -> ``amount > 100``; plain CEL is returned stripped."""
     match = _WRAPPED.match(source)
@@ -54,6 +69,8 @@ class Condition:
 
     source: str
     program: Any
+    type_variables: frozenset[str] = frozenset()
+    """Variables the text reads whose names CEL also knows as types."""
 
     @property
     def variables(self) -> list[str]:
@@ -61,6 +78,9 @@ class Condition:
 
     def evaluate(self, variables: Mapping[str, Any]) -> bool:
         """The condition's value; an error names the expression and the cause."""
+        unset = _unset_type_names(self.type_variables, variables)
+        if unset:
+            raise _undefined("condition", self.source, unset)
         try:
             result = self.program.execute(dict(variables))
         except Exception as exc:  # the CEL runtime raises several unrelated types
@@ -76,9 +96,14 @@ class Expression:
 
     source: str
     program: Any
+    type_variables: frozenset[str] = frozenset()
+    """Variables the text reads whose names CEL also knows as types."""
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         """The expression's value; an error names the expression and the cause."""
+        unset = _unset_type_names(self.type_variables, variables)
+        if unset:
+            raise _undefined("expression", self.source, unset)
         try:
             return self.program.execute(dict(variables))
         except Exception as exc:  # the CEL runtime raises several unrelated types
@@ -117,22 +142,18 @@ def compile_condition(source: str) -> Condition | FeelCondition:
     outside standard CEL and Python spellings (``True``, ``and``...) with the CEL to
     write instead."""
     if is_feel(source):
-        from bpm.expressions_feel import compile_feel_condition
-
         return compile_feel_condition(source)
     text = unwrap(source)
-    return Condition(text, _compile(text, "condition"))
+    return Condition(text, _compile(text, "condition"), type_name_variables(text))
 
 
 @lru_cache(maxsize=1024)
 def compile_expression(source: str) -> Expression | FeelExpression:
     """Compile an expression of any type: ``=FEEL``, or CEL with the checks of conditions."""
     if is_feel(source):
-        from bpm.expressions_feel import compile_feel_expression
-
         return compile_feel_expression(source)
     text = source.strip()
-    return Expression(text, _compile(text, "expression"))
+    return Expression(text, _compile(text, "expression"), type_name_variables(text))
 
 
 def native_feel(source: str) -> str:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from bpm.engine import Engine
 from bpm.handlers import HandlerRegistry
 from bpm.model import nodes as n
+from bpm.store.health import ping
+from bpm.store.migrate import current_revision, head_revision
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,6 @@ def _timed(name: str, fn: Callable[[], str]) -> Check:
 
 
 def check_database(engine: Engine) -> Check:
-    from bpm.store.health import ping
-
     def run() -> str:
         with engine.db.connect() as conn:
             ping(conn)
@@ -50,8 +50,6 @@ def check_database(engine: Engine) -> Check:
 
 
 def check_migrations(engine: Engine) -> Check:
-    from bpm.store.migrate import current_revision, head_revision
-
     def run() -> str:
         current, head = current_revision(engine.db), head_revision()
         if current != head:
@@ -71,7 +69,7 @@ def check_broker(url: str | None, *, timeout: float = 3.0) -> Check:
 
     def run() -> str:
         try:
-            from kombu import Connection
+            from kombu import Connection  # noqa: PLC0415  (optional: bpm-celery[celery])
         except ImportError:
             raise RuntimeError("kombu is not installed: pip install 'bpm-celery[celery]'") from None
         with Connection(url, connect_timeout=timeout) as conn:

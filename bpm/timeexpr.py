@@ -17,7 +17,8 @@ from typing import Any
 
 import isodate
 
-from bpm.errors import BpmError
+from bpm.errors import BpmError, ExpressionError
+from bpm.expressions import compile_expression
 from bpm.model.nodes import TimerKind, TimerSpec
 
 __all__ = [
@@ -116,9 +117,6 @@ def is_feel(text: str) -> bool:
 
 def feel_timer_value(spec: TimerSpec, variables: Mapping[str, Any]) -> str:
     """The ISO 8601 text a ``=FEEL`` timer gives with ``variables`` (TimerError if none)."""
-    from bpm.errors import ExpressionError
-    from bpm.expressions import compile_expression
-
     try:
         value = compile_expression(spec.expression).evaluate(variables)
     except ExpressionError as exc:
@@ -137,9 +135,6 @@ def check(spec: TimerSpec) -> None:
     if variable_name(spec.expression) is not None:
         return
     if is_feel(spec.expression):
-        from bpm.errors import ExpressionError
-        from bpm.expressions import compile_expression
-
         try:
             compile_expression(spec.expression)
         except ExpressionError as exc:

@@ -13,6 +13,7 @@ import pytest
 from bpm.builder import Process
 from bpm.dialects import juel_to_cel
 from bpm.errors import DeploymentError, ExpressionError
+from bpm.expressions import compile_condition
 from bpm.testing import BpmTest, assert_that
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
@@ -327,3 +328,35 @@ def test_a_failing_output_mapping_on_complete_opens_an_incident(kit: BpmTest, ta
     kit.run()
     kit.complete(inst, "work")
     assert_that(inst).is_completed().has_variables(total=8)
+
+
+# -- 7. an unset variable named like a CEL type fails as unset ----------------------------
+
+
+@pytest.mark.parametrize("name", ["list", "map", "int", "string", "type", "bool", "double"])
+def test_an_unset_variable_named_like_a_cel_type_fails_as_unset(kit: BpmTest, name: str) -> None:
+    kit.deploy(
+        Process("typed")
+        .start("s")
+        .exclusive("gw")
+        .end("yes")
+        .end("no")
+        .sequence("s", "gw")
+        .flow("gw", "yes", condition=f"{name} == null")
+        .flow("gw", "no", default=True)
+    )
+    inst = kit.start("typed")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "gw" and f"'{name}'" in incident.message
+    assert_that(inst).has_not_passed("yes", "no")
+    # set, it reads as the variable
+    other = kit.start("typed", {name: None})
+    assert_that(other).is_completed().has_passed("yes")
+
+
+def test_type_names_as_types_and_conversions_still_work() -> None:
+    assert compile_condition("type(x) == list && string(n) == '1'").evaluate({"x": [], "n": 1})
+    empty = compile_condition(juel_to_cel("${empty list}"))
+    assert empty.evaluate({"list": []})
+    with pytest.raises(ExpressionError, match="'list'"):
+        empty.evaluate({})

@@ -37,7 +37,7 @@ class CeleryWorkers:
     def _ping(self) -> tuple[str, ...]:
         try:
             if self._app is None:
-                from celery import Celery
+                from celery import Celery  # noqa: PLC0415  (optional: bpm-celery[celery])
 
                 self._app = Celery("bpm-cockpit", broker=self.broker_url)
             replies = self._app.control.ping(timeout=self.timeout) or []

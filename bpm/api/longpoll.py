@@ -24,6 +24,10 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
+import psycopg
+
+from bpm.store.dialect import listen_sql
+
 log = logging.getLogger("bpm.api.longpoll")
 
 
@@ -168,10 +172,6 @@ class LongPollHub:
         return longest * random.uniform(0.5, 1.0)
 
     async def _listen(self) -> None:
-        import psycopg
-
-        from bpm.store.dialect import listen_sql
-
         delay = 0.2
         while not self._stopping:
             try:

@@ -44,7 +44,7 @@ RENDER_TTL = 1.0
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
     try:
-        from bpm.contrib import prometheus
+        from bpm.contrib import prometheus  # noqa: PLC0415  (optional: prometheus-client)
     except ImportError:
         raise ApiError(
             404,
@@ -131,7 +131,7 @@ def install(app: FastAPI, to: Observers | None = None) -> None:
     """Serve ``/metrics``, time every request, and count this process's work (when
     prometheus-client is installed; without it ``/metrics`` says how to get it)."""
     try:
-        from bpm.contrib import prometheus
+        from bpm.contrib import prometheus  # noqa: PLC0415  (optional: prometheus-client)
     except ImportError:
         pass
     else:

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from bpm.api.camunda_params import MAX_RESULTS, OPERATORS
 from bpm.api.documented import NO_NUL
 from bpm.api.schemas import ErrorDto
+from bpm.api.schemas_process import SUCCESS
 
 PAGING = (("firstResult", "offset"), ("maxResults", "limit"))
 
@@ -108,8 +109,6 @@ def _authenticated(path: str) -> bool:
 
 def _describe_success(doc: dict[str, Any], schemas: dict[str, Any]) -> None:
     """The success schemas of the routes that build their JSON by hand (SUCCESS)."""
-    from bpm.api.schemas_process import SUCCESS
-
     for (method, path), shape in SUCCESS.items():
         operation = doc.get("paths", {}).get(path, {}).get(method)
         if operation is None:

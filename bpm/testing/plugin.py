@@ -25,6 +25,7 @@ import pytest
 
 from bpm.testing.coverage import Coverage
 from bpm.testing.kit import BpmTest
+from bpm.testing.report import write_html
 
 __all__ = ["bpm"]
 
@@ -103,8 +104,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
     directory = _html_dir(config)
     if directory is not None:
-        from bpm.testing.report import write_html
-
         index = write_html(coverage, directory)
         terminalreporter.write_line(f"BPMN coverage report: {index}")
 
