@@ -136,7 +136,7 @@ def api_server(url: str, server_workers: int) -> Iterator[tuple[str, int]]:
     )
     base = f"http://127.0.0.1:{port}/engine-rest"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded machine imports slowly
         while True:
             try:
                 if httpx.get(f"{base}/version", timeout=1).status_code == 200:
@@ -156,8 +156,36 @@ def api_server(url: str, server_workers: int) -> Iterator[tuple[str, int]]:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+@contextmanager
+def profiled(pid: int, path: str | None) -> Iterator[None]:
+    """``py-spy record`` of ``pid`` and its server processes while the block runs (raw
+    collapsed stacks in ``path``; nothing without a path). ``--gil``: only the samples of
+    a thread holding the GIL, i.e. the Python CPU, not the waits."""
+    if not path:
+        yield
+        return
+    spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    args = ["record", "--pid", str(pid), "--subprocesses", "--rate", "200", "--gil"]
+    proc = subprocess.Popen(
+        [spy, *args, "--format", "raw", "--output", path],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)  # py-spy attaches
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)  # py-spy writes the file on SIGINT
+        proc.wait(30)
+
+
 def bench_external(
-    tasks: int, workers: int, max_tasks: int, server_workers: int, latency_samples: int
+    tasks: int,
+    workers: int,
+    max_tasks: int,
+    server_workers: int,
+    latency_samples: int,
+    profile: str | None = None,
 ) -> tuple[float, list[float], CpuUse]:
     from bpm import Engine
     from bpm.builder import Process
@@ -197,6 +225,8 @@ def bench_external(
             for p in procs:
                 p.start()
             time.sleep(1.0)  # let the processes import before the clock starts
+            spying = profiled(api_pid, profile)
+            spying.__enter__()
             meter = CpuMeter(
                 {
                     "api": lambda: process_tree(api_pid),
@@ -210,6 +240,7 @@ def bench_external(
             for p in procs:
                 p.join()
             cpu = meter.stop()
+            spying.__exit__(None, None, None)
             elapsed = finished.value - t0
             left = engine.count_external_tasks(topic=TOPIC)
             if done.value != tasks or left:
@@ -345,6 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--latency-samples", type=int, default=100)
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="py-spy record the API server processes during the timed run (raw stacks)",
+    )
     args = parser.parse_args(argv)
     print(
         f"external tasks: {args.tasks} tasks, {args.workers} workers, "
@@ -352,7 +388,12 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     rate, lat, cpu = bench_external(
-        args.tasks, args.workers, args.max_tasks, args.server_workers, args.latency_samples
+        args.tasks,
+        args.workers,
+        args.max_tasks,
+        args.server_workers,
+        args.latency_samples,
+        args.profile,
     )
     lat.sort()
     p50 = statistics.median(lat)

@@ -16,7 +16,7 @@ from bpm.errors import (
     NotFound,
     VariableError,
 )
-from bpm.handlers import TaskContext, service_task
+from bpm.handlers import TaskContext, execution_listener, service_task
 from bpm.retry import RetryPolicy
 from bpm.runtime.states import InstanceState, TokenState
 
@@ -38,5 +38,6 @@ __all__ = [
     "TaskContext",
     "TokenState",
     "VariableError",
+    "execution_listener",
     "service_task",
 ]

@@ -186,8 +186,13 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         compensate_topic: str | None = None,
         compensate_retry: RetryPolicy | None = None,
         for_compensation: bool = False,
+        listeners: Iterable[tuple[str, str]] = (),
     ) -> Self:
         """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
+
+        ``listeners``: execution listeners, ``[("start", "audit"), ("end", "notify")]``:
+        the handlers run by the worker before and after this task's own (inline tasks
+        only; ``bpm.engine.listeners``).
 
         ``compensate_with`` names the inline handler that undoes it (``compensate_topic``:
         an external one; ``compensate_retry``: its policy): compensation runs it when the
@@ -240,6 +245,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
             properties=props,
             lease_seconds=lease_seconds,
             for_compensation=for_compensation,
+            listeners=self._listeners(id, listeners, inline=topic is None),
             **self._activity(
                 id,
                 for_each=for_each,
@@ -328,6 +334,23 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         )
         return self._add(task)
 
+    def _listeners(
+        self, id: str, listeners: Iterable[tuple[str, str]], *, inline: bool
+    ) -> tuple[n.Listener, ...]:
+        out = []
+        for event, handler in listeners:
+            if event not in ("start", "end"):
+                self._problems.append(
+                    Problem(f"listener event '{event}' is not run: use 'start' or 'end'", id)
+                )
+            elif not inline:
+                self._problems.append(
+                    Problem("listeners run on inline tasks only (a handler or Python)", id)
+                )
+            else:
+                out.append(n.Listener(event, handler=handler))
+        return tuple(out)
+
     def script_task(
         self,
         id: str,
@@ -336,6 +359,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         language: str = "cel",
         result: str | None = None,
         name: str | None = None,
+        listeners: Iterable[tuple[str, str]] = (),
         **options: Any,
     ) -> Self:
         """A script task. ``language="cel"`` is evaluated by the engine, its value stored
@@ -359,6 +383,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
             script_format=language,
             result_variable=result if cel or python else None,
             properties={RESULT_VARIABLE: result} if python and result else {},
+            listeners=self._listeners(id, listeners, inline=not cel),
             **self._activity(id, **options),
         )
         return self._add(node)

@@ -193,3 +193,24 @@ def service_task(
         return registry.register(name, fn, retry=retry, lease=lease)
 
     return decorate
+
+
+def execution_listener(
+    name: str,
+    *,
+    retry: RetryPolicy | None = None,
+    registry: HandlerRegistry = registry,
+) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the execution listener ``name``
+    (``camunda:executionListener delegateExpression="${name}"``, ``class="name"``,
+    ``zeebe:executionListener type="name"``, the builder's ``listeners=[("start", name)]``).
+
+    A listener is a handler: it takes a :class:`TaskContext` (``ctx.properties
+    ["bpm:listenerEvent"]`` is ``start`` or ``end``) and returns the variables to set; it
+    runs on the worker in the step's attempt, so its failure takes the step's retry policy.
+    """
+
+    def decorate(fn: Handler) -> Handler:
+        return registry.register(name, fn, retry=retry)
+
+    return decorate

@@ -43,6 +43,8 @@ def _details(e: HistoryEvent) -> str:
         parts.append(f"{done} {p.get('activity')} ({p['handler']})")
     if e.type == "call_started":
         parts.append(f"calls {p.get('process')} ({p.get('child', '')})")
+    if e.type == "listeners_ran":
+        parts.append("ran " + ", ".join(p.get("listeners") or []))
     if e.type == "decision_evaluated":
         into = f" into {p['result_variable']}" if p.get("result_variable") else ""
         parts.append(f"decided {p.get('decision')} v{p.get('version')}{into}")

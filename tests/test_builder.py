@@ -69,6 +69,7 @@ def test_claim_builder_equals_the_camunda_file() -> None:
             retry="exponential(8, PT1S, PT30S)",
             lease="PT2M",
             name="Pay out",
+            listeners=[("start", "com.example.Audit")],
         )
         .boundary_error("pay_any_error", "pay")
         .user_task(

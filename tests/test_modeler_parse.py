@@ -115,13 +115,14 @@ def test_task_manual_task_and_none_throw_event_pass_through() -> None:
     assert ProcessModel.from_dict(model.to_dict()) == model
 
 
-def test_nodes_without_outgoing_flows_deploy_but_gateways_do_not() -> None:
+def test_nodes_without_outgoing_flows_deploy_but_event_gateways_do_not() -> None:
+    # an exclusive, parallel or inclusive gateway without one is an implicit end (issue 21)
     model = load("dead_ends.bpmn")
     assert model.outgoing["notify"] == () and model.outgoing["archive"] == ()
-    problems = refused(doc('<bpmn:exclusiveGateway id="gw" /><bpmn:sequenceFlow id="x" '
+    problems = refused(doc('<bpmn:eventBasedGateway id="gw" /><bpmn:sequenceFlow id="x" '
                            'sourceRef="work" targetRef="gw" />'))  # fmt: skip
-    assert [p.element_id for p in problems] == ["gw"]
-    assert "no outgoing sequence flow" in problems[0].message
+    assert {p.element_id for p in problems} == {"gw"}
+    assert any("no outgoing sequence flow" in p.message for p in problems)
 
 
 def test_unconditioned_non_default_flow_of_exclusive_gateway_deploys_with_a_warning() -> None:
@@ -463,7 +464,7 @@ def test_settings_understood_but_not_honoured_deploy_with_a_warning_naming_each(
     expected = [
         ("camunda:asyncBefore", "'start'"),
         ("camunda:asyncAfter", "'work'"),
-        ("camunda:executionListener", "'work'"),
+        ("camunda:executionListener", "'end'"),  # listeners of events do not run yet
     ]
     for setting, element in expected:
         assert any(setting in w and element in w for w in model.warnings), (setting, model)
@@ -473,6 +474,9 @@ def test_settings_understood_but_not_honoured_deploy_with_a_warning_naming_each(
     work = model.nodes["work"]
     assert isinstance(work, n.ServiceTask)
     assert work.inputs == (n.VariableMapping("x", '"1"'),)
+    # an execution listener of an inline task runs (issue 25): read, not warned about
+    assert work.listeners == (n.Listener("start", handler="com.acme.Audit"),)
+    assert not any("executionListener" in w and "'work'" in w for w in model.warnings)
     zeebe = load("zeebe.bpmn")
     assert not any("zeebe:ioMapping" in w for w in zeebe.warnings)
     collect = zeebe.nodes["collect"]

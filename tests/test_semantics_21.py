@@ -360,3 +360,131 @@ def test_type_names_as_types_and_conversions_still_work() -> None:
     assert empty.evaluate({"list": []})
     with pytest.raises(ExpressionError, match="'list'"):
         empty.evaluate({})
+
+
+# -- 8. calledElementBinding="deployment" calls the version deployed with the caller ------
+
+CALLER = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="caller" isExecutable="true" name="{mark}">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+    <callActivity id="call" calledElement="callee" camunda:calledElementBinding="deployment"/>
+    <sequenceFlow id="f2" sourceRef="call" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+CALLEE = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="callee" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <userTask id="work" name="{mark}"/>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+def _called(kit: BpmTest) -> str | None:
+    inst = kit.start("caller")
+    (child,) = kit.engine.get_instance(inst.id).children
+    return kit.engine.user_tasks(child)[0].name
+
+
+def test_deployment_binding_without_the_callee_in_the_deployment_is_an_incident(
+    kit: BpmTest,
+) -> None:
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v1")))
+    kit.engine.create_deployment(("caller.bpmn", CALLER.format(mark="c1")))
+    inst = kit.start("caller")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "call" and "binding deployment" in incident.message
+    assert kit.engine.get_instance(inst.id).children == ()
+    assert kit.engine.user_tasks() == []
+
+
+def test_deployment_binding_calls_the_version_deployed_with_the_caller(kit: BpmTest) -> None:
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c1")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    # the callee's file again, unchanged, beside a changed caller: it keeps version 1
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c2")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v2")))
+    assert _called(kit) == "v1"
+
+
+# -- 9. a gateway without outgoing flows is an implicit end --------------------------------
+
+
+@pytest.mark.parametrize("gateway", ["exclusiveGateway", "parallelGateway", "inclusiveGateway"])
+def test_a_gateway_without_outgoing_flows_ends_its_path(kit: BpmTest, gateway: str) -> None:
+    kit.deploy(f"""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="dead_end" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="gw"/>
+    <{gateway} id="gw"/>
+  </process>
+</definitions>""")
+    inst = kit.start("dead_end")
+    assert_that(inst).is_completed().has_passed("gw").has_no_incidents()
+
+
+def test_an_event_gateway_without_outgoing_flows_is_still_refused(kit: BpmTest) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises(DeploymentError, match="no outgoing sequence flow"):
+        kit.deploy(Process("stuck").start("s").event_gateway("gw").sequence("s", "gw"))
+    assert kit.engine.definitions() == before
+
+
+# -- 10. conditions on flows leaving a start event ------------------------------------------
+
+
+def test_conditions_on_flows_leaving_a_start_event_choose_the_paths(kit: BpmTest) -> None:
+    kit.deploy(
+        Process("start_choice")
+        .start("s")
+        .end("big")
+        .end("small")
+        .end("always")
+        .flow("s", "big", condition="amount > 10", id="to_big")
+        .flow("s", "small", condition="amount <= 10", id="to_small")
+        .flow("s", "always", id="to_always")
+    )
+    inst = kit.start("start_choice", {"amount": 20})
+    assert_that(inst).is_completed().has_passed("big", "always").has_not_passed("small")
+    other = kit.start("start_choice", {"amount": 1})
+    assert_that(other).is_completed().has_passed("small", "always").has_not_passed("big")
+
+
+# -- 12. an errorRef naming no bpmn:error is the error code ----------------------------------
+
+
+def test_an_error_ref_without_an_error_element_is_the_code(kit: BpmTest) -> None:
+    kit.deploy("""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="raw_ref" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>
+    <subProcess id="sub">
+      <startEvent id="ss"/>
+      <sequenceFlow id="f2" sourceRef="ss" targetRef="boom"/>
+      <endEvent id="boom"><errorEventDefinition errorRef="PAYMENT_FAILED"/></endEvent>
+    </subProcess>
+    <sequenceFlow id="f3" sourceRef="sub" targetRef="normal"/>
+    <endEvent id="normal"/>
+    <boundaryEvent id="caught" attachedToRef="sub">
+      <errorEventDefinition errorRef="PAYMENT_FAILED"/>
+    </boundaryEvent>
+    <sequenceFlow id="f4" sourceRef="caught" targetRef="handled"/>
+    <endEvent id="handled"/>
+  </process>
+</definitions>""")
+    inst = kit.start("raw_ref")
+    assert_that(inst).is_completed().has_passed("caught", "handled").has_not_passed("normal")
+    assert kit.variables(inst)["error_code"] == "PAYMENT_FAILED"

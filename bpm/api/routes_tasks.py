@@ -48,6 +48,7 @@ TASK_FILTERS = (
     ("dueAfter", "date"), ("withoutDueDate", "boolean"), ("followUpBefore", "date"),
     ("followUpAfter", "date"), ("createdOn", "date"), ("createdBefore", "date"),
     ("createdAfter", "date"), ("active", "boolean"), ("suspended", "boolean"),
+    ("tenantIdIn", "list"), ("withoutTenantId", "boolean"),
 )  # fmt: skip
 
 

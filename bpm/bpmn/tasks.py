@@ -9,7 +9,8 @@ from xml.etree.ElementTree import Element
 
 from bpm.bpmn import bindings, usertasks
 from bpm.bpmn.context import Context, base, event_definitions
-from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
+from bpm.bpmn.listeners import LISTENER_USES, parse_listeners
 from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.namespaces import java_engine, local, ours
 from bpm.bpmn.scopes import activity_fields
@@ -50,12 +51,28 @@ def _lease(el: Element, ctx: Context) -> float | None:
         return None
 
 
+def _listeners(
+    el: Element, ctx: Context, ext: Extensions, *, inline: bool
+) -> tuple[n.Listener, ...]:
+    """The execution listeners of a task run by a worker; on any other, a warning."""
+    found = parse_listeners(el, ctx, ext)
+    if found and not inline:
+        ctx.warn(
+            el,
+            el,
+            f"the execution listeners of '{el.get('id')}' are ignored by this engine: only "
+            "inline tasks (a handler or a Python script run by a worker) run listeners",
+        )
+        return ()
+    return found
+
+
 def parse_service(el: Element, ctx: Context) -> n.Node:
     """``serviceTask``, ``sendTask``, a ``businessRuleTask`` that names no decision
     (:mod:`bpm.bpmn.business_rules`): inline or external work."""
     event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES)
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES | LISTENER_USES)
     warn_attributes(el, ctx, bindings.USES)
     binding = bindings.bind(el, ctx, ext)
     return n.ServiceTask(
@@ -68,6 +85,7 @@ def parse_service(el: Element, ctx: Context) -> n.Node:
         priority=_priority(el, ctx),
         properties={**ext.properties, **binding.properties},
         lease_seconds=_lease(el, ctx),
+        listeners=_listeners(el, ctx, ext, inline=binding.topic is None),
         **activity_fields(el, ext, ctx),
     )
 
@@ -86,7 +104,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
     ``zeebe:script`` (FEEL) is evaluated as FEEL; ``zeebe:taskDefinition`` is a job."""
     event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES | {"script"})
+    ext = read_extensions(el, ctx, bindings.ZEEBE_USES | IO_USES | LISTENER_USES | {"script"})
     warn_attributes(el, ctx, bindings.USES | {"resultVariable", "resource"})
     result = java_engine(el, "resultVariable")
     priority, lease = _priority(el, ctx), _lease(el, ctx)
@@ -104,9 +122,11 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             properties={**ext.properties, **binding.properties},
             priority=priority,
             lease_seconds=lease,
+            listeners=_listeners(el, ctx, ext, inline=binding.topic is None),
             **extra,
         )
     if feel is not None:
+        _listeners(el, ctx, ext, inline=False)
         expression = (feel.get("expression") or "").strip()
         try:
             text = native_feel(expression)
@@ -169,6 +189,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             line,
             handler=PYTHON_SCRIPT,
             retry=bound.retry if bound else None,
+            listeners=_listeners(el, ctx, ext, inline=True),
             properties={**ext.properties, **into},
             script=script or "",
             script_format=script_format,
@@ -178,6 +199,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             **extra,
         )
     if is_cel:
+        _listeners(el, ctx, ext, inline=False)
         return n.ScriptTask(
             node_id,
             name,
@@ -198,6 +220,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
         handler=bound.handler,
         topic=bound.topic,
         retry=bound.retry,
+        listeners=_listeners(el, ctx, ext, inline=bound.topic is None),
         properties=ext.properties,
         script=script,
         script_format=script_format,

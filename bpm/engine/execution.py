@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
@@ -28,6 +29,7 @@ from bpm import tracing
 from bpm.engine import observed, traced
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
+from bpm.engine.listeners import run_with_listeners
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.steps import Claimed, Outcome
@@ -144,11 +146,16 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         properties=step.node.properties,
     )
     started = time.perf_counter()
+    listened: tuple[str, ...] = ()
     if core.observers:
         observed.handler_started(core, step, worker_id, started)
     try:
         spec = core.registry.get(step.node.handler or "")
-        result = spec.fn(ctx)
+        result: Any
+        if step.node.listeners:
+            result, listened = run_with_listeners(core.registry, step.node, ctx, spec.fn)
+        else:
+            result = spec.fn(ctx)
     except Exception as exc:  # a handler may raise anything: it is the user's code
         outcome = Outcome(
             error=exc.message if isinstance(exc, StepFailed) else f"{type(exc).__name__}: {exc}",
@@ -165,6 +172,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             finished_at=core.now(),
             seconds=_ran_for(core, started),
             locals=dict(ctx.locals) or None,
+            listeners=listened,
         )
     if core.observers:
         observed.handler_finished(core, step, worker_id, outcome)
@@ -227,6 +235,13 @@ def _apply(
         except BpmError as exc:
             error, details = f"{type(exc).__name__}: {exc}", None
     if error is None:
+        if outcome.listeners:  # one row for all of them: the trail shows what ran
+            work.record(
+                "listeners_ran",
+                token_id=current.id,
+                node_id=current.node_id,
+                payload={"listeners": list(outcome.listeners)},
+            )
         walker.leave(current)
         return StepOutcome.COMPLETED
     policy = policy_for(step.node, unit.core.registry.find(step.node.handler or ""))

@@ -35,7 +35,6 @@ from bpm.runtime.records import ExternalTask
 from bpm.runtime.states import TaskState
 from bpm.runtime.throwing import find, throw
 from bpm.runtime.work import InstanceWork, check_variables
-from bpm.store import external_tasks as store
 from bpm.tracing import TraceContext
 
 
@@ -94,16 +93,10 @@ def complete_many(
     if not wanted:
         return results
     with unit_of_work(core, now) as unit:
-        ids = [completions[i].task_id for i in wanted]
-        # which instances to lock (a task's instance never changes), then the tasks again,
-        # read under those locks, each adopted by its instance's change set
-        owners = {t.instance_id for t in store.tasks(unit.conn, ids).values()}
-        works = unit.lock(sorted(owners))
-        owner_of: dict[str, InstanceWork] = {}
-        for fresh in store.tasks(unit.conn, ids).values():
-            if fresh.instance_id in works:
-                owner_of[fresh.id] = works[fresh.instance_id]
-                owner_of[fresh.id].adopt(fresh)
+        # the tasks' instances locked (found through the tasks: an instance never
+        # changes), then the tasks read under those locks, each adopted by its instance's
+        # change set: one round trip for the batch
+        owner_of = unit.works_of(ExternalTask, [completions[i].task_id for i in wanted])
         for i in wanted:
             done = completions[i]
             try:

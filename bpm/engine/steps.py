@@ -47,3 +47,4 @@ class Outcome:
     locals: dict[str, Any] | None = None  # ctx.set_local(...)
     thrown: BpmnError | None = None  # the handler raised a BPMN error (not retried)
     asked: StepFailed | None = None  # the handler said what comes next (StepFailed)
+    listeners: tuple[str, ...] = ()  # the execution listeners that ran, in order

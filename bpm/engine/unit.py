@@ -137,6 +137,24 @@ class Unit:
         self._adopt(found)
         return self.works.get(owner) if owner else None
 
+    def works_of(self, kind: type[Item], item_ids: Sequence[str]) -> dict[str, InstanceWork]:
+        """Lock and load the instances that the work items ``item_ids`` belong to, found
+        through the items in the same statements, each item adopted by its instance's
+        change set (one round trip for a whole batch). Returns the change set of each item
+        found, by item id."""
+        if self._locked:
+            raise RuntimeError("a unit of work locks its instances once, all together")
+        self._locked = True
+        found, owner_of = work_store.load_through(
+            self.conn,
+            kind,
+            item_ids,
+            self.now,
+            max_variable_bytes=self.core.config.max_variable_bytes,
+        )
+        self._adopt(found)
+        return {i: self.works[o] for i, o in owner_of.items() if o in self.works}
+
     def work(self, instance_id: str) -> InstanceWork:
         """Lock and load one instance; :class:`NotFound` when it does not exist."""
         found = self.lock([instance_id]).get(instance_id)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn import elements
 from bpm.bpmn.elements import ElementParser, parse_flow
 from bpm.builder import Process
 from bpm.cockpit import diagram
@@ -214,6 +215,8 @@ KINDS = Kinds(
     ),
 )
 """The registry: add a kind here, in its own module."""
+
+elements.install(KINDS.parsers)  # the BPMN parser dispatches by tag through the registry
 
 
 def activity_type(node: n.Node | None) -> str:

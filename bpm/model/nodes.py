@@ -159,6 +159,26 @@ class VariableMapping:
 
 
 @dataclass(frozen=True)
+class Listener:
+    """An execution listener (``kind="execution"``: events ``start``, ``end``) of an
+    activity: the inline handler ``handler`` (``camunda:class``, ``expression``,
+    ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
+    (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's
+    attempt: start listeners before the activity's work, end listeners after it."""
+
+    event: str
+    handler: str | None = None
+    script: str | None = None
+    kind: str = "execution"
+
+    @property
+    def label(self) -> str:
+        """How the trail and errors name it: ``start listener 'audit'``."""
+        what = f"'{self.handler}'" if self.handler else "(Python script)"
+        return f"{self.event} listener {what}"
+
+
+@dataclass(frozen=True)
 class MultiInstance:
     """A multi-instance marker: run the activity once per item (or ``cardinality`` times).
 
@@ -193,6 +213,9 @@ class Activity(Node):
     default_flow: str | None = field(default=None, metadata=SPARSE)
     """The outgoing flow taken when the activity completes and none of its conditional
     flows is true (BPMN ``default``); see :attr:`ProcessModel.branching`."""
+    listeners: tuple[Listener, ...] = field(default=(), metadata=SPARSE)
+    """Execution listeners, in document order (run by inline steps: see
+    :mod:`bpm.engine.listeners`)."""
 
     @property
     def has_mappings(self) -> bool:

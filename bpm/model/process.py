@@ -77,10 +77,17 @@ class ProcessModel:
         return frozenset(
             node.id
             for node in self.nodes.values()
-            if isinstance(node, n.Activity)
-            and (
-                node.default_flow is not None
-                or any(f.condition is not None for f in self.outgoing.get(node.id, ()))
+            if (
+                isinstance(node, n.Activity)
+                and (
+                    node.default_flow is not None
+                    or any(f.condition is not None for f in self.outgoing.get(node.id, ()))
+                )
+            )
+            # start events with conditional flows (Camunda's suite has them) choose too
+            or (
+                isinstance(node, n.StartEvent)
+                and any(f.condition is not None for f in self.outgoing.get(node.id, ()))
             )
         )
 
@@ -282,10 +289,16 @@ class ProcessModel:
         """Inline handler name -> ids of the tasks that run it (external tasks excluded)."""
         out: dict[str, list[str]] = {}
         for node in self.nodes.values():
-            if isinstance(node, n.ServiceTask) and node.handler and not node.is_external:
-                if isinstance(node, n.ScriptTask) and (node.is_cel or node.is_python):
-                    continue  # run by the engine (CEL) or its sandbox (Python): no handler
+            # CEL scripts are run by the engine, Python ones by its sandbox: no handler
+            engine_run = isinstance(node, n.ScriptTask) and (node.is_cel or node.is_python)
+            inline = isinstance(node, n.ServiceTask) and node.handler and not node.is_external
+            if inline and not engine_run:
+                assert isinstance(node, n.ServiceTask) and node.handler
                 out.setdefault(node.handler, []).append(node.id)
+            if isinstance(node, n.Activity):
+                for listener in node.listeners:
+                    if listener.handler:
+                        out.setdefault(listener.handler, []).append(node.id)
         return out
 
     def node(self, node_id: str) -> n.Node:
@@ -371,6 +384,8 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
             value = tuple(n.VariableMapping(**x) for x in value)
         elif f.name == "form_fields":
             value = tuple(n.FormFieldSpec.from_dict(x) for x in value)
+        elif f.name == "listeners":
+            value = tuple(n.Listener(**x) for x in value)
         elif f.name == "binding":
             value = n.CallBinding(value)
         elif isinstance(value, list):

@@ -15,9 +15,13 @@ from functools import cache
 from typing import Any, TypeVar
 
 from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
     Connection,
+    String,
     Table,
     and_,
+    any_,
     bindparam,
     func,
     insert,
@@ -153,6 +157,93 @@ def _load_one(
         [record_of(Scope, r) for r in rows[2]],
         found,
     )
+
+
+_THROUGH: dict[tuple[type[Any], str], tuple[Any, Any, Any, Any]] = {}
+
+
+def _among_keys(conn: Connection, column: Any) -> ColumnElement[bool]:
+    """``column`` is one of the parameter ``keys`` (a list): an array parameter on
+    PostgreSQL (the statement is compiled once, whatever the number of keys), an expanding
+    IN on SQLite."""
+    if dialect.is_postgres(conn):
+        matched: ColumnElement[bool] = column == any_(bindparam("keys", type_=ARRAY(String)))
+        return matched
+    expanded: ColumnElement[bool] = column.in_(bindparam("keys", expanding=True))
+    return expanded
+
+
+def _through(conn: Connection, kind: type[Any]) -> tuple[Any, Any, Any, Any]:
+    """The statements that lock and load the instances that the work items ``keys`` (a
+    list parameter) of ``kind`` belong to, with their call trees' roots: (lock, live
+    tokens, the chains of their scopes, the items). Built once per kind and dialect."""
+    cache_key = (kind, conn.dialect.name)
+    found = _THROUGH.get(cache_key)
+    if found is not None:
+        return found
+    table = table_of(kind)
+    owners = select(table.c.instance_id).where(_among_keys(conn, table.c.id))
+    roots = select(pi.c.root_id).where(pi.c.id.in_(owners), pi.c.root_id.is_not(None))
+    # One id list (the owners, then their roots): the lock is index lookups only.
+    wanted = union_all(owners, roots)
+    lock = select(pi).where(pi.c.id.in_(wanted)).order_by(*_LOCK_ORDER).with_for_update(of=pi)
+    live = and_(t.token.c.instance_id.in_(wanted), t.token.c.state.in_(_LIVE_STATES))
+    sc = t.scope
+    chain = _with_parents(
+        sc.c.id.in_(select(t.token.c.scope_id).where(live)), sc.c.instance_id.in_(wanted)
+    )
+    items = select(table).where(_among_keys(conn, table.c.id))
+    found = (lock, select(t.token).where(live), select(chain), items)
+    _THROUGH[cache_key] = found
+    return found
+
+
+def load_through(
+    conn: Connection,
+    kind: type[Item],
+    item_ids: Sequence[str],
+    now: datetime,
+    *,
+    max_variable_bytes: int,
+) -> tuple[dict[str, InstanceWork], dict[str, str]]:
+    """Lock the instances that the work items ``item_ids`` of ``kind`` belong to (and
+    their call trees' roots, in the lock order of :func:`lock_instances`), and load their
+    live tokens, scopes and those items: ONE round trip on PostgreSQL, whatever the number
+    of items (an item's instance never changes, so finding it needs no lock; the reads
+    run after the locks are granted, so they see what the previous lock holder
+    committed). Returns the change sets by instance id, each item adopted by its own, and
+    the instance id of each item found."""
+    keys = sorted(set(item_ids))
+    if not keys:
+        return {}, {}
+    lock, tokens, scopes, items = _through(conn, kind)
+    params = {"keys": keys}
+    rows = dialect.run_many(
+        conn, [(lock, params), (tokens, params), (scopes, params), (items, params)]
+    )
+    loader = StoreLoader(conn)
+    works: dict[str, InstanceWork] = {}
+    for r in rows[0]:
+        inst = record_of(Instance, r)
+        works[inst.id] = InstanceWork(
+            instance=inst, tokens={}, now=now, loader=loader, max_variable_bytes=max_variable_bytes
+        )
+    for r in rows[1]:
+        tok = record_of(Token, r)
+        if tok.instance_id in works:
+            works[tok.instance_id].tokens[tok.id] = tok
+    for r in rows[2]:
+        scope = record_of(Scope, r)
+        if scope.instance_id in works:
+            works[scope.instance_id].scope_changes.records[scope.id] = scope
+    owner_of: dict[str, str] = {}
+    for r in rows[3]:
+        item = record_of(kind, r)
+        work = works.get(item.instance_id)
+        if work is not None:
+            work.adopt(item)
+            owner_of[item.id] = item.instance_id
+    return works, owner_of
 
 
 def live_tokens(conn: Connection, instance_ids: Sequence[str]) -> dict[str, list[Token]]:

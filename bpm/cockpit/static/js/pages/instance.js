@@ -13,6 +13,7 @@ function details(e) {
   if (p.attempt !== undefined) out.push(`attempt ${p.attempt}`);
   if (p.error) out.push(`error: ${String(p.error).slice(0, 120)}`);
   if (p.names) out.push(`set ${p.names.join(', ')}`);
+  if (e.type === 'listeners_ran' && p.listeners) out.push(`ran ${p.listeners.join(', ')}`);
   if (e.type === 'timer_scheduled' && p.kind) out.push(`${p.kind.replaceAll('_', ' ')} timer`);
   if (p.due) out.push(`due ${time(p.due)}`);
   if (p.worker) out.push(`worker ${p.worker}`);
