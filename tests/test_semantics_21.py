@@ -566,3 +566,48 @@ def test_camunda_out_of_an_unset_child_variable_writes_null(kit: BpmTest) -> Non
     )
     inst = kit.start("parent", {"given": 1})
     assert_that(inst).is_completed().has_no_incidents().has_variables(result=None, back=1)
+
+
+# -- 11. cron timeCycle on intermediate and boundary timers --------------------------------
+
+CRON_TIMERS = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="crons" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="wait"/>
+    <intermediateCatchEvent id="wait">
+      <timerEventDefinition><timeCycle>0 0 10 * * ?</timeCycle></timerEventDefinition>
+    </intermediateCatchEvent>
+    <sequenceFlow id="f2" sourceRef="wait" targetRef="work"/>
+    <userTask id="work"/>
+    <sequenceFlow id="f3" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+    <boundaryEvent id="remind" attachedToRef="work" cancelActivity="false">
+      <timerEventDefinition><timeCycle>0 */30 * * * ?</timeCycle></timerEventDefinition>
+    </boundaryEvent>
+    <sequenceFlow id="f4" sourceRef="remind" targetRef="nudge"/>
+    <userTask id="nudge"/>
+  </process>
+</definitions>"""
+
+
+def test_cron_cycles_on_intermediate_and_boundary_timers(kit: BpmTest) -> None:
+    kit.deploy(CRON_TIMERS)
+    inst = kit.start("crons")  # 09:00
+    (timer,) = kit.engine.timers(inst.id)
+    assert timer.fire_at == datetime(2030, 1, 1, 10, 0, tzinfo=UTC)
+    kit.advance_to(datetime(2030, 1, 1, 10, 0, tzinfo=UTC))
+    assert tasks(kit, inst) == ["work"]
+    kit.advance_to(datetime(2030, 1, 1, 11, 0, tzinfo=UTC))  # 10:30 and 11:00
+    assert tasks(kit, inst) == ["nudge", "nudge", "work"]
+    (pending,) = kit.engine.timers(inst.id)
+    assert pending.fire_at == datetime(2030, 1, 1, 11, 30, tzinfo=UTC)
+    kit.complete(inst, "work")
+    assert kit.engine.timers(inst.id) == []
+
+
+def test_a_cron_that_does_not_parse_is_refused_and_nothing_deploys(kit: BpmTest) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises(DeploymentError, match="wait"):
+        kit.deploy(CRON_TIMERS.replace("0 0 10 * * ?", "0 0 99 * * ?"))
+    assert kit.engine.definitions() == before
