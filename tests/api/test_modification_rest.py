@@ -191,3 +191,34 @@ def test_each_modification_is_in_the_user_operation_log(
     count = http.get("/history/user-operation/count", params={"userId": "alice"}, headers=OPS)
     assert count.json() == {"count": 1}
     assert [e.annotation for e in engine.operation_log()] == ["wrong branch", "by hand"]
+
+
+def test_a_fetched_external_task_names_its_activity_instance_as_the_tree_does(
+    served: tuple[InProcess, Engine],
+) -> None:
+    http, engine = served
+    engine.deploy(
+        Process("ext_ai")
+        .start("s")
+        .service_task("work", topic="orders")
+        .end("e")
+        .sequence("s", "work", "e")
+    )
+    inst = engine.start("ext_ai")
+    body = {
+        "workerId": "w",
+        "maxTasks": 1,
+        "topics": [{"topicName": "orders", "lockDuration": 1000}],
+    }
+    (task,) = http.post("/external-task/fetchAndLock", json=body, headers=WORKER).json()
+    (work,) = tree(http, inst.id)["childActivityInstances"]
+    assert task["activityInstanceId"] == work["id"]
+    assert task["executionId"] == work["executionIds"][0]
+    r = http.post(
+        f"/process-instance/{inst.id}/modification",
+        json={
+            "instructions": [{"type": "cancel", "activityInstanceId": task["activityInstanceId"]}]
+        },
+        headers=OPS,
+    )
+    assert r.status_code == 204 and engine.get_instance(inst.id).ended
