@@ -229,6 +229,11 @@ def test_tasks_and_instances_filter_by_their_definitions_tenant(http: InProcess)
     assert len(tasks) == 3
     only = http.get("/task?tenantIdIn=north,south", headers=OPS).json()
     assert [t["processInstanceId"] for t in only] == [north]
+    assert [t["tenantId"] for t in only] == ["north"]
+    assert {t["tenantId"] for t in tasks} == {"north", None}
+    finished = http.get("/history/task?tenantIdIn=x", headers=OPS)  # history: not yet
+    assert finished.status_code == 400
+    assert {t["tenantId"] for t in http.get("/history/task", headers=OPS).json()} == {"north", None}
     assert len(http.get("/task?withoutTenantId=true", headers=OPS).json()) == 2
     assert http.get("/task/count?tenantIdIn=south", headers=OPS).json() == {"count": 0}
     assert http.post("/task", json={"tenantIdIn": ["north"]}, headers=OPS).json() == only
