@@ -373,6 +373,7 @@ def historic_task_dto(r: TaskRow) -> s.HistoricTaskDto:
         due=format_date(t.due_at),
         followUp=format_date(t.follow_up_at),
         rootProcessInstanceId=t.instance_id,
+        tenantId=r.tenant_id,
     )
 
 

@@ -77,6 +77,8 @@ def _running_query(request: Request) -> InstanceQuery:
         business_key_like=p.text("businessKeyLike"),
         states=states,
         with_incidents=p.flag("withIncident"),
+        tenant_ids=p.texts("tenantIdIn"),
+        without_tenant=p.true("withoutTenantId"),
         sorting=p.sorting(RUNNING_SORTS),
     )
 
@@ -85,7 +87,8 @@ RUNNING_FILTERS = (
     ("processDefinitionKey", "string"), ("processDefinitionKeyIn", "list"),
     ("processDefinitionId", "string"), ("businessKey", "string"),
     ("businessKeyLike", "string"), ("processInstanceIds", "list"), ("active", "boolean"),
-    ("suspended", "boolean"), ("withIncident", "boolean"),
+    ("suspended", "boolean"), ("withIncident", "boolean"), ("tenantIdIn", "list"),
+    ("withoutTenantId", "boolean"),
 )  # fmt: skip
 
 

@@ -252,6 +252,8 @@ class TaskQueryDto(RequestDto):
     dueAfter: DateText = None
     createdBefore: DateText = None
     createdAfter: DateText = None
+    tenantIdIn: Names | None = None
+    withoutTenantId: bool | None = None
     sorting: Annotated[Sorting, documented.sorting(TASK_SORT_KEYS)] = None
 
 

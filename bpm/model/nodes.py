@@ -49,6 +49,13 @@ class Node:
         return False
 
     @property
+    def listens_first(self) -> tuple[Listener, ...]:
+        """Listeners a worker runs before a token may enter this node (start execution
+        listeners, a user task's create listeners), when the node's own work is not run by
+        a worker (an inline task runs its listeners itself)."""
+        return ()
+
+    @property
     def host(self) -> str | None:
         """The activity this node is attached to (a boundary event's); None: it stands on
         its own in the flow. The cockpit's layout and the runtime ask this, not the class."""
@@ -165,11 +172,11 @@ class VariableMapping:
 
 @dataclass(frozen=True)
 class Listener:
-    """An execution listener (``kind="execution"``: events ``start``, ``end``) of an
-    activity: the inline handler ``handler`` (``camunda:class``, ``expression``,
-    ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
-    (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's
-    attempt: start listeners before the activity's work, end listeners after it."""
+    """An execution listener (``kind="execution"``: events ``start``, ``end``) or a task listener
+    (``kind="task"``: ``create``) of an activity: the inline handler ``handler`` (``camunda:class``,
+    ``expression``, ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
+    (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's attempt: start
+    listeners before the activity's work, end listeners after it."""
 
     event: str
     handler: str | None = None
@@ -226,6 +233,10 @@ class Activity(Node):
     def has_mappings(self) -> bool:
         return bool(self.inputs or self.outputs)
 
+    @property
+    def listens_first(self) -> tuple[Listener, ...]:
+        return tuple(x for x in self.listeners if x.event in ("start", "create"))
+
 
 @dataclass(frozen=True)
 class ServiceTask(Activity):
@@ -244,6 +255,10 @@ class ServiceTask(Activity):
     @property
     def is_external(self) -> bool:
         return self.topic is not None
+
+    @property
+    def listens_first(self) -> tuple[Listener, ...]:
+        return ()  # an inline task runs its listeners in its own step; an external one none
 
     @property
     def waits(self) -> bool:

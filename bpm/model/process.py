@@ -77,10 +77,17 @@ class ProcessModel:
         return frozenset(
             node.id
             for node in self.nodes.values()
-            if isinstance(node, n.Activity)
-            and (
-                node.default_flow is not None
-                or any(f.condition is not None for f in self.outgoing.get(node.id, ()))
+            if (
+                isinstance(node, n.Activity)
+                and (
+                    node.default_flow is not None
+                    or any(f.condition is not None for f in self.outgoing.get(node.id, ()))
+                )
+            )
+            # start events with conditional flows (Camunda's suite has them) choose too
+            or (
+                isinstance(node, n.StartEvent)
+                and any(f.condition is not None for f in self.outgoing.get(node.id, ()))
             )
         )
 

@@ -222,13 +222,14 @@ def _degrees(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Prob
             if outgoing:
                 yield _at(node, f"end event '{node.id}' has outgoing flows: remove them")
             continue
-        # Anything else may end a path (BPMN: its token is consumed there); a gateway
-        # with nowhere to go is a drawing mistake.
-        if not outgoing and isinstance(node, _GATEWAYS):
+        # Anything else may end a path (BPMN 2.0 13.2.1: its token is consumed there, an
+        # implicit end; a gateway too, as in Camunda). An event-based gateway without
+        # events after it would wait for nothing, for ever.
+        if not outgoing and isinstance(node, n.EventBasedGateway):
             yield _at(
                 node,
-                f"gateway '{node.id}' has no outgoing sequence flow: connect it to the next "
-                "step or to an end event",
+                f"event-based gateway '{node.id}' has no outgoing sequence flow: connect it "
+                "to the message, signal or timer events it waits for",
             )
         if isinstance(node, n.StartEvent | n.BoundaryEvent | n.EventSubProcess) and incoming:
             if isinstance(node, n.EventSubProcess):
@@ -249,6 +250,16 @@ def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
             continue
         if isinstance(node, n.Activity):
             yield from _activity_flows(model, node, outgoing)
+            continue
+        if isinstance(node, n.StartEvent):
+            # Camunda's suite uses them: taken as leaving an activity (every true and
+            # every unconditioned flow), evaluated over the start's variables.
+            for flow in outgoing:
+                if flow.condition is not None:
+                    try:
+                        compile_condition(flow.condition)
+                    except ExpressionError as exc:
+                        yield _at(flow, f"flow '{flow.id}': {exc}")
             continue
         for flow in outgoing:
             if flow.condition is None:

@@ -116,7 +116,7 @@ def test_refused_filters_are_not_saved(http: InProcess) -> None:
     before = everything(http)
     cases = [
         (create(http, ANN, name="for bob", owner="bob"), 403, "only for themselves"),
-        (create(http, ANN, name="t", query={"tenantIdIn": ["a"]}), 400, "tenantIdIn"),
+        (create(http, ANN, name="t", query={"caseInstanceId": "a"}), 400, "caseInstanceId"),
         (create(http, ANN, name="s", query={"sorting": [{"sortBy": "nope"}]}), 400, "sort"),
         (create(http, ANN, name="e", query={"assigneeExpression": "${x}"}), 400, "currentUser"),
         (create(http, ANN, name="   "), 400, "name"),
@@ -162,8 +162,8 @@ def test_running_a_filter_merges_the_query_and_shows_only_what_the_caller_may_se
     assert http.get(f"/filter/{mine['id']}/list", headers=BOB).json() == []
     assert http.get(f"/filter/{mine['id']}/count", headers=BOB).json() == {"count": 0}
     # an extending query with a filter this engine cannot run: 400, nothing listed
-    r = http.post(f"/filter/{fid}/list", json={"tenantIdIn": ["x"]}, headers=ANN)
-    assert r.status_code == 400 and "tenantIdIn" in r.json()["message"]
+    r = http.post(f"/filter/{fid}/list", json={"caseInstanceId": "x"}, headers=ANN)
+    assert r.status_code == 400 and "caseInstanceId" in r.json()["message"]
 
 
 def test_tenants(http: InProcess) -> None:
@@ -212,3 +212,42 @@ def test_tenants(http: InProcess) -> None:
     assert http.delete("/tenant/north", headers=OPS).status_code == 204
     assert http.get("/tenant/north", headers=OPS).status_code == 404
     assert http.get("/tenant/count", headers=OPS).json() == {"count": 1}
+
+
+def test_tasks_and_instances_filter_by_their_definitions_tenant(http: InProcess) -> None:
+    # another process (a deployment equal to an earlier one reuses its definition)
+    xml = (FORMS / "generated.bpmn").read_bytes().replace(b'id="leave"', b'id="north"')
+    files = [("f", ("north.bpmn", xml))]
+    r = http.post("/deployment/create", files=files, data={"tenant-id": "north"}, headers=OPS)
+    assert r.status_code == 200, r.text
+    north_def = next(iter(r.json()["deployedProcessDefinitions"]))
+    start = {"variables": {"days": {"value": 3}}}
+    r = http.post(f"/process-definition/{north_def}/start", json=start, headers=OPS)
+    assert r.status_code == 200, r.text
+    north = r.json()["id"]
+    tasks = http.get("/task", headers=OPS).json()
+    assert len(tasks) == 3
+    only = http.get("/task?tenantIdIn=north,south", headers=OPS).json()
+    assert [t["processInstanceId"] for t in only] == [north]
+    assert [t["tenantId"] for t in only] == ["north"]
+    assert {t["tenantId"] for t in tasks} == {"north", None}
+    finished = http.get("/history/task?tenantIdIn=x", headers=OPS)  # history: not yet
+    assert finished.status_code == 400
+    assert {t["tenantId"] for t in http.get("/history/task", headers=OPS).json()} == {"north", None}
+    assert len(http.get("/task?withoutTenantId=true", headers=OPS).json()) == 2
+    assert http.get("/task/count?tenantIdIn=south", headers=OPS).json() == {"count": 0}
+    assert http.post("/task", json={"tenantIdIn": ["north"]}, headers=OPS).json() == only
+    both = http.post("/task/count", json={"tenantIdIn": ["north"], "withoutTenantId": True},
+                     headers=OPS)  # fmt: skip
+    assert both.json() == {"count": 3}
+    running = http.get("/process-instance?tenantIdIn=north", headers=OPS).json()
+    assert [i["id"] for i in running] == [north]
+    assert http.get("/process-instance/count?withoutTenantId=true", headers=OPS).json() == {
+        "count": 2
+    }
+    # a user's view is narrowed as ever: ann (managers) sees the north task, as a filter too
+    fid = create(http, ANN, name="North", query={"tenantIdIn": ["north"]}).json()["id"]
+    assert [
+        t["processInstanceId"] for t in http.get(f"/filter/{fid}/list", headers=ANN).json()
+    ] == [north]
+    assert http.get(f"/filter/{fid}/count", headers=BOB).status_code == 404
