@@ -42,6 +42,8 @@ def test_modify_moves_a_token_and_prints_the_tree(sqlite_database_url: str) -> N
     (event,) = [e for e in engine.history(inst) if e.type == "instance_modified"]
     assert event.payload["by"].startswith("cli:")
     assert event.payload["annotation"] == "moved by hand"
+    trail = bpm_here("show", inst, "--db", sqlite_database_url)
+    assert "startBeforeActivity b, cancel a; moved by hand" in trail.stdout, trail.stdout
     engine.close()
 
 
