@@ -233,3 +233,34 @@ def test_a_bad_activation_condition_is_refused_naming_the_gateway() -> None:
         )
     (problem,) = caught.value.problems
     assert problem.element_id == "cg" and "activation condition" in problem.message
+
+
+def test_in_a_sub_process_the_round_is_the_sub_processs(engine: Engine) -> None:
+    def inside(b: Process) -> object:
+        b = b.start("ss").parallel("fork").user_task("a").user_task("b")
+        b = b.complex("cg", activation="activationCount >= 1").user_task("inner").end("se")
+        return (
+            b.sequence("ss", "fork", "a", "cg")
+            .sequence("fork", "b", "cg")
+            .sequence("cg", "inner", "se")
+        )
+
+    engine.deploy(
+        Process("nested")
+        .start("s")
+        .sub_process("sub", inside)
+        .user_task("outer")
+        .end("e")
+        .sequence("s", "sub", "outer", "e")
+        .build()
+    )
+    inst = engine.start("nested", now=T0)
+    complete(engine, inst.id, "a")
+    assert open_tasks(engine, inst.id) == ["b", "inner"]
+    assert live_at(engine, inst.id, "cg") == ["reset 1"]
+    complete(engine, inst.id, "inner")  # the marker still waits for b: the sub-process too
+    assert open_tasks(engine, inst.id) == ["b"]
+    complete(engine, inst.id, "b")  # consumed; the round ends; the sub-process completes
+    assert open_tasks(engine, inst.id) == ["outer"] and fired(engine, inst.id) == 1
+    complete(engine, inst.id, "outer")
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
