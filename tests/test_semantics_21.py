@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bpm.bpmn import parse_bpmn
 from bpm.builder import Process
 from bpm.dialects import juel_to_cel
 from bpm.errors import DeploymentError, ExpressionError
@@ -566,3 +567,101 @@ def test_camunda_out_of_an_unset_child_variable_writes_null(kit: BpmTest) -> Non
     )
     inst = kit.start("parent", {"given": 1})
     assert_that(inst).is_completed().has_no_incidents().has_variables(result=None, back=1)
+
+
+# -- 11. cron timeCycle on intermediate and boundary timers --------------------------------
+
+CRON_TIMERS = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="crons" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="wait"/>
+    <intermediateCatchEvent id="wait">
+      <timerEventDefinition><timeCycle>0 0 10 * * ?</timeCycle></timerEventDefinition>
+    </intermediateCatchEvent>
+    <sequenceFlow id="f2" sourceRef="wait" targetRef="work"/>
+    <userTask id="work"/>
+    <sequenceFlow id="f3" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+    <boundaryEvent id="remind" attachedToRef="work" cancelActivity="false">
+      <timerEventDefinition><timeCycle>0 */30 * * * ?</timeCycle></timerEventDefinition>
+    </boundaryEvent>
+    <sequenceFlow id="f4" sourceRef="remind" targetRef="nudge"/>
+    <userTask id="nudge"/>
+  </process>
+</definitions>"""
+
+
+def test_cron_cycles_on_intermediate_and_boundary_timers(kit: BpmTest) -> None:
+    kit.deploy(CRON_TIMERS)
+    inst = kit.start("crons")  # 09:00
+    (timer,) = kit.engine.timers(inst.id)
+    assert timer.fire_at == datetime(2030, 1, 1, 10, 0, tzinfo=UTC)
+    kit.advance_to(datetime(2030, 1, 1, 10, 0, tzinfo=UTC))
+    assert tasks(kit, inst) == ["work"]
+    kit.advance_to(datetime(2030, 1, 1, 11, 0, tzinfo=UTC))  # 10:30 and 11:00
+    assert tasks(kit, inst) == ["nudge", "nudge", "work"]
+    (pending,) = kit.engine.timers(inst.id)
+    assert pending.fire_at == datetime(2030, 1, 1, 11, 30, tzinfo=UTC)
+    kit.complete(inst, "work")
+    assert kit.engine.timers(inst.id) == []
+
+
+def test_a_cron_that_does_not_parse_is_refused_and_nothing_deploys(kit: BpmTest) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises(DeploymentError, match="wait"):
+        kit.deploy(CRON_TIMERS.replace("0 0 10 * * ?", "0 0 99 * * ?"))
+    assert kit.engine.definitions() == before
+
+
+# -- 13. isForCompensation on a compensation event sub-process is accepted -----------------
+
+COMPENSATION_ESP = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="comp_esp" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>
+    <subProcess id="sub">
+      <startEvent id="ss"/>
+      <sequenceFlow id="f2" sourceRef="ss" targetRef="book"/>
+      <userTask id="book"/>
+      <sequenceFlow id="f3" sourceRef="book" targetRef="se"/>
+      <endEvent id="se"/>
+      <subProcess id="undo" triggeredByEvent="true" {attr}>
+        <startEvent id="us"><compensateEventDefinition/></startEvent>
+        <sequenceFlow id="f4" sourceRef="us" targetRef="unbook"/>
+        <userTask id="unbook"/>
+        <sequenceFlow id="f5" sourceRef="unbook" targetRef="ue"/>
+        <endEvent id="ue"/>
+      </subProcess>
+    </subProcess>
+    <sequenceFlow id="f6" sourceRef="sub" targetRef="undo_all"/>
+    <endEvent id="undo_all"><compensateEventDefinition/></endEvent>
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("attr", ['isForCompensation="true"', ""])
+def test_is_for_compensation_on_a_compensation_event_sub_process(kit: BpmTest, attr: str) -> None:
+    (definition,) = kit.deploy(COMPENSATION_ESP.format(attr=attr)).definitions
+    assert definition.key == "comp_esp"
+    inst = kit.start("comp_esp")
+    kit.complete(inst, "book")
+    assert tasks(kit, inst) == ["unbook"]  # the event sub-process compensates the sub-process
+    kit.complete(inst, "unbook")
+    assert_that(inst).is_ended()
+
+
+def test_is_for_compensation_on_another_event_sub_process_is_ignored_with_a_warning(
+    kit: BpmTest,
+) -> None:
+    text = (
+        COMPENSATION_ESP.format(attr='isForCompensation="true"')
+        .replace(
+            "<compensateEventDefinition/></startEvent>",
+            '<signalEventDefinition signalRef="sig"/></startEvent>',
+        )
+        .replace("<process ", '<signal id="sig" name="undo-now"/><process ')
+    )
+    model = parse_bpmn(text)
+    assert any("isForCompensation" in w and "'undo'" in w for w in model.warnings)
