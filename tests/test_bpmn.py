@@ -242,11 +242,11 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
         "has incoming or outgoing sequence flows",
     ),
     (
-        "complex-gateway",
-        between('<bpmn:complexGateway id="cg" />', "cg"),
-        "cg",
-        'id="cg"',
-        "complex gateways",
+        "ad-hoc-sub-process",
+        between('<bpmn:adHocSubProcess id="ah" />', "ah"),
+        "ah",
+        'id="ah"',
+        "ad-hoc sub processes",
     ),
     (
         "script-cel-empty",

@@ -31,6 +31,11 @@ class Node:
     holds_nodes: ClassVar[bool] = False
     """Whether nodes stand inside it (their ``container``): embedded and event
     sub-processes, drawn expanded, parsed with their members."""
+    joins_late: ClassVar[bool] = False
+    """Whether it may join tokens decided once the walk has nothing else to move (the
+    registry's release hooks): a process holding one needs the walker's scope pass."""
+    conditional_fork: ClassVar[bool] = False
+    """Whether its outgoing flows may carry conditions its kind evaluates (and checks)."""
 
     id: str
     name: str | None = None
@@ -337,8 +342,25 @@ class InclusiveGateway(Node):
 
     json_name: ClassVar[str] = "inclusive_gateway"
     tag: ClassVar[str] = "inclusiveGateway"
+    joins_late: ClassVar[bool] = True
+    conditional_fork: ClassVar[bool] = True
 
     default_flow: str | None = None
+
+
+@dataclass(frozen=True)
+class ComplexGateway(Node):
+    """Forks as an inclusive gateway does; joins when ``activation_condition`` (CEL, over
+    the variables and ``activationCount``) holds, then consumes the round's late tokens
+    without firing again (BPMN 2.0.2, 13.3.5; ``bpm.kinds.complex``)."""
+
+    json_name: ClassVar[str] = "complex_gateway"
+    tag: ClassVar[str] = "complexGateway"
+    joins_late: ClassVar[bool] = True
+    conditional_fork: ClassVar[bool] = True
+
+    default_flow: str | None = None
+    activation_condition: str | None = None
 
 
 @dataclass(frozen=True)

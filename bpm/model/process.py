@@ -218,7 +218,8 @@ class ProcessModel:
         plain processes skip every scope check."""
         return bool(self.compensation_handlers) or any(
             x.container is not None
-            or isinstance(x, n.SubProcess | n.EventSubProcess | n.CallActivity | n.InclusiveGateway)
+            or x.joins_late
+            or isinstance(x, n.SubProcess | n.EventSubProcess | n.CallActivity)
             or (isinstance(x, n.Activity) and (x.loop is not None or x.has_mappings))
             for x in self.nodes.values()
         )

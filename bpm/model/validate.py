@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
@@ -24,7 +25,23 @@ from bpm.recurrence import recurrence
 from bpm.scripts import ScriptError, compile_python
 from bpm.timeexpr import TimerError, check
 
-__all__ = ["check_model", "validate"]
+__all__ = ["KIND_CHECKS", "Check", "check_model", "install", "validate"]
+
+Check = Callable[[ProcessModel, Any], Iterable[Problem]]
+"""A kind's own checks of one of its nodes (its ``checks`` facet): the problems, each
+naming the element."""
+
+KIND_CHECKS: dict[type[n.Node], Check] = {}
+"""Node class -> its kind's checks, filled by the registry of kinds when it is built
+(:func:`install`, as :data:`bpm.bpmn.elements.ELEMENTS`): a new kind's checks run at
+deploy without an edit here. This package does not import the kinds."""
+
+
+def install(checks: Mapping[type[n.Node], Check]) -> None:
+    """Hand the validator the registry's checks (every kind's ``checks`` facet)."""
+    KIND_CHECKS.clear()
+    KIND_CHECKS.update(checks)
+
 
 _ACTIVITIES = (
     n.ServiceTask,
@@ -74,6 +91,10 @@ def check_model(
     problems += check_messages(model)
     problems += check_decisions(model)
     problems += (_at(node, message) for node, message in endless_loops(model))
+    for node in model.nodes.values():
+        kind_checks = KIND_CHECKS.get(type(node))
+        if kind_checks is not None:
+            problems += kind_checks(model, node)
     _starts(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
@@ -243,8 +264,8 @@ def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
         for flow in outgoing:
             if flow.condition is None:
                 continue
-            if isinstance(node, n.InclusiveGateway):
-                continue  # checked with the inclusive gateway
+            if node.conditional_fork:
+                continue  # checked with its gateway (inclusive, complex)
             if isinstance(node, n.ParallelGateway):
                 yield _at(
                     flow,
