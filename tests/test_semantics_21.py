@@ -665,3 +665,43 @@ def test_is_for_compensation_on_another_event_sub_process_is_ignored_with_a_warn
     )
     model = parse_bpmn(text)
     assert any("isForCompensation" in w and "'undo'" in w for w in model.warnings)
+
+
+# -- a parallel join fed by a loop through itself: warned at deploy -------------------------
+
+
+def test_a_parallel_join_fed_by_a_loop_through_itself_is_warned(kit: BpmTest) -> None:
+    looped = (
+        Process("looped")
+        .start("s")
+        .parallel("join")
+        .task("work")
+        .exclusive("again")
+        .end("e")
+        .sequence("s", "join", "work", "again")
+        .flow("again", "join", condition="n < 3", id="back")
+        .flow("again", "e", default=True, id="out")
+    )
+    (definition,) = kit.deploy(looped).definitions  # deploys: a warning, not a refusal
+    warnings = kit.engine.model(definition.id).warnings
+    assert any("'join'" in w and "back" in w and "never fire" in w for w in warnings)
+    # a structured loop around a fork and its join is not warned
+    structured = (
+        Process("structured")
+        .start("s")
+        .exclusive("merge")
+        .parallel("fork")
+        .task("a")
+        .task("b")
+        .parallel("join")
+        .exclusive("again")
+        .end("e")
+        .sequence("s", "merge", "fork")
+        .sequence("fork", "a", "join")
+        .sequence("fork", "b", "join")
+        .sequence("join", "again")
+        .flow("again", "merge", condition="n < 3", id="back")
+        .flow("again", "e", default=True, id="out")
+    )
+    (other,) = kit.deploy(structured).definitions
+    assert not any("never fire" in w for w in kit.engine.model(other.id).warnings)

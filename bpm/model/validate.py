@@ -96,6 +96,7 @@ def check_model(
         if kind_checks is not None:
             problems += kind_checks(model, node)
     _starts(model, warnings)
+    _loop_joins(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
 
@@ -179,6 +180,47 @@ def _entries(model: ProcessModel, container: str | None) -> list[str]:
         trigger = model.trigger_of(container)
         return [trigger.id] if trigger else []
     return [*(x.id for x in model.starts_in(container)), *found]
+
+
+def _reached(model: ProcessModel, starts: Iterable[str], without: str | None = None) -> set[str]:
+    """Every node a token can reach from ``starts`` (never passing ``without``)."""
+    seen: set[str] = set()
+    queue = deque(starts)
+    while queue:
+        node_id = queue.popleft()
+        if node_id in seen or node_id not in model.nodes or node_id == without:
+            continue
+        seen.add(node_id)
+        queue.extend(f.target for f in model.outgoing.get(node_id, ()))
+        queue.extend(b.id for b in model.boundaries.get(node_id, ()))
+        node = model.nodes[node_id]
+        if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None:
+            queue.append(node.compensate_with)
+        if node_id in model.link_targets:
+            queue.append(model.link_targets[node_id])
+        if isinstance(node, n.SubProcess | n.EventSubProcess):
+            queue.extend(_entries(model, node_id))
+    return seen
+
+
+def _loop_joins(model: ProcessModel, warnings: list[str]) -> None:
+    """A parallel join with an incoming flow that only a token which passed the join
+    itself can reach (a loop back into it) never fires: BPMN 2.0.2 waits for a token on
+    every incoming flow. (Engines that count arrivals instead would fire it.)"""
+    entries = _entries(model, None)
+    for node in model.nodes.values():
+        flows = model.incoming.get(node.id, ())
+        if not isinstance(node, n.ParallelGateway) or len(flows) < 2:
+            continue
+        reached = _reached(model, entries, without=node.id)
+        fed = sorted(f.id for f in flows if f.source not in reached)
+        if fed and len(fed) < len(flows):
+            warnings.append(
+                f"parallel gateway '{node.id}' joins flow(s) {', '.join(fed)} that only a "
+                f"token which passed '{node.id}' can reach (a loop back into it): it waits "
+                "for a token on every incoming flow, so it can never fire; merge the loop "
+                "back with an exclusive gateway before it"
+            )
 
 
 def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:
