@@ -251,3 +251,74 @@ def test_zeebe_listeners_and_lint_names_their_handlers() -> None:
     names = model.handler_names()
     assert names["audit"] == ["charge"] and names["z-audit"] == ["charge"]
     assert names["com.acme.Notify"] == ["charge"]
+
+
+USER_TASK = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="d" targetNamespace="t">
+  <bpmn:process id="review" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:userTask id="approve" camunda:assignee="${who}">
+      <bpmn:extensionElements>
+        <camunda:executionListener event="start" delegateExpression="${audit}"/>
+        <camunda:taskListener event="create" class="com.acme.Assign"/>
+        <camunda:taskListener event="complete" class="com.acme.Done"/>
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:endEvent id="e"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="approve"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="e"/>
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def user_task_registry(calls: list[str], fail: bool = False) -> HandlerRegistry:
+    reg = registry(calls)
+
+    def assign(ctx: TaskContext) -> dict[str, Any]:
+        calls.append(f"assign:{ctx.properties['bpm:listenerEvent']}")
+        if fail:
+            raise RuntimeError("no reviewer free")
+        return {"who": "ann"}
+
+    reg.register("com.acme.Assign", assign)
+    return reg
+
+
+def test_a_user_task_runs_its_start_and_create_listeners_on_a_worker_first(
+    database_url: str,
+) -> None:
+    calls: list[str] = []
+    engine, q = make_engine(database_url, user_task_registry(calls))
+    deployment = engine.create_deployment(USER_TASK)
+    (warning,) = [w for w in deployment.warnings if "istener" in w]
+    assert "event 'complete' is ignored" in warning
+    inst = engine.start("review")
+    assert calls == [] and engine.user_tasks(instance_id=inst.id) == []  # not yet: a worker
+    assert drain(engine, q) == 1
+    assert calls == ["audit:start", "assign:create"]
+    (task,) = engine.user_tasks(instance_id=inst.id)
+    assert task.node_id == "approve" and task.assignee == "ann"  # the listener's variable
+    assert engine.get_instance(inst.id).variables == {"audited": True, "who": "ann"}
+    (ran,) = [e for e in engine.history(inst.id) if e.type == "listeners_ran"]
+    assert ran.payload["listeners"] == [
+        "start listener 'audit'",
+        "create listener 'com.acme.Assign'",
+    ]
+    engine.complete_user_task(task.id, {"ok": True})
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+
+
+def test_a_failing_create_listener_is_an_incident_on_the_user_task(database_url: str) -> None:
+    calls: list[str] = []
+    engine, q = make_engine(database_url, user_task_registry(calls, fail=True))
+    engine.deploy(USER_TASK)
+    inst = engine.start("review", {"n": 1})
+    drain(engine, q)
+    assert calls == ["audit:start", "assign:create"] * 3  # the default policy: 3 attempts
+    (incident,) = engine.incidents(inst.id)
+    assert incident.node_id == "approve"
+    assert "create listener 'com.acme.Assign' of 'approve' failed" in (incident.message or "")
+    assert engine.user_tasks(instance_id=inst.id) == []  # no task was created
+    assert engine.get_instance(inst.id).variables == {"n": 1}

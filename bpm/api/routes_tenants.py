@@ -4,7 +4,8 @@ Administrators (an operator key, ``camunda-admin``) see and change every tenant;
 sees the tenants they belong to, directly or through one of their groups (another tenant
 answers 404, as if it did not exist) and changes none. A tenant names a deployment
 (``tenant-id``) and so its definitions: ``tenantIdIn`` / ``withoutTenantId`` of
-``/deployment``, ``/task`` and ``/process-instance`` match it. Tenants grant nothing.
+``/deployment``, ``/task``, ``/history/task`` and ``/process-instance`` match it, and a
+task's or an instance's ``tenantId`` is it. Tenants grant nothing.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ _UNSUPPORTED = (
 _UNSUPPORTED_HISTORIC = (
     "taskParentTaskId", "caseDefinitionId", "caseDefinitionKey", "caseDefinitionName",
     "caseInstanceId", "caseExecutionId", "activityInstanceIdIn", "taskDeleteReason",
-    "taskDeleteReasonLike", "tenantIdIn", "withoutTenantId", "taskVariables",
+    "taskDeleteReasonLike", "taskVariables",
     "processVariables", "taskInvolvedUser", "taskInvolvedGroup", "taskHadCandidateUser",
     "taskHadCandidateGroup", "orQueries", "processDefinitionName",
     "variableNamesIgnoreCase", "variableValuesIgnoreCase", "taskFollowUpDate",
@@ -174,6 +174,8 @@ def historic_task_query(p: Params) -> TaskQuery:
         finished_after=p.date("finishedAfter"),
         with_candidate_groups=True if p.true("withCandidateGroups") else None,
         instance_finished=instance_finished,
+        tenant_ids=p.texts("tenantIdIn"),
+        without_tenant=p.true("withoutTenantId"),
         sorting=p.sorting(HISTORIC_SORT_KEYS),
     )
     return _without_candidates(q, groups=p.true("withoutCandidateGroups"), users=False)

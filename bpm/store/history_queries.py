@@ -71,6 +71,7 @@ class InstanceRow:
     instance: Instance
     definition_name: str | None
     definition_version: int
+    tenant_id: str | None = None  # the process definition's (its deployment's)
 
 
 def _in(column: Any, values: tuple[Any, ...] | None) -> list[ColumnElement[bool]]:
@@ -130,7 +131,10 @@ def list_instances(
     columns = [c for c in pi.c if c.name != "variables"]
     stmt = (
         select(
-            *columns, pd.c.name.label("definition_name"), pd.c.version.label("definition_version")
+            *columns,
+            pd.c.name.label("definition_name"),
+            pd.c.version.label("definition_version"),
+            pd.c.tenant_id.label("definition_tenant_id"),
         )
         .join(pd, pd.c.id == pi.c.definition_id)
         .where(*_instance_conditions(q))
@@ -140,7 +144,10 @@ def list_instances(
     )
     return [
         InstanceRow(
-            record_of(Instance, r._mapping, variables={}), r.definition_name, r.definition_version
+            record_of(Instance, r._mapping, variables={}),
+            r.definition_name,
+            r.definition_version,
+            r.definition_tenant_id,
         )
         for r in conn.execute(stmt)
     ]

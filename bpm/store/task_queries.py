@@ -123,6 +123,7 @@ class TaskRow:
     definition_key: str
     business_key: str | None
     instance_state: InstanceState
+    tenant_id: str | None = None  # the process definition's (its deployment's)
 
 
 def _in(column: Any, values: tuple[str, ...] | None) -> list[ColumnElement[bool]]:
@@ -259,6 +260,11 @@ def _select(conn: Connection, q: TaskQuery) -> Select[Any]:
             pi.c.definition_key,
             pi.c.business_key,
             pi.c.state.label("instance_state"),
+            # one primary-key lookup per row of the page
+            select(t.process_definition.c.tenant_id)
+            .where(t.process_definition.c.id == pi.c.definition_id)
+            .scalar_subquery()
+            .label("tenant_id"),
         )
         .join(pi, pi.c.id == ut.c.instance_id)
         .where(*_conditions(conn, q))
@@ -282,6 +288,7 @@ def list_tasks(conn: Connection, q: TaskQuery, *, offset: int, limit: int) -> li
             definition_key=r.definition_key,
             business_key=r.business_key,
             instance_state=InstanceState(r.instance_state),
+            tenant_id=r.tenant_id,
         )
         for r in conn.execute(stmt)
     ]
