@@ -251,6 +251,7 @@ def _camunda_shape(resp: Any, where: str, failures: list[str]) -> None:
         failures.append(f"not the Camunda shape for {where}: {body}")
 
 
+@pytest.mark.timeout(900)  # the first test of a mode draws its cases (126 operations)
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_with_a_key_no_5xx_and_every_answer_is_documented(
     fuzz_api: Api, mode: GenerationMode
@@ -274,6 +275,7 @@ def test_with_a_key_no_5xx_and_every_answer_is_documented(
     assert count["count"] == 3
 
 
+@pytest.mark.timeout(900)  # the first test of a mode draws its cases (126 operations)
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_without_a_key_every_operation_answers_401(fuzz_api: Api, mode: GenerationMode) -> None:
     failures: list[str] = []
