@@ -5,8 +5,9 @@ Three figures, each the mean of ``--runs`` runs of ``total = price * quantity``:
 * ``sandbox``: :func:`bpm.scripts.run_in_sandbox` from a process that imported the engine
   (a worker): a request to the sandbox process, a fork there, the answer;
 * ``fork here``: forking the worker itself per run instead (the design not taken);
-* ``step``: an engine step (SQLite in memory, the test kit) of a Python script task,
-  against the same step with an inline no-op handler.
+* ``step``: an instance (start, the step, end; SQLite in memory, the test kit) whose step
+  is a Python script task, against the same with an inline no-op handler, and with that
+  handler and two no-op execution listeners.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def step_ms(language: str, runs: int) -> float:
         proc = Process("p").start("s")
         if language == "python":
             proc = proc.script_task("t", SCRIPT, language="python")
+        elif language == "listeners":
+            listeners = [("start", "noop"), ("end", "noop")]
+            proc = proc.service_task("t", handler="noop", listeners=listeners)
         else:
             proc = proc.service_task("t", handler="noop")
         kit.deploy(proc.end("e").sequence("s", "t", "e"))
@@ -65,8 +69,10 @@ def main() -> None:
     forked = per_run(lambda: run(compiled, VARIABLES, limits), args.runs)
     print(f"fork here {forked:6.2f} ms per run")
     noop, python = step_ms("noop", args.runs), step_ms("python", args.runs)
+    listened = step_ms("listeners", args.runs)
     print(f"step      {python:6.2f} ms per instance with a Python script task")
     print(f"          {noop:6.2f} ms per instance with a no-op inline handler")
+    print(f"          {listened:6.2f} ms per instance with it and a start and an end listener")
 
 
 if __name__ == "__main__":

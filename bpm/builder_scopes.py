@@ -210,6 +210,24 @@ class ScopeMethods:
         none is), joins what can still arrive."""
         return self._add(n.InclusiveGateway(id, name, default_flow=default))
 
+    def complex(
+        self,
+        id: str,
+        *,
+        activation: str | None = None,
+        default: str | None = None,
+        name: str | None = None,
+    ) -> Self:
+        """A complex gateway: forks as an inclusive gateway does; joins when
+        ``activation`` (CEL, ``${JUEL}`` or ``=FEEL``; it sees the variables and
+        ``activationCount``, the tokens arrived) holds, then consumes the round's later
+        tokens without firing again. Without ``activation`` it joins as an inclusive
+        gateway does (``docs/bpmn.md``)."""
+        condition = self._cel(id, "the activation condition", activation)
+        return self._add(
+            n.ComplexGateway(id, name, default_flow=default, activation_condition=condition)
+        )
+
     def _start_event(
         self,
         id: str,

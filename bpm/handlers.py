@@ -105,8 +105,16 @@ def _python_script(ctx: TaskContext) -> Mapping[str, Any]:
     )
 
 
-BUILTIN: Mapping[str, HandlerSpec] = {PYTHON_SCRIPT: HandlerSpec(PYTHON_SCRIPT, _python_script)}
-"""Handlers every registry knows: ``bpm:python`` runs a Python script in the sandbox."""
+LISTENER_STEP = "bpm:listeners"
+"""The handler of the step that runs a node's listeners before a token enters it (a user
+task, an event: nodes whose own work no worker runs). It does nothing itself."""
+
+BUILTIN: Mapping[str, HandlerSpec] = {
+    PYTHON_SCRIPT: HandlerSpec(PYTHON_SCRIPT, _python_script),
+    LISTENER_STEP: HandlerSpec(LISTENER_STEP, lambda ctx: None),
+}
+"""Handlers every registry knows: ``bpm:python`` runs a Python script in the sandbox,
+``bpm:listeners`` the listeners a node runs first."""
 
 
 class HandlerRegistry:

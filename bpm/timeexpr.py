@@ -17,6 +17,7 @@ from typing import Any
 
 import isodate
 
+from bpm.cron import Cron, CronError, looks_like_cron, parse_cron
 from bpm.errors import BpmError, ExpressionError
 from bpm.expressions import compile_expression
 from bpm.model.nodes import TimerKind, TimerSpec
@@ -149,8 +150,28 @@ def check(spec: TimerSpec) -> None:
         parse_duration(spec.expression)
     elif spec.kind is TimerKind.DATE:
         parse_date(spec.expression)
-    else:
+    elif cron_of(spec.expression) is None:
         parse_cycle(spec.expression)
+
+
+def cron_of(text: str) -> Cron | None:
+    """The cron of a ``timeCycle`` written as one (``0 0 9 * * ?``; Camunda accepts them on
+    every timer), None for an ISO cycle; :class:`TimerError` for a cron that does not
+    parse."""
+    if not looks_like_cron(text):
+        return None
+    try:
+        return parse_cron(text)
+    except CronError as exc:
+        raise TimerError(str(exc)) from exc
+
+
+def next_cron(cron: Cron, after: datetime) -> datetime:
+    """The cron's next match after ``after``; :class:`TimerError` when it has none."""
+    due = cron.next_after(after)
+    if due is None:
+        raise TimerError(f"cron '{cron.source}' never matches after {after.isoformat()}")
+    return due
 
 
 def _text_of(spec: TimerSpec, variables: Mapping[str, Any]) -> str | datetime | timedelta:
@@ -198,6 +219,9 @@ def resolve(spec: TimerSpec, variables: Mapping[str, Any], now: datetime) -> dat
             return now + parse_duration(value, relative_to=now)
         if spec.kind is TimerKind.DATE:
             return parse_date(value)
+        cron = cron_of(value)
+        if cron is not None:
+            return next_cron(cron, now)
         return now + parse_cycle(value)[1]
     except TimerError as exc:
         if name is None:

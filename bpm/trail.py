@@ -48,6 +48,18 @@ def _details(e: HistoryEvent) -> str:
     if e.type == "decision_evaluated":
         into = f" into {p['result_variable']}" if p.get("result_variable") else ""
         parts.append(f"decided {p.get('decision')} v{p.get('version')}{into}")
+    if e.type == "instance_modified":
+        steps = []
+        for ins in p.get("instructions") or []:
+            target = next(
+                (ins[k] for k in ("activityId", "transitionId", "activityInstanceId",
+                                  "transitionInstanceId") if k in ins),
+                "",
+            )  # fmt: skip
+            steps.append(f"{ins.get('type')} {target}".strip())
+        parts.append(f"by {p.get('by')}: " + ", ".join(steps))
+        if p.get("annotation"):
+            parts.append(str(p["annotation"]))
     return "; ".join(parts)
 
 

@@ -3,14 +3,10 @@
 # test with the real Camunda JavaScript client runs them, and under CI=true it fails
 # rather than skips without them.
 set -euo pipefail
+source "$(dirname "$0")/apt.sh"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "installing Debian's nodejs and npm for the JavaScript client test" >&2
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  # Another apt run (a parallel job) may hold the lock: wait for it instead of failing.
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq nodejs npm >/dev/null
+  apt_install nodejs npm
 fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "node or npm is missing after installing them: the JavaScript client test cannot run" >&2

@@ -32,7 +32,13 @@ set +e
 # Workers: measured on this 2-core machine (docs/development.md); most of the slow tests wait
 # on real processes (Celery workers, API servers), so more workers than cores pay off.
 # --dist loadgroup: a test marked xdist_group runs on its group's one worker.
-"$BIN/pytest" -q -n "${BPM_TEST_WORKERS:-3}" --dist loadgroup --durations=20 "$@"
+# BPM_CPU_JSON=FILE: each test's CPU seconds into FILE.<worker> (bench/cpuplug.py).
+cpu=()
+if [ -n "${BPM_CPU_JSON:-}" ]; then
+  cpu=(-p bench.cpuplug)
+  export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+fi
+"$BIN/pytest" -q -n "${BPM_TEST_WORKERS:-3}" --dist loadgroup --durations=20 "${cpu[@]}" "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rich.console import Console
+
 from bpm import Engine
 from bpm.builder import Process
+from bpm.trail import trail_table
 from tests.scopes_helpers import open_tasks
 from tests.test_cli import assert_user_error, bpm_here
 
@@ -42,6 +45,13 @@ def test_modify_moves_a_token_and_prints_the_tree(sqlite_database_url: str) -> N
     (event,) = [e for e in engine.history(inst) if e.type == "instance_modified"]
     assert event.payload["by"].startswith("cli:")
     assert event.payload["annotation"] == "moved by hand"
+    # `bpm show`'s trail says who did it, what and why (rendered wide: the CLI's own
+    # console takes the terminal's width)
+    wide = Console(width=300, record=True)
+    wide.print(trail_table(engine.history(inst)))
+    shown_trail = wide.export_text()
+    assert "startBeforeActivity b, cancel a; moved by hand" in shown_trail
+    assert "by cli:" in shown_trail
     engine.close()
 
 

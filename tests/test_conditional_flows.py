@@ -167,8 +167,16 @@ def test_a_default_naming_another_elements_flow_is_refused_naming_both(bpm: BpmT
     assert bpm.engine.definitions() == []
 
 
-def test_a_condition_on_a_flow_leaving_an_event_is_still_refused() -> None:
-    p = Process("ev").start("s").end("e").flow("s", "e", condition="x > 1", id="c")
+def test_a_condition_on_a_flow_leaving_an_intermediate_event_is_still_refused() -> None:
+    # (leaving a start event it is taken as leaving an activity: issue 21, item 10)
+    p = (
+        Process("ev")
+        .start("s")
+        .throw_signal("t", "x")
+        .end("e")
+        .sequence("s", "t")
+        .flow("t", "e", condition="x > 1", id="c")
+    )
     with pytest.raises(DeploymentError) as info:
         p.build()
     assert any(

@@ -11,6 +11,7 @@ import pytest
 from bpm.builder import Process
 from bpm.errors import DeploymentError
 from bpm.handlers import HandlerRegistry, TaskContext, execution_listener
+from bpm.model import nodes as n
 from bpm.runtime.states import InstanceState
 from bpm.testing import BpmTest
 from tests.engine_helpers import drain, make_engine, table_dump
@@ -196,3 +197,128 @@ def test_the_trail_shows_the_listeners(database_url: str) -> None:
     drain(engine, q)
     (ran,) = [e for e in engine.history(inst.id) if e.type == "listeners_ran"]
     assert _details(ran).startswith("ran start listener 'audit', end listener")
+
+
+def test_a_lost_worker_and_a_redelivered_message_count_as_for_any_handler(
+    database_url: str,
+) -> None:
+    """kill -9 mid-step: the lease runs out, the next attempt runs the listeners again (one
+    run per attempt); the lost worker's late finish is dropped; a duplicate message for the
+    finished step runs nothing."""
+    from datetime import timedelta
+
+    from bpm.engine.execution import run_handler
+    from tests.engine_helpers import claim_one, finish_one
+
+    calls: list[str] = []
+    engine, q = make_engine(database_url, registry(calls))
+    engine.deploy(BPMN.replace("RETRY", 'bpm:lease="PT30S"'))
+    inst = engine.start("audited")
+    (token_id,) = list(q.queue)
+    now = engine.core.now()
+    first = claim_one(engine.core, token_id, "worker-a", now)
+    assert first is not None
+    lost = run_handler(engine.core, first, "worker-a")  # ran; then the worker was killed
+    assert calls == ["audit:start", "charge:-", "com.acme.Notify:end"]
+    later = now + timedelta(seconds=31)
+    assert engine.reclaim_expired_leases(now=later) == 1
+    second = claim_one(engine.core, token_id, "worker-b", later)
+    assert second is not None and second.token.attempt == 2
+    finish_one(engine.core, second, run_handler(engine.core, second, "worker-b"), "worker-b", later)
+    assert calls == ["audit:start", "charge:-", "com.acme.Notify:end"] * 2
+    assert finish_one(engine.core, first, lost, "worker-a", later) == []  # dropped
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert engine.run_token(token_id) == 0  # a redelivered message: nothing runs again
+    assert len(calls) == 6
+    assert len([e for e in engine.history(inst.id) if e.type == "listeners_ran"]) == 1
+
+
+def test_zeebe_listeners_and_lint_names_their_handlers() -> None:
+    from bpm.bpmn.parser import parse_bpmn
+
+    xml = BPMN.replace("RETRY", "").replace(
+        "<bpmn:extensionElements>",
+        '<bpmn:extensionElements xmlns:zeebe="http://camunda.org/schema/zeebe/1.0">'
+        '<zeebe:executionListeners><zeebe:executionListener eventType="start" type="z-audit"/>'
+        '<zeebe:executionListener eventType="start" type="=dynamic"/>'
+        "</zeebe:executionListeners>",
+    )
+    model = parse_bpmn(xml)
+    node = model.node("charge")
+    assert isinstance(node, n.ServiceTask)
+    assert [(x.event, x.handler) for x in node.listeners][-1] == ("start", "z-audit")
+    assert any("type '=dynamic' is ignored" in w for w in model.warnings)
+    names = model.handler_names()
+    assert names["audit"] == ["charge"] and names["z-audit"] == ["charge"]
+    assert names["com.acme.Notify"] == ["charge"]
+
+
+USER_TASK = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="d" targetNamespace="t">
+  <bpmn:process id="review" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:userTask id="approve" camunda:assignee="${who}">
+      <bpmn:extensionElements>
+        <camunda:executionListener event="start" delegateExpression="${audit}"/>
+        <camunda:taskListener event="create" class="com.acme.Assign"/>
+        <camunda:taskListener event="complete" class="com.acme.Done"/>
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:endEvent id="e"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="approve"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="e"/>
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def user_task_registry(calls: list[str], fail: bool = False) -> HandlerRegistry:
+    reg = registry(calls)
+
+    def assign(ctx: TaskContext) -> dict[str, Any]:
+        calls.append(f"assign:{ctx.properties['bpm:listenerEvent']}")
+        if fail:
+            raise RuntimeError("no reviewer free")
+        return {"who": "ann"}
+
+    reg.register("com.acme.Assign", assign)
+    return reg
+
+
+def test_a_user_task_runs_its_start_and_create_listeners_on_a_worker_first(
+    database_url: str,
+) -> None:
+    calls: list[str] = []
+    engine, q = make_engine(database_url, user_task_registry(calls))
+    deployment = engine.create_deployment(USER_TASK)
+    (warning,) = [w for w in deployment.warnings if "istener" in w]
+    assert "event 'complete' is ignored" in warning
+    inst = engine.start("review")
+    assert calls == [] and engine.user_tasks(instance_id=inst.id) == []  # not yet: a worker
+    assert drain(engine, q) == 1
+    assert calls == ["audit:start", "assign:create"]
+    (task,) = engine.user_tasks(instance_id=inst.id)
+    assert task.node_id == "approve" and task.assignee == "ann"  # the listener's variable
+    assert engine.get_instance(inst.id).variables == {"audited": True, "who": "ann"}
+    (ran,) = [e for e in engine.history(inst.id) if e.type == "listeners_ran"]
+    assert ran.payload["listeners"] == [
+        "start listener 'audit'",
+        "create listener 'com.acme.Assign'",
+    ]
+    engine.complete_user_task(task.id, {"ok": True})
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+
+
+def test_a_failing_create_listener_is_an_incident_on_the_user_task(database_url: str) -> None:
+    calls: list[str] = []
+    engine, q = make_engine(database_url, user_task_registry(calls, fail=True))
+    engine.deploy(USER_TASK)
+    inst = engine.start("review", {"n": 1})
+    drain(engine, q)
+    assert calls == ["audit:start", "assign:create"] * 3  # the default policy: 3 attempts
+    (incident,) = engine.incidents(inst.id)
+    assert incident.node_id == "approve"
+    assert "create listener 'com.acme.Assign' of 'approve' failed" in (incident.message or "")
+    assert engine.user_tasks(instance_id=inst.id) == []  # no task was created
+    assert engine.get_instance(inst.id).variables == {"n": 1}

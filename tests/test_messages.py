@@ -432,28 +432,27 @@ def two_waits_for_one_message() -> Any:
     )
 
 
-def test_one_message_moves_one_wait_of_an_instance(engine: Engine) -> None:
-    """Camunda's correlate reaches one execution: of two waits of one instance for the
-    same message, one message moves one; the next moves the other."""
+def test_one_message_for_two_waits_of_an_instance_is_ambiguous(engine: Engine) -> None:
+    """Camunda's correlate reaches one execution: two waits of one instance for the same
+    message refuse it (MismatchingMessageCorrelationException; issue 21) and nothing
+    changes; all=True moves both."""
     engine.deploy(two_waits_for_one_message())
     inst = engine.start("twice", business_key="b-1", now=T0)
     assert live_nodes(engine, inst.id) == ["left", "right"]
     assert open_subscriptions(engine, inst.id) == ["left", "right"]
+    before = engine.history(inst.id)
 
-    moved = engine.correlate("go", {"n": 1}, business_key="b-1", now=T0 + S)
+    with pytest.raises(MessageCorrelationError, match="matches 2 waits of process instance"):
+        engine.correlate("go", {"n": 1}, business_key="b-1", now=T0 + S)
 
-    assert len(moved) == 1, moved
-    first = moved[0]
-    assert first.kind == "execution" and first.node_id in ("left", "right")
-    other = "right" if first.node_id == "left" else "left"
-    assert live_nodes(engine, inst.id) == sorted(["join", other])
-    assert open_subscriptions(engine, inst.id) == [other]
-    consumed = [e for e in engine.history(inst.id) if e.type == "subscription_consumed"]
-    assert len(consumed) == 1
+    assert live_nodes(engine, inst.id) == ["left", "right"]
+    assert open_subscriptions(engine, inst.id) == ["left", "right"]
+    assert engine.history(inst.id) == before
+    assert engine.get_instance(inst.id).variables == {}
 
-    (second,) = engine.correlate("go", {"n": 2}, business_key="b-1", now=T0 + 2 * S)
+    moved = engine.correlate("go", {"n": 2}, business_key="b-1", all=True, now=T0 + 2 * S)
 
-    assert second.node_id == other
+    assert sorted(m.node_id or "" for m in moved) == ["left", "right"]
     done = engine.get_instance(inst.id)
     assert done.state is InstanceState.COMPLETED and done.variables == {"n": 2}
     assert open_subscriptions(engine, inst.id) == []

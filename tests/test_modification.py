@@ -399,3 +399,42 @@ def test_a_started_step_runs_and_a_cancelled_call_activity_ends_its_child(
     drain(engine, q)  # the started step was published and runs
     assert engine.get_instance(inst.id).variables == {"ok": True}
     assert open_tasks(engine, inst.id) == ["after"]
+
+
+def test_starting_inside_an_inner_instance_of_a_multi_instance_sub_process(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, _ = both
+    engine.deploy(
+        Process("misub")
+        .start("s")
+        .sub_process(
+            "per",
+            lambda b: (
+                b.start("ps")
+                .user_task("first")
+                .user_task("second")
+                .end("pe")
+                .sequence("ps", "first", "second", "pe")
+            ),
+            for_each="items",
+            as_="item",
+        )
+        .end("e")
+        .sequence("s", "per", "e")
+    )
+    inst = engine.start("misub", {"items": [1, 2]})
+    before = table_dump(engine)
+    with pytest.raises(ModificationError, match="2 active instances"):
+        engine.modify(inst.id, [StartBefore("second")])
+    assert table_dump(engine) == before
+    (body,) = engine.activity_instances(inst.id).child_activity_instances
+    assert body.activity_id == "per#multiInstanceBody"
+    inner = body.child_activity_instances[1]
+    engine.modify(
+        inst.id,
+        [StartBefore("second", ancestor=inner.id), Cancel(activity_id="first", current_only=True)],
+    )
+    assert open_tasks(engine, inst.id) == ["second"]  # the other inner instance was cancelled
+    engine.complete_user_task(task_of(engine, inst.id, "second"))
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED

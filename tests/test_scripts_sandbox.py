@@ -154,3 +154,8 @@ def test_limits_from_the_environment() -> None:
     assert (limits.cpu_seconds, limits.memory_bytes) == (0.25, 32 * 2**20)
     with pytest.raises(ScriptError):
         Limits.from_env({"BPM_SCRIPT_CPU_SECONDS": "0"})
+
+
+def test_variables_that_are_not_json_are_refused_before_the_run() -> None:
+    with pytest.raises(ScriptError, match="cannot be handed"):
+        sandboxed("x = 1", {"bad": object()})

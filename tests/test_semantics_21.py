@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bpm.bpmn import parse_bpmn
 from bpm.builder import Process
 from bpm.dialects import juel_to_cel
 from bpm.errors import DeploymentError, ExpressionError
@@ -360,3 +361,347 @@ def test_type_names_as_types_and_conversions_still_work() -> None:
     assert empty.evaluate({"list": []})
     with pytest.raises(ExpressionError, match="'list'"):
         empty.evaluate({})
+
+
+# -- 8. calledElementBinding="deployment" calls the version deployed with the caller ------
+
+CALLER = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="caller" isExecutable="true" name="{mark}">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+    <callActivity id="call" calledElement="callee" camunda:calledElementBinding="deployment"/>
+    <sequenceFlow id="f2" sourceRef="call" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+CALLEE = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="callee" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <userTask id="work" name="{mark}"/>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>"""
+
+
+def _called(kit: BpmTest) -> str | None:
+    inst = kit.start("caller")
+    (child,) = kit.engine.get_instance(inst.id).children
+    return kit.engine.user_tasks(child)[0].name
+
+
+def test_deployment_binding_without_the_callee_in_the_deployment_is_an_incident(
+    kit: BpmTest,
+) -> None:
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v1")))
+    kit.engine.create_deployment(("caller.bpmn", CALLER.format(mark="c1")))
+    inst = kit.start("caller")
+    (incident,) = kit.engine.incidents(inst.id)
+    assert incident.node_id == "call" and "binding deployment" in incident.message
+    assert kit.engine.get_instance(inst.id).children == ()
+    assert kit.engine.user_tasks() == []
+
+
+def test_deployment_binding_calls_the_version_deployed_with_the_caller(kit: BpmTest) -> None:
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c1")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    # the callee's file again, unchanged, beside a changed caller: it keeps version 1
+    kit.engine.create_deployment(
+        ("caller.bpmn", CALLER.format(mark="c2")), ("callee.bpmn", CALLEE.format(mark="v1"))
+    )
+    kit.engine.create_deployment(("callee.bpmn", CALLEE.format(mark="v2")))
+    assert _called(kit) == "v1"
+
+
+# -- 9. a gateway without outgoing flows is an implicit end --------------------------------
+
+
+@pytest.mark.parametrize("gateway", ["exclusiveGateway", "parallelGateway", "inclusiveGateway"])
+def test_a_gateway_without_outgoing_flows_ends_its_path(kit: BpmTest, gateway: str) -> None:
+    kit.deploy(f"""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="dead_end" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="gw"/>
+    <{gateway} id="gw"/>
+  </process>
+</definitions>""")
+    inst = kit.start("dead_end")
+    assert_that(inst).is_completed().has_passed("gw").has_no_incidents()
+
+
+def test_an_event_gateway_without_outgoing_flows_is_still_refused(kit: BpmTest) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises(DeploymentError, match="no outgoing sequence flow"):
+        kit.deploy(Process("stuck").start("s").event_gateway("gw").sequence("s", "gw"))
+    assert kit.engine.definitions() == before
+
+
+# -- 10. conditions on flows leaving a start event ------------------------------------------
+
+
+def test_conditions_on_flows_leaving_a_start_event_choose_the_paths(kit: BpmTest) -> None:
+    kit.deploy(
+        Process("start_choice")
+        .start("s")
+        .end("big")
+        .end("small")
+        .end("always")
+        .flow("s", "big", condition="amount > 10", id="to_big")
+        .flow("s", "small", condition="amount <= 10", id="to_small")
+        .flow("s", "always", id="to_always")
+    )
+    inst = kit.start("start_choice", {"amount": 20})
+    assert_that(inst).is_completed().has_passed("big", "always").has_not_passed("small")
+    other = kit.start("start_choice", {"amount": 1})
+    assert_that(other).is_completed().has_passed("small", "always").has_not_passed("big")
+
+
+# -- 12. an errorRef naming no bpmn:error is the error code ----------------------------------
+
+
+def test_an_error_ref_without_an_error_element_is_the_code(kit: BpmTest) -> None:
+    kit.deploy("""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="raw_ref" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>
+    <subProcess id="sub">
+      <startEvent id="ss"/>
+      <sequenceFlow id="f2" sourceRef="ss" targetRef="boom"/>
+      <endEvent id="boom"><errorEventDefinition errorRef="PAYMENT_FAILED"/></endEvent>
+    </subProcess>
+    <sequenceFlow id="f3" sourceRef="sub" targetRef="normal"/>
+    <endEvent id="normal"/>
+    <boundaryEvent id="caught" attachedToRef="sub">
+      <errorEventDefinition errorRef="PAYMENT_FAILED"/>
+    </boundaryEvent>
+    <sequenceFlow id="f4" sourceRef="caught" targetRef="handled"/>
+    <endEvent id="handled"/>
+  </process>
+</definitions>""")
+    inst = kit.start("raw_ref")
+    assert_that(inst).is_completed().has_passed("caught", "handled").has_not_passed("normal")
+    assert kit.variables(inst)["error_code"] == "PAYMENT_FAILED"
+
+
+# -- 15. expressions inside task attributes are evaluated ----------------------------------
+
+
+def test_expressions_in_user_task_attributes_are_evaluated(kit: BpmTest) -> None:
+    # MultiInstanceTest.testParallelUserTasksBasedOnCollection: name="My Task ${loopCounter}",
+    # camunda:assignee="${assignee}" per inner instance, completion condition 3/5 >= 0.6
+    kit.deploy(CAMUNDA / "MultiInstanceTest.testParallelUserTasksBasedOnCollection.bpmn20.xml")
+    people = ["kermit", "gonzo", "mispiggy", "fozzie", "bubba"]
+    inst = kit.start("miParallelUserTasksBasedOnCollection", {"assigneeList": people})
+    found = sorted(kit.engine.user_tasks(inst.id), key=lambda t: t.assignee or "")
+    assert [t.assignee for t in found] == sorted(people)
+    assert sorted(t.name or "" for t in found) == [f"My Task {i}" for i in range(5)]
+    for task in found[:3]:
+        kit.engine.complete_user_task(task.id, {})
+        kit.run()
+    assert kit.engine.user_tasks(inst.id) == []
+    assert_that(inst).is_completed()
+
+
+def test_expressions_in_candidates_due_date_and_priority(kit: BpmTest) -> None:
+    kit.deploy("""<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="attrs" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <userTask id="t" name="Review ${order.id}" camunda:assignee="${order.owner}"
+        camunda:candidateUsers="${order.owner},${deputy}"
+        camunda:candidateGroups="${order.team}" camunda:dueDate="${order.due}"
+        camunda:priority="${order.rank * 10}"/>
+    <sequenceFlow id="f2" sourceRef="t" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+</definitions>""")
+    order = {"id": 7, "owner": "ann", "team": "sales", "due": "2030-02-01T00:00:00Z", "rank": 3}
+    inst = kit.start("attrs", {"order": order, "deputy": "bob"})
+    (task,) = kit.engine.user_tasks(inst.id)
+    assert (task.name, task.assignee, task.priority) == ("Review 7", "ann", 30)
+    assert task.candidate_users == ("ann", "bob") and task.candidate_groups == ("sales",)
+    assert task.due_at == datetime(2030, 2, 1, tzinfo=UTC)
+    # unset: the setting is empty, the task is still made
+    other = kit.start("attrs", {"order": {"id": 8}})
+    (task,) = kit.engine.user_tasks(other.id)
+    assert (task.name, task.assignee, task.due_at, task.priority) == ("Review 8", None, None, 50)
+
+
+# -- 16. camunda:out of a variable the child never set writes null -------------------------
+
+
+def test_camunda_out_of_an_unset_child_variable_writes_null(kit: BpmTest) -> None:
+    kit.deploy(
+        """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+    xmlns:camunda="http://camunda.org/schema/1.0/bpmn" targetNamespace="t">
+  <process id="parent" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+    <callActivity id="call" calledElement="kid">
+      <extensionElements>
+        <camunda:in source="given" target="given"/>
+        <camunda:out source="never" target="result"/>
+        <camunda:out source="given" target="back"/>
+      </extensionElements>
+    </callActivity>
+    <sequenceFlow id="f2" sourceRef="call" targetRef="e"/>
+    <endEvent id="e"/>
+  </process>
+  <process id="kid" isExecutable="true">
+    <startEvent id="ks"/>
+    <sequenceFlow id="k1" sourceRef="ks" targetRef="ke"/>
+    <endEvent id="ke"/>
+  </process>
+</definitions>"""
+    )
+    inst = kit.start("parent", {"given": 1})
+    assert_that(inst).is_completed().has_no_incidents().has_variables(result=None, back=1)
+
+
+# -- 11. cron timeCycle on intermediate and boundary timers --------------------------------
+
+CRON_TIMERS = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="crons" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="wait"/>
+    <intermediateCatchEvent id="wait">
+      <timerEventDefinition><timeCycle>0 0 10 * * ?</timeCycle></timerEventDefinition>
+    </intermediateCatchEvent>
+    <sequenceFlow id="f2" sourceRef="wait" targetRef="work"/>
+    <userTask id="work"/>
+    <sequenceFlow id="f3" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+    <boundaryEvent id="remind" attachedToRef="work" cancelActivity="false">
+      <timerEventDefinition><timeCycle>0 */30 * * * ?</timeCycle></timerEventDefinition>
+    </boundaryEvent>
+    <sequenceFlow id="f4" sourceRef="remind" targetRef="nudge"/>
+    <userTask id="nudge"/>
+  </process>
+</definitions>"""
+
+
+def test_cron_cycles_on_intermediate_and_boundary_timers(kit: BpmTest) -> None:
+    kit.deploy(CRON_TIMERS)
+    inst = kit.start("crons")  # 09:00
+    (timer,) = kit.engine.timers(inst.id)
+    assert timer.fire_at == datetime(2030, 1, 1, 10, 0, tzinfo=UTC)
+    kit.advance_to(datetime(2030, 1, 1, 10, 0, tzinfo=UTC))
+    assert tasks(kit, inst) == ["work"]
+    kit.advance_to(datetime(2030, 1, 1, 11, 0, tzinfo=UTC))  # 10:30 and 11:00
+    assert tasks(kit, inst) == ["nudge", "nudge", "work"]
+    (pending,) = kit.engine.timers(inst.id)
+    assert pending.fire_at == datetime(2030, 1, 1, 11, 30, tzinfo=UTC)
+    kit.complete(inst, "work")
+    assert kit.engine.timers(inst.id) == []
+
+
+def test_a_cron_that_does_not_parse_is_refused_and_nothing_deploys(kit: BpmTest) -> None:
+    before = kit.engine.definitions()
+    with pytest.raises(DeploymentError, match="wait"):
+        kit.deploy(CRON_TIMERS.replace("0 0 10 * * ?", "0 0 99 * * ?"))
+    assert kit.engine.definitions() == before
+
+
+# -- 13. isForCompensation on a compensation event sub-process is accepted -----------------
+
+COMPENSATION_ESP = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="comp_esp" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="sub"/>
+    <subProcess id="sub">
+      <startEvent id="ss"/>
+      <sequenceFlow id="f2" sourceRef="ss" targetRef="book"/>
+      <userTask id="book"/>
+      <sequenceFlow id="f3" sourceRef="book" targetRef="se"/>
+      <endEvent id="se"/>
+      <subProcess id="undo" triggeredByEvent="true" {attr}>
+        <startEvent id="us"><compensateEventDefinition/></startEvent>
+        <sequenceFlow id="f4" sourceRef="us" targetRef="unbook"/>
+        <userTask id="unbook"/>
+        <sequenceFlow id="f5" sourceRef="unbook" targetRef="ue"/>
+        <endEvent id="ue"/>
+      </subProcess>
+    </subProcess>
+    <sequenceFlow id="f6" sourceRef="sub" targetRef="undo_all"/>
+    <endEvent id="undo_all"><compensateEventDefinition/></endEvent>
+  </process>
+</definitions>"""
+
+
+@pytest.mark.parametrize("attr", ['isForCompensation="true"', ""])
+def test_is_for_compensation_on_a_compensation_event_sub_process(kit: BpmTest, attr: str) -> None:
+    (definition,) = kit.deploy(COMPENSATION_ESP.format(attr=attr)).definitions
+    assert definition.key == "comp_esp"
+    inst = kit.start("comp_esp")
+    kit.complete(inst, "book")
+    assert tasks(kit, inst) == ["unbook"]  # the event sub-process compensates the sub-process
+    kit.complete(inst, "unbook")
+    assert_that(inst).is_ended()
+
+
+def test_is_for_compensation_on_another_event_sub_process_is_ignored_with_a_warning(
+    kit: BpmTest,
+) -> None:
+    text = (
+        COMPENSATION_ESP.format(attr='isForCompensation="true"')
+        .replace(
+            "<compensateEventDefinition/></startEvent>",
+            '<signalEventDefinition signalRef="sig"/></startEvent>',
+        )
+        .replace("<process ", '<signal id="sig" name="undo-now"/><process ')
+    )
+    model = parse_bpmn(text)
+    assert any("isForCompensation" in w and "'undo'" in w for w in model.warnings)
+
+
+# -- a parallel join fed by a loop through itself: warned at deploy -------------------------
+
+
+def test_a_parallel_join_fed_by_a_loop_through_itself_is_warned(kit: BpmTest) -> None:
+    looped = (
+        Process("looped")
+        .start("s")
+        .parallel("join")
+        .task("work")
+        .exclusive("again")
+        .end("e")
+        .sequence("s", "join", "work", "again")
+        .flow("again", "join", condition="n < 3", id="back")
+        .flow("again", "e", default=True, id="out")
+    )
+    (definition,) = kit.deploy(looped).definitions  # deploys: a warning, not a refusal
+    warnings = kit.engine.model(definition.id).warnings
+    assert any("'join'" in w and "back" in w and "never fire" in w for w in warnings)
+    # a structured loop around a fork and its join is not warned
+    structured = (
+        Process("structured")
+        .start("s")
+        .exclusive("merge")
+        .parallel("fork")
+        .task("a")
+        .task("b")
+        .parallel("join")
+        .exclusive("again")
+        .end("e")
+        .sequence("s", "merge", "fork")
+        .sequence("fork", "a", "join")
+        .sequence("fork", "b", "join")
+        .sequence("join", "again")
+        .flow("again", "merge", condition="n < 3", id="back")
+        .flow("again", "e", default=True, id="out")
+    )
+    (other,) = kit.deploy(structured).definitions
+    assert not any("never fire" in w for w in kit.engine.model(other.id).warnings)

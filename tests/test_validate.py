@@ -78,8 +78,12 @@ def test_boundary_events_are_reachable_through_their_task() -> None:
 def test_error_boundary_without_outgoing_flow_ends_its_path() -> None:
     m = simple(n.BoundaryEvent("err", attached_to="t"))  # BPMN: the token ends there
     assert validate(m) == m
+    # a gateway too (BPMN 13.2.1's implicit end, as Camunda deploys it: issue 21, item 9)
     gateway = simple(n.ExclusiveGateway("g"), n.Flow("f3", "t", "g"))
-    assert any("gateway 'g' has no outgoing" in x for x in messages(gateway))
+    assert validate(gateway) == gateway
+    # an event-based gateway without events after it would wait for ever
+    waits = simple(n.EventBasedGateway("g"), n.Flow("f3", "t", "g"))
+    assert any("event-based gateway 'g' has no outgoing" in x for x in messages(waits))
 
 
 def test_non_interrupting_error_boundary_is_refused() -> None:
@@ -124,8 +128,19 @@ def test_condition_on_a_flow_leaving_an_activity_is_accepted() -> None:
     assert validate(m) == m and m.branching == frozenset({"t"})
     bad = simple(n.Flow("f3", "t", "e", "x >"))
     assert any("flow 'f3'" in x and "does not compile" in x for x in messages(bad))
+    # leaving a start event too, as Camunda's suite uses them (issue 21, item 10)
     on_start = model(n.StartEvent("s"), n.EndEvent("e"), n.Flow("f1", "s", "e", "x > 1"))
-    assert any("not a gateway or an activity" in x for x in messages(on_start))
+    assert validate(on_start) == on_start
+    bad_start = model(n.StartEvent("s"), n.EndEvent("e"), n.Flow("f1", "s", "e", "x >"))
+    assert any("flow 'f1'" in x for x in messages(bad_start))
+    on_end_of_catch = model(
+        n.StartEvent("s"),
+        n.TimerCatchEvent("w", timer=n.TimerSpec(n.TimerKind.DURATION, "PT1M")),
+        n.EndEvent("e"),
+        n.Flow("f1", "s", "w"),
+        n.Flow("f2", "w", "e", "x > 1"),
+    )
+    assert any("not a gateway or an activity" in x for x in messages(on_end_of_catch))
 
 
 def test_timer_catch_without_timer_and_with_bad_spec() -> None:

@@ -16,7 +16,7 @@ from bpm.api import schemas as s
 from bpm.api import traced
 from bpm.api.auth import Principal, principal
 from bpm.api.errors import ApiError
-from bpm.api.routes_process import instance_json
+from bpm.api.routes_process import definition_tenant, instance_json
 from bpm.api.variables import from_camunda, to_camunda
 from bpm.engine import Engine
 from bpm.errors import NotFound
@@ -164,9 +164,10 @@ async def start_form_by_id(definition_id: str, request: Request, who: Who) -> Re
     return await _start_form(request, await _by_id(request, definition_id))
 
 
-def started(request: Request, inst: Instance, body: b.StartBody) -> Response:
+async def started(request: Request, inst: Instance, body: b.StartBody) -> Response:
     """Camunda's answer to a start: the instance (with its variables when asked)."""
-    out = instance_json(request, inst)
+    tenant = await run_in_threadpool(definition_tenant, _engine(request), inst)
+    out = instance_json(request, inst, tenant)
     if body.withVariablesInReturn:
         out["variables"] = to_camunda(inst.variables, types=inst.variable_types)
     return JSONResponse(out)
@@ -184,7 +185,7 @@ async def start(key: str, body: b.StartBody, request: Request, who: Who) -> Resp
             )
     except NotFound:
         raise _no_key(key) from None
-    return started(request, inst, body)
+    return await started(request, inst, body)
 
 
 @router.post("/process-definition/{definition_id}/start")
@@ -205,4 +206,4 @@ async def start_by_id(
             )
     except NotFound:
         raise _no_id(definition_id) from None
-    return started(request, inst, body)
+    return await started(request, inst, body)

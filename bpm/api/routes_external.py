@@ -62,7 +62,7 @@ def task_json(task: ExternalTask, who: Principal, ids: WorkerIds) -> dict[str, A
         "processDefinitionKey": task.definition_key,
         "processDefinitionVersionTag": None,
         "activityId": task.node_id,
-        "activityInstanceId": task.token_id,
+        "activityInstanceId": f"{task.node_id}:{task.token_id}",  # as the tree names it
         "executionId": task.token_id,
         "retries": task.retries,
         "errorMessage": task.error_message,

@@ -1,5 +1,6 @@
 """Saved task filters of Camunda 7 (``/filter``): a named task query its owner keeps and
-runs again, merged with the query of the request (``/filter/{id}/list``, ``/count``).
+runs again, merged with the query of the request (``/filter/{id}/list``, ``/count``,
+``/singleResult``: the one task, 204 for none, 400 for more than one).
 
 Who sees a filter: its owner, and administrators (an operator key, ``camunda-admin``), who
 see and change every one (Camunda decides by authorizations; this engine has none). A
@@ -329,3 +330,46 @@ async def run_count_extended(
     body: Annotated[s.TaskQueryDto | None, Body()] = None,
 ) -> Response:
     return await _count(request, who, filter_id, body)
+
+
+async def _single(
+    request: Request, who: Principal, filter_id: str, extending: s.TaskQueryDto | None
+) -> Response:
+    """Camunda's single result: the one task, 204 for none, 400 for more than one."""
+    q = await _run(request, who, filter_id, extending)
+    engine = _engine(request)
+    rows = await run_in_threadpool(lambda: engine.queries.tasks(q, offset=0, limit=2))
+    if not rows:
+        return Response(status_code=204)
+    if len(rows) > 1:
+        n = await run_in_threadpool(engine.queries.count_tasks, q)
+        # Camunda's message, then the engine's reason it wraps (Query return N results...)
+        raise bad_request(
+            f"Filter does not returns a valid single result: query return {n} results"
+            " instead of max 1"
+        )
+    return JSONResponse(task_dto(rows[0]).dump())
+
+
+SINGLE: dict[str, Any] = {
+    "response_model": s.TaskDto,
+    "responses": {204: {"description": "The filter lists no task"}, **oa.errors(400, 404)},
+}
+
+
+@router.get("/filter/{filter_id}/singleResult", **SINGLE)
+async def run_single(filter_id: str, request: Request, who: Who) -> Response:
+    """The one task the filter's query lists for the caller: 204 when it lists none,
+    400 when it lists more than one (as Camunda)."""
+    return await _single(request, who, filter_id, None)
+
+
+@router.post("/filter/{filter_id}/singleResult", **SINGLE)
+async def run_single_extended(
+    filter_id: str,
+    request: Request,
+    who: Who,
+    body: Annotated[s.TaskQueryDto | None, Body()] = None,
+) -> Response:
+    """The filter's query extended by the body's (the body's names win), as one task."""
+    return await _single(request, who, filter_id, body)

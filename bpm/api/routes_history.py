@@ -84,6 +84,7 @@ def instance_dto(h: HistoricInstance) -> s.HistoricProcessInstanceDto:
         deleteReason=h.delete_reason,
         rootProcessInstanceId=inst.id,
         state=h.state,
+        tenantId=h.tenant_id,
     )
 
 
@@ -344,7 +345,8 @@ HISTORIC_TASK_FILTERS = (
     ("processFinished", "boolean"), ("processUnfinished", "boolean"),
     ("taskDueDateBefore", "date"), ("taskDueDateAfter", "date"),
     ("startedBefore", "date"), ("startedAfter", "date"), ("finishedBefore", "date"),
-    ("finishedAfter", "date"), ("taskPriority", "integer"),
+    ("finishedAfter", "date"), ("taskPriority", "integer"), ("tenantIdIn", "list"),
+    ("withoutTenantId", "boolean"),
 )  # fmt: skip
 TaskFilter = Annotated[s.HistoricTaskQueryDto | None, Body()]
 
@@ -373,6 +375,7 @@ def historic_task_dto(r: TaskRow) -> s.HistoricTaskDto:
         due=format_date(t.due_at),
         followUp=format_date(t.follow_up_at),
         rootProcessInstanceId=t.instance_id,
+        tenantId=r.tenant_id,
     )
 
 

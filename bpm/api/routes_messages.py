@@ -26,7 +26,7 @@ from bpm.api.bodies import MAX_DURATION_MS, MAX_ID, Body, Variables
 from bpm.api.documented import NAMED, CorrelationKeys, NoVariables, TimeToLive, Unsupported
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.openapi import errors
-from bpm.api.routes_process import instance_json
+from bpm.api.routes_process import definition_tenant, instance_json
 from bpm.api.schemas import VariableValueDto
 from bpm.api.schemas_process import ProcessInstanceDto
 from bpm.api.variables import from_camunda, to_camunda
@@ -158,7 +158,7 @@ def _result(
     out: dict[str, Any] = {"resultType": "Execution", "execution": None, "processInstance": None}
     if c.kind == "start":
         out["resultType"] = "ProcessDefinition"
-        out["processInstance"] = instance_json(request, inst)
+        out["processInstance"] = instance_json(request, inst, definition_tenant(engine, inst))
     else:
         out["execution"] = {
             "id": inst.id,

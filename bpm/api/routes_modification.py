@@ -1,6 +1,7 @@
 """The activity instance tree and process instance modification over Camunda 7's REST
-(issue 22): ``GET /process-instance/{id}/activity-instances`` and ``POST
-/process-instance/{id}/modification`` (see :mod:`bpm.engine.modification`)."""
+(issue 22): ``GET /process-instance/{id}/activity-instances``, ``POST
+/process-instance/{id}/modification`` (see :mod:`bpm.engine.modification`) and the log of
+what operators did, ``GET /history/user-operation``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from bpm.api import openapi as oa
 from bpm.api import schemas_modification as s
 from bpm.api.auth import Principal, principal
+from bpm.api.camunda_params import Params, page
 from bpm.api.errors import ApiError, bad_request
-from bpm.api.variables import from_camunda
+from bpm.api.schemas import CountDto
+from bpm.api.variables import format_date, from_camunda
 from bpm.engine import ActivityInstance, Engine, TransitionInstance
 from bpm.engine.modification import (
     Cancel,
@@ -24,6 +27,7 @@ from bpm.engine.modification import (
     StartTransition,
 )
 from bpm.errors import NotFound
+from bpm.store.operation_log import OperationLogEntry, OperationLogQuery
 
 router = APIRouter()
 Who = Annotated[Principal, Depends(principal)]
@@ -175,3 +179,81 @@ async def modify(instance_id: str, body: s.ModificationDto, request: Request, wh
         )
     )
     return Response(status_code=204)
+
+
+# -- the operation log ----------------------------------------------------------------------
+
+USER_OPERATION_FILTERS = (
+    ("processInstanceId", "string"), ("processDefinitionId", "string"),
+    ("processDefinitionKey", "string"), ("operationType", "string"), ("entityType", "string"),
+    ("userId", "string"), ("category", "string"), ("afterTimestamp", "date"),
+    ("beforeTimestamp", "date"),
+)  # fmt: skip
+USER_OPERATION_SORTS = ("timestamp",)
+
+
+def _log_query(request: Request) -> OperationLogQuery:
+    p = Params.of_query(request.query_params)
+    sorting = p.sorting(USER_OPERATION_SORTS)
+    return OperationLogQuery(
+        instance_id=p.text("processInstanceId"),
+        definition_id=p.text("processDefinitionId"),
+        definition_key=p.text("processDefinitionKey"),
+        operation_type=p.text("operationType"),
+        entity_type=p.text("entityType"),
+        user_id=p.text("userId"),
+        category=p.text("category"),
+        after=p.date("afterTimestamp"),
+        before=p.date("beforeTimestamp"),
+        ascending=sorting[0][1] if sorting else True,
+    )
+
+
+def user_operation_dto(e: OperationLogEntry) -> s.UserOperationLogEntryDto:
+    return s.UserOperationLogEntryDto(
+        id=e.id,
+        processDefinitionId=e.definition_id,
+        processDefinitionKey=e.definition_key,
+        processInstanceId=e.instance_id,
+        userId=e.user_id,
+        timestamp=format_date(e.at) or "",
+        operationId=e.operation_id,
+        operationType=e.operation_type,
+        entityType=e.entity_type,
+        property=e.property,
+        orgValue=e.org_value,
+        newValue=e.new_value,
+        rootProcessInstanceId=e.instance_id,
+        category=e.category,
+        annotation=e.annotation,
+    )
+
+
+@router.get(
+    "/history/user-operation",
+    response_model=list[s.UserOperationLogEntryDto],
+    responses=oa.errors(400),
+    openapi_extra=oa.query(USER_OPERATION_FILTERS, oa.PAGING, oa.sorting(USER_OPERATION_SORTS)),
+)
+async def user_operations(request: Request, who: Who) -> Response:
+    """What operators did (modifications so far), oldest first; paged in SQL."""
+    who.check_unrestricted("read the operation log")
+    at = page(request.query_params)
+    q = _log_query(request)
+    found = await run_in_threadpool(
+        lambda: _engine(request).operation_log(q, offset=at.offset, limit=at.limit)
+    )
+    return JSONResponse([user_operation_dto(e).model_dump(mode="json") for e in found])
+
+
+@router.get(
+    "/history/user-operation/count",
+    response_model=CountDto,
+    responses=oa.errors(400),
+    openapi_extra=oa.query(USER_OPERATION_FILTERS),
+)
+async def count_user_operations(request: Request, who: Who) -> Response:
+    who.check_unrestricted("read the operation log")
+    q = _log_query(request)
+    n = await run_in_threadpool(lambda: _engine(request).count_operation_log(q))
+    return JSONResponse({"count": n})

@@ -36,7 +36,9 @@ def _admin(who: Principal, what: str) -> None:
     who.check_unrestricted(what)
 
 
-def instance_json(request: Request, inst: Instance) -> dict[str, Any]:
+def instance_json(request: Request, inst: Instance, tenant_id: str | None = None) -> dict[str, Any]:
+    """Camunda's ProcessInstanceDto; ``tenant_id``: the tenant of the instance's process
+    definition (its deployment's), which Camunda gives the instance."""
     href = str(request.base_url).rstrip("/") + f"/engine-rest/process-instance/{inst.id}"
     return {
         "id": inst.id,
@@ -46,7 +48,7 @@ def instance_json(request: Request, inst: Instance) -> dict[str, Any]:
         "caseInstanceId": None,
         "ended": inst.ended,
         "suspended": inst.state is InstanceState.SUSPENDED,
-        "tenantId": None,
+        "tenantId": tenant_id,
         "links": [{"method": "GET", "href": href, "rel": "self"}],
     }
 
@@ -77,6 +79,8 @@ def _running_query(request: Request) -> InstanceQuery:
         business_key_like=p.text("businessKeyLike"),
         states=states,
         with_incidents=p.flag("withIncident"),
+        tenant_ids=p.texts("tenantIdIn"),
+        without_tenant=p.true("withoutTenantId"),
         sorting=p.sorting(RUNNING_SORTS),
     )
 
@@ -85,7 +89,8 @@ RUNNING_FILTERS = (
     ("processDefinitionKey", "string"), ("processDefinitionKeyIn", "list"),
     ("processDefinitionId", "string"), ("businessKey", "string"),
     ("businessKeyLike", "string"), ("processInstanceIds", "list"), ("active", "boolean"),
-    ("suspended", "boolean"), ("withIncident", "boolean"),
+    ("suspended", "boolean"), ("withIncident", "boolean"), ("tenantIdIn", "list"),
+    ("withoutTenantId", "boolean"),
 )  # fmt: skip
 
 
@@ -101,7 +106,7 @@ async def instances(request: Request, who: Who) -> Response:
     found = await run_in_threadpool(
         lambda: _engine(request).queries.historic_instances(q, offset=at.offset, limit=at.limit)
     )
-    return JSONResponse([instance_json(request, h.instance) for h in found])
+    return JSONResponse([instance_json(request, h.instance, h.tenant_id) for h in found])
 
 
 @router.get(
@@ -114,6 +119,12 @@ async def count_instances(request: Request, who: Who) -> Response:
     q = _running_query(request)
     n = await run_in_threadpool(lambda: _engine(request).queries.count_historic_instances(q))
     return JSONResponse({"count": n})
+
+
+def definition_tenant(engine: Engine, inst: Instance) -> str | None:
+    """The tenant of the instance's process definition (None: it has none)."""
+    definition = engine.definition_by_id(inst.definition_id)
+    return definition.tenant_id if definition is not None else None
 
 
 async def _running(request: Request, instance_id: str) -> Instance:
@@ -131,7 +142,9 @@ async def _running(request: Request, instance_id: str) -> Instance:
 @router.get("/process-instance/{instance_id}")
 async def instance(instance_id: str, request: Request, who: Who) -> Response:
     _admin(who, "read instances")
-    return JSONResponse(instance_json(request, await _running(request, instance_id)))
+    inst = await _running(request, instance_id)
+    tenant = await run_in_threadpool(definition_tenant, _engine(request), inst)
+    return JSONResponse(instance_json(request, inst, tenant))
 
 
 @router.delete("/process-instance/{instance_id}", status_code=204)

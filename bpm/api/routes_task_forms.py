@@ -140,4 +140,4 @@ async def submit_start_form(
         inst = await run_in_threadpool(
             lambda: engine.start_definition(definition_id, variables, business_key=body.businessKey)
         )
-    return started(request, inst, body)
+    return await started(request, inst, body)

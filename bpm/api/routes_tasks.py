@@ -48,6 +48,7 @@ TASK_FILTERS = (
     ("dueAfter", "date"), ("withoutDueDate", "boolean"), ("followUpBefore", "date"),
     ("followUpAfter", "date"), ("createdOn", "date"), ("createdBefore", "date"),
     ("createdAfter", "date"), ("active", "boolean"), ("suspended", "boolean"),
+    ("tenantIdIn", "list"), ("withoutTenantId", "boolean"),
 )  # fmt: skip
 
 
@@ -81,6 +82,7 @@ def task_dto(row: TaskRow) -> s.TaskDto:
         camundaFormRef=dict(task.form_ref) if task.form_ref else None,
         candidateUsers=list(task.candidate_users),
         candidateGroups=list(task.candidate_groups),
+        tenantId=row.tenant_id,
     )
 
 

@@ -2,10 +2,10 @@
 
 Administrators (an operator key, ``camunda-admin``) see and change every tenant; a user
 sees the tenants they belong to, directly or through one of their groups (another tenant
-answers 404, as if it did not exist) and changes none. This engine runs every process for
-every tenant: a tenant names a deployment (``tenant-id``), and is what ``tenantIdIn`` of
-``/deployment`` matches; ``/task`` and ``/process-instance`` do not filter by tenant (their
-instances keep none) and answer 400 to ``tenantIdIn``.
+answers 404, as if it did not exist) and changes none. A tenant names a deployment
+(``tenant-id``) and so its definitions: ``tenantIdIn`` / ``withoutTenantId`` of
+``/deployment``, ``/task``, ``/history/task`` and ``/process-instance`` match it, and a
+task's or an instance's ``tenantId`` is it. Tenants grant nothing.
 """
 
 from __future__ import annotations

@@ -252,6 +252,8 @@ class TaskQueryDto(RequestDto):
     dueAfter: DateText = None
     createdBefore: DateText = None
     createdAfter: DateText = None
+    tenantIdIn: Names | None = None
+    withoutTenantId: bool | None = None
     sorting: Annotated[Sorting, documented.sorting(TASK_SORT_KEYS)] = None
 
 
@@ -362,4 +364,6 @@ class HistoricTaskQueryDto(RequestDto):
     taskAssignee: str | None = None
     finished: bool | None = None
     unfinished: bool | None = None
+    tenantIdIn: Names | None = None
+    withoutTenantId: bool | None = None
     sorting: Annotated[Sorting, documented.sorting(HISTORIC_SORT_KEYS)] = None

@@ -151,3 +151,35 @@ class ModificationDto(RequestDto):
     skipCustomListeners: bool | None = None
     skipIoMappings: bool | None = None
     annotation: str | None = Field(None, max_length=MAX_ANNOTATION, pattern=NO_NUL)
+
+
+class UserOperationLogEntryDto(Dto):
+    """Camunda's ``UserOperationLogEntryDto`` (the fields this engine has a value for are
+    filled, the others null)."""
+
+    id: str
+    deploymentId: str | None = None
+    processDefinitionId: str | None
+    processDefinitionKey: str | None
+    processInstanceId: str | None
+    executionId: str | None = None
+    caseDefinitionId: str | None = None
+    caseInstanceId: str | None = None
+    caseExecutionId: str | None = None
+    taskId: str | None = None
+    externalTaskId: str | None = None
+    batchId: str | None = None
+    jobId: str | None = None
+    jobDefinitionId: str | None = None
+    userId: str | None
+    timestamp: str
+    operationId: str
+    operationType: str
+    entityType: str
+    property: str | None
+    orgValue: str | None
+    newValue: str | None
+    removalTime: str | None = None
+    rootProcessInstanceId: str | None
+    category: str
+    annotation: str | None

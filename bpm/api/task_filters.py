@@ -1,7 +1,7 @@
 """Camunda's task filters (``/task`` and ``/history/task``) -> :class:`TaskQuery`.
 
 The same names work as query parameters (GET) and in a JSON body (POST). Filters this
-engine cannot evaluate (task and process variables, OR queries, tenants, delegation, case
+engine cannot evaluate (task and process variables, OR queries, delegation, case
 instances...) answer 400 when given a value (see :meth:`Params.refuse`).
 """
 
@@ -16,7 +16,7 @@ from bpm.runtime.states import UserTaskState
 
 _UNSUPPORTED = (
     "taskVariables", "processVariables", "caseInstanceVariables", "orQueries",
-    "tenantIdIn", "withoutTenantId", "delegationState", "caseInstanceId",
+    "delegationState", "caseInstanceId",
     "caseInstanceBusinessKey", "caseDefinitionId", "caseDefinitionKey", "caseExecutionId",
     "parentTaskId", "activityInstanceIdIn", "processDefinitionName",
     "processDefinitionNameLike", "assigneeExpression", "ownerExpression",
@@ -32,7 +32,7 @@ _UNSUPPORTED = (
 _UNSUPPORTED_HISTORIC = (
     "taskParentTaskId", "caseDefinitionId", "caseDefinitionKey", "caseDefinitionName",
     "caseInstanceId", "caseExecutionId", "activityInstanceIdIn", "taskDeleteReason",
-    "taskDeleteReasonLike", "tenantIdIn", "withoutTenantId", "taskVariables",
+    "taskDeleteReasonLike", "taskVariables",
     "processVariables", "taskInvolvedUser", "taskInvolvedGroup", "taskHadCandidateUser",
     "taskHadCandidateGroup", "orQueries", "processDefinitionName",
     "variableNamesIgnoreCase", "variableValuesIgnoreCase", "taskFollowUpDate",
@@ -116,6 +116,8 @@ def task_query(p: Params) -> TaskQuery:
         created_after=p.date("createdAfter"),
         created_on=p.date("createdOn"),
         suspended=suspended,
+        tenant_ids=p.texts("tenantIdIn"),
+        without_tenant=p.true("withoutTenantId"),
         sorting=p.sorting(TASK_SORT_KEYS),
     )
     return _without_candidates(
@@ -172,6 +174,8 @@ def historic_task_query(p: Params) -> TaskQuery:
         finished_after=p.date("finishedAfter"),
         with_candidate_groups=True if p.true("withCandidateGroups") else None,
         instance_finished=instance_finished,
+        tenant_ids=p.texts("tenantIdIn"),
+        without_tenant=p.true("withoutTenantId"),
         sorting=p.sorting(HISTORIC_SORT_KEYS),
     )
     return _without_candidates(q, groups=p.true("withoutCandidateGroups"), users=False)

@@ -7,27 +7,16 @@ checks that run afterwards see the whole process and blame nothing twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from xml.etree.ElementTree import Element
 
-from bpm.bpmn.business_rules import parse_business_rule
 from bpm.bpmn.context import Context, base
-from bpm.bpmn.events import (
-    parse_boundary,
-    parse_catch,
-    parse_end,
-    parse_event_gateway,
-    parse_receive,
-    parse_start,
-    parse_throw,
-)
 from bpm.bpmn.extensions import read_extensions, warn_attributes
 from bpm.bpmn.namespaces import java_engine, local
-from bpm.bpmn.scopes import parse_call, parse_inclusive, parse_subprocess
-from bpm.bpmn.tasks import parse_pass_through, parse_script, parse_service, parse_user
 from bpm.errors import ExpressionError
 from bpm.expressions import to_cel
 from bpm.model import nodes as n
+from bpm.scripts import is_python
 
 __all__ = ["ELEMENTS", "Context", "ElementParser"]
 
@@ -57,6 +46,16 @@ def parse_parallel(el: Element, ctx: Context) -> n.Node:
 
 def _condition(el: Element, child: Element, ctx: Context) -> str | None:
     language = (child.get("language") or "").strip().lower()
+    if is_python(language):
+        ctx.report_in(
+            el,
+            child,
+            "a condition in Python is not run by this engine (conditions are decided in the "
+            "step's transaction, wherever it runs, and Python runs only sandboxed on "
+            "workers): remove the language attribute and write it in CEL, e.g. "
+            "${amount > 100 && vip}",
+        )
+        return None
     if language not in _CONDITION_LANGUAGES:
         ctx.report_in(
             el,
@@ -95,26 +94,16 @@ def parse_flow(el: Element, ctx: Context) -> n.Flow:
     return n.Flow(flow_id, el.get("sourceRef", ""), el.get("targetRef", ""), condition, name, line)
 
 
-ELEMENTS: dict[str, ElementParser] = {
-    "startEvent": parse_start,
-    "endEvent": parse_end,
-    "serviceTask": parse_service,
-    "sendTask": parse_service,
-    "businessRuleTask": parse_business_rule,
-    "scriptTask": parse_script,
-    "userTask": parse_user,
-    "task": parse_pass_through,
-    "manualTask": parse_pass_through,
-    "exclusiveGateway": parse_exclusive,
-    "parallelGateway": parse_parallel,
-    "inclusiveGateway": parse_inclusive,
-    "subProcess": parse_subprocess,
-    "callActivity": parse_call,
-    "intermediateCatchEvent": parse_catch,
-    "intermediateThrowEvent": parse_throw,
-    "boundaryEvent": parse_boundary,
-    "receiveTask": parse_receive,
-    "eventBasedGateway": parse_event_gateway,
-    "sequenceFlow": parse_flow,
-}
-"""BPMN local name -> parse function, for the flow elements this engine runs."""
+ELEMENTS: dict[str, ElementParser] = {}
+"""BPMN local name -> parse function, for the flow elements this engine runs.
+
+Filled by the registry of kinds when it is built (:func:`install`, called by
+:mod:`bpm.kinds`, which ``import bpm`` always loads first): each kind declares the tags it
+parses, so a new kind is parsed without an edit here. This package does not import the
+kinds; they import it."""
+
+
+def install(parsers: Mapping[str, ElementParser]) -> None:
+    """Hand the parser the registry's tag table (every kind's ``parse`` and ``sequenceFlow``)."""
+    ELEMENTS.clear()
+    ELEMENTS.update(parsers)

@@ -62,10 +62,8 @@ def error_code(defn: Element, owner: Element, ctx: Context, *, required: bool) -
         return None
     error = ctx.errors.get(ref) or ctx.errors.get(ref.rpartition(":")[2])
     if error is None:
-        ctx.report_in(
-            owner, defn, f"errorRef '{ref}' names no bpmn:error: add <bpmn:error id=\"{ref}\">"
-        )
-        return None
+        # Camunda 7 reads an errorRef that names no bpmn:error as the error code itself.
+        return ref
     code = error.get("errorCode") or None
     if code is None and required:
         ctx.report_in(owner, defn, f"bpmn:error '{ref}' has no errorCode: add errorCode=\"...\"")

@@ -25,10 +25,13 @@ from bpm.bpmn.namespaces import PREFIXES, split
 from bpm.model import nodes as n
 from bpm.scripts import is_python
 
-__all__ = ["LISTENER_USES", "parse_listeners"]
+__all__ = ["LISTENER_USES", "USER_TASK_LISTENER_USES", "parse_listeners", "parse_user_listeners"]
 
 LISTENER_USES = frozenset({"executionListener", "executionListeners"})
 """The extension elements an inline task reads for its listeners."""
+
+USER_TASK_LISTENER_USES = LISTENER_USES | {"taskListener"}
+"""A user task's: its start execution listeners and its create task listeners run."""
 
 _EVENTS = frozenset({"start", "end"})
 
@@ -38,16 +41,17 @@ def _label(item: Element) -> str:
     return f"{PREFIXES.get(ns, ns)}:{name}"
 
 
-def _java(el: Element, ctx: Context, item: Element) -> n.Listener | None:
+def _java(
+    el: Element,
+    ctx: Context,
+    item: Element,
+    events: frozenset[str] = _EVENTS,
+    runs: str = "only start and end listeners of inline tasks run",
+) -> n.Listener | None:
     label = _label(item)
     event = (item.get("event") or "").strip()
-    if event not in _EVENTS:
-        ctx.warn(
-            el,
-            item,
-            f"{label} event '{event}' is ignored by this engine: only start and end "
-            "listeners of inline tasks run",
-        )
+    if event not in events:
+        ctx.warn(el, item, f"{label} event '{event}' is ignored by this engine: {runs}")
         return None
     script: Element | None = None
     for child in item:
@@ -117,4 +121,24 @@ def parse_listeners(el: Element, ctx: Context, ext: Extensions) -> tuple[n.Liste
     group = ext.zeebe.get("executionListeners")
     if group is not None:
         out.extend(_zeebe(el, ctx, group))
+    return tuple(out)
+
+
+def parse_user_listeners(el: Element, ctx: Context, ext: Extensions) -> tuple[n.Listener, ...]:
+    """A user task's listeners that run: ``start`` execution listeners and ``create`` task
+    listeners, both on a worker before the task is created (their variables are there for
+    its ``${...}`` settings); the others deploy with a warning."""
+    out: list[n.Listener] = []
+    runs = "a user task runs its start execution listeners and its create task listeners"
+    for item in ext.java_all.get("executionListener", []):
+        listener = _java(el, ctx, item, frozenset({"start"}), runs)
+        if listener is not None:
+            out.append(listener)
+    for item in ext.java_all.get("taskListener", []):
+        listener = _java(el, ctx, item, frozenset({"create"}), runs)
+        if listener is not None:
+            out.append(n.Listener("create", listener.handler, listener.script, kind="task"))
+    group = ext.zeebe.get("executionListeners")
+    if group is not None:
+        out.extend(x for x in _zeebe(el, ctx, group) if x.event == "start")
     return tuple(out)

@@ -39,7 +39,6 @@ _IGNORED = frozenset(
 _UNSUPPORTED = {
     "adHocSubProcess": "ad-hoc sub processes",
     "transaction": "transactions",
-    "complexGateway": "complex gateways",
     "implicitThrowEvent": "implicit throw events",
     "callChoreography": "choreographies",
     "choreographyTask": "choreographies",
@@ -47,7 +46,8 @@ _UNSUPPORTED = {
 }
 _SUPPORTED = (
     "start/end events, service/send/business-rule/script/user/manual tasks, embedded and "
-    "event sub-processes, call activities, exclusive, parallel and inclusive gateways, "
+    "event sub-processes, call activities, exclusive, parallel, inclusive and complex "
+    "gateways, "
     "timer, link, message and signal catch events, event-based gateways, receive tasks, "
     "none, escalation, link, message, signal and compensation throw events, timer, error, "
     "escalation, message, signal and compensation boundary events"

@@ -15,7 +15,7 @@ from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
 from bpm.bpmn.loops import read_loop
 from bpm.bpmn.mappings import IO_USES, read_call_mappings, read_io
-from bpm.bpmn.namespaces import java_engine
+from bpm.bpmn.namespaces import java_engine, local
 from bpm.errors import ExpressionError
 from bpm.expressions import native_feel
 from bpm.model import nodes as n
@@ -52,6 +52,22 @@ def parse_subprocess(el: Element, ctx: Context) -> n.Node:
                 f"event sub-process '{node_id}' has a multi-instance marker: an event "
                 "sub-process runs once per event, remove it",
             )
+        if fields.pop("for_compensation"):
+            # Redundant on a compensation event sub-process (Camunda Modeler writes it
+            # there): its compensation start makes it the handler. Elsewhere it means
+            # nothing: said, and ignored.
+            compensates = any(
+                local(start) == "startEvent"
+                and any(local(d) == "compensateEventDefinition" for d in start)
+                for start in el
+            )
+            if not compensates:
+                ctx.warn(
+                    el,
+                    el,
+                    f"isForCompensation=\"true\" on event sub-process '{node_id}' is ignored: "
+                    "an event sub-process runs when its start event's trigger happens",
+                )
         return n.EventSubProcess(node_id, name, line, **fields)
     return n.SubProcess(node_id, name, line, **activity_fields(el, ext, ctx))
 

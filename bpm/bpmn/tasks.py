@@ -10,7 +10,12 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn import bindings, usertasks
 from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
-from bpm.bpmn.listeners import LISTENER_USES, parse_listeners
+from bpm.bpmn.listeners import (
+    LISTENER_USES,
+    USER_TASK_LISTENER_USES,
+    parse_listeners,
+    parse_user_listeners,
+)
 from bpm.bpmn.mappings import IO_USES
 from bpm.bpmn.namespaces import java_engine, local, ours
 from bpm.bpmn.scopes import activity_fields
@@ -234,13 +239,18 @@ def parse_user(el: Element, ctx: Context) -> n.Node:
     """``userTask`` with its assignee, candidates, dates, priority and form."""
     event_definitions(el, ctx, frozenset(), activity=True)
     node_id, name, line = base(el, ctx)
-    ext = read_extensions(el, ctx, usertasks.ZEEBE_USES | usertasks.FORM_DATA_USES | IO_USES)
+    ext = read_extensions(
+        el,
+        ctx,
+        usertasks.ZEEBE_USES | usertasks.FORM_DATA_USES | IO_USES | USER_TASK_LISTENER_USES,
+    )
     warn_attributes(el, ctx, usertasks.USES)
     return n.UserTask(
         node_id,
         name,
         line,
         properties=ext.properties,
+        listeners=parse_user_listeners(el, ctx, ext),
         **usertasks.user_settings(el, ctx, ext),
         **activity_fields(el, ext, ctx),
     )

@@ -15,7 +15,7 @@ from bpm.bpmn.context import Context
 from bpm.bpmn.extensions import Extensions
 from bpm.bpmn.namespaces import java_engine, local, split
 from bpm.errors import ExpressionError
-from bpm.expressions import native_feel
+from bpm.expressions import compile_expression, native_feel, to_cel
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 
@@ -73,14 +73,33 @@ def _value(text: str | None, what: str, el: Element, ctx: Context) -> str | None
     if "${" in text or "#{" in text:
         if variable_name(text) is not None:
             return text
+        # Any expression (``${owner.name}``, ``Task ${loopCounter}``): evaluated when the
+        # task is created (bpm.runtime.usertasks), each part JUEL read as CEL.
+        problems = []
+        for part in _EL_PART.finditer(text):
+            try:
+                compile_expression(to_cel("${" + part.group("body") + "}"))
+            except ExpressionError as exc:
+                problems.append(str(exc))
+        if not problems and _EL_PART.search(text):
+            return text
         ctx.warn(
             el,
             el,
-            f"{what} '{text}' is an expression this engine does not evaluate (only "
-            "${variable} is read)",
+            f"{what} '{text}' is an expression this engine cannot evaluate"
+            + (f" ({problems[0]})" if problems else "")
+            + ": the setting is left empty",
         )
         return None
     return text
+
+
+_EL_PART = re.compile(r"[$#]\{(?P<body>[^{}]*)\}")
+
+
+def _expression(value: str) -> bool:
+    """Whether a stored setting holds ``${...}`` parts (evaluated when the task is made)."""
+    return _EL_PART.search(value) is not None
 
 
 def _items(text: str | None, what: str, el: Element, ctx: Context) -> list[str]:
@@ -112,7 +131,12 @@ def _formal(el: Element, kind: str) -> list[str]:
 
 
 def _check_date(value: str | None, what: str, el: Element, ctx: Context) -> str | None:
-    if value is None or variable_name(value) is not None or value.startswith("="):
+    if (
+        value is None
+        or variable_name(value) is not None
+        or value.startswith("=")
+        or _expression(value)
+    ):
         return value
     try:
         parse_date(value)
@@ -313,6 +337,7 @@ def user_settings(el: Element, ctx: Context, ext: Extensions) -> dict[str, Any]:
         priority is not None
         and variable_name(priority) is None
         and not priority.startswith("=")  # FEEL, evaluated when the task is created
+        and not _expression(priority)
         and not priority.lstrip("-").isdigit()
     ):
         ctx.report(el, f"priority '{priority}' must be a whole number or ${{variable}}")

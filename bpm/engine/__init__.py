@@ -67,8 +67,10 @@ from bpm.runtime.records import (
 )
 from bpm.store import db as _db
 from bpm.store import migrate as _migrate
+from bpm.store import operation_log as _oplog
 from bpm.store.comments import TaskComment
 from bpm.store.id_prefix import TABLES, ids_with_prefix
+from bpm.store.operation_log import OperationLogEntry, OperationLogQuery
 
 __all__ = [
     "ActivityInstance",
@@ -467,6 +469,18 @@ class Engine:
             by=by,
             now=now,
         )
+
+    def operation_log(
+        self, query: OperationLogQuery | None = None, *, offset: int = 0, limit: int | None = None
+    ) -> list[OperationLogEntry]:
+        """What operators did (modifications so far), oldest first: Camunda's user
+        operation log, each entry with its author and annotation."""
+        with self.core.db.connect() as conn:
+            return _oplog.entries(conn, query or OperationLogQuery(), offset=offset, limit=limit)
+
+    def count_operation_log(self, query: OperationLogQuery | None = None) -> int:
+        with self.core.db.connect() as conn:
+            return _oplog.count(conn, query or OperationLogQuery())
 
     def history(self, instance_id: str) -> list[HistoryEvent]:
         """Every event of an instance in order: its token trail."""

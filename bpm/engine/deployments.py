@@ -308,7 +308,7 @@ def _answer(conn: Connection, record: DeploymentRecord, req: _Request, *, new: b
     """A deployment and the current definition of every process of the request."""
     defs: list[ProcessDefinition] = []
     for p in req.processes:
-        found = store.in_deployment(conn, p.model.key, record.id)
+        found = store.in_deployment(conn, p.model.key, record.id) or store.latest(conn, p.model.key)
         if found is not None:
             defs.append(found)
     return Deployment(

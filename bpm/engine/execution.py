@@ -29,14 +29,14 @@ from bpm import tracing
 from bpm.engine import observed, traced
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
-from bpm.engine.listeners import run_with_listeners
+from bpm.engine.listeners import enter_after_listeners, listener_step, run_with_listeners
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.steps import Claimed, Outcome
 from bpm.engine.traced import StepSpans
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
-from bpm.handlers import TaskContext
+from bpm.handlers import LISTENER_STEP, TaskContext
 from bpm.model import nodes as n
 from bpm.observe import StepOutcome
 from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
@@ -53,7 +53,10 @@ log = logging.getLogger("bpm.execution")
 
 
 def _inline(node: n.Node) -> n.ServiceTask | None:
-    return n.inline_task(node)
+    found = n.inline_task(node)
+    if found is None and node.listens_first:
+        return listener_step(node)  # the step that runs its listeners before it is entered
+    return found
 
 
 # -- claim ----------------------------------------------------------------------------------
@@ -242,7 +245,10 @@ def _apply(
                 node_id=current.node_id,
                 payload={"listeners": list(outcome.listeners)},
             )
-        walker.leave(current)
+        if step.node.handler == LISTENER_STEP:
+            enter_after_listeners(walker, current)
+        else:
+            walker.leave(current)
         return StepOutcome.COMPLETED
     policy = policy_for(step.node, unit.core.registry.find(step.node.handler or ""))
     asked = outcome.asked if error == outcome.error else None

@@ -161,6 +161,16 @@ def _by_instance(checked: _Checked, found: Sequence[store.Waiting]) -> dict[str,
             "instances; correlate with all=True (all: true), or narrow it down with a "
             "business key, correlation keys or the process instance id"
         )
+    if not checked.message.all:
+        # As Camunda 7 (MismatchingMessageCorrelationException): two waits of one instance
+        # for the same message are ambiguous; delivering to the first would be arbitrary.
+        for instance_id, waits in by_instance.items():
+            if len(waits) > 1:
+                raise MessageCorrelationError(
+                    f"message '{checked.message.name}' matches {len(waits)} waits of process "
+                    f"instance {instance_id}; correlate with all=True (all: true) to deliver "
+                    "it to each, or narrow it down with correlation keys"
+                )
     return by_instance
 
 

@@ -28,7 +28,8 @@ starts are walked last, as a step's continuation would be.
 
 Each modification is recorded as one ``instance_modified`` history event naming its author
 (the API key, or the Python caller's ``by``), its annotation and its instructions, before
-the token events it caused.
+the token events it caused, and as one entry of the operation log (``ModifyProcessInstance``,
+``/history/user-operation``), in the same transaction.
 """
 
 from __future__ import annotations
@@ -64,10 +65,13 @@ from bpm.runtime.states import (
     TokenState,
 )
 from bpm.runtime.walker import Walker
-from bpm.runtime.work import InstanceWork, check_variables
+from bpm.runtime.work import InstanceWork, check_variables, new_id
+from bpm.store import operation_log as oplog
 
 #: Instructions of one modification (the REST body is bounded by the same number).
 MAX_INSTRUCTIONS = 100
+#: Camunda's ``operationType`` of a modification in the operation log.
+OPERATION_TYPE = "ModifyProcessInstance"
 #: The reason stopped tokens and scopes carry in the trail.
 REASON = "cancelled by modification"
 
@@ -635,6 +639,24 @@ def modify(
                 "instructions": [describe(i) for i in given],
                 **({"skip_io_mappings": True} if skip_io_mappings else {}),
             },
+        )
+        oplog.append(
+            unit.conn,
+            [
+                oplog.OperationLogEntry(
+                    id=new_id(),
+                    operation_id=new_id(),
+                    operation_type=OPERATION_TYPE,
+                    entity_type="ProcessInstance",
+                    category="Operator",
+                    at=unit.now,
+                    user_id=by or "python",
+                    instance_id=instance_id,
+                    definition_id=work.instance.definition_id,
+                    definition_key=work.instance.definition_key,
+                    annotation=annotation,
+                )
+            ],
         )
         run = _Run(work, walker, model, skip_io_mappings, before=_empty_tree(work))
         run.before = run.tree()

@@ -61,6 +61,7 @@ class HistoricInstance:
     definition_version: int
     state: str
     delete_reason: str | None = None
+    tenant_id: str | None = None  # the process definition's (its deployment's)
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,14 @@ class Queries:
         for r in rows:
             state, reason = camunda_state(r.instance, last.get(r.instance.id))
             out.append(
-                HistoricInstance(r.instance, r.definition_name, r.definition_version, state, reason)
+                HistoricInstance(
+                    r.instance,
+                    r.definition_name,
+                    r.definition_version,
+                    state,
+                    reason,
+                    r.tenant_id,
+                )
             )
         return out
 

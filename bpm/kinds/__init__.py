@@ -10,11 +10,12 @@ parser's tag table and the model's JSON names).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from xml.etree.ElementTree import Element
 
+from bpm.bpmn import elements
 from bpm.bpmn.elements import ElementParser, parse_flow
 from bpm.builder import Process
 from bpm.cockpit import diagram
@@ -25,6 +26,7 @@ from bpm.kinds import (
     business_rule_task,
     call_activity,
     compensation,
+    complex,
     end,
     error,
     escalation,
@@ -49,13 +51,14 @@ from bpm.kinds import (
 )
 from bpm.kinds.spec import ElementKind, KindError, TriggerKind
 from bpm.model import nodes as n
+from bpm.model import validate
 from bpm.model.process import NODE_CLASSES, ProcessModel
+from bpm.model.validate import Check
 from bpm.runtime import compensation as compensating
 from bpm.runtime import eventsub, multi
-from bpm.runtime import inclusive as joining
 from bpm.runtime import messages as messaging
 from bpm.runtime import timers as timing
-from bpm.runtime.hooks import Behaviour, Hooks, TimerHooks
+from bpm.runtime.hooks import Behaviour, Hooks, TimerHooks, Walk
 from bpm.runtime.states import ScopeKind
 
 __all__ = [
@@ -126,6 +129,11 @@ class Kinds:
         return found
 
     @cached_property
+    def checks(self) -> Mapping[type[n.Node], Check]:
+        """Node class -> its kind's own deploy checks (the validator's table)."""
+        return {kind.node: kind.checks for kind in self.elements if kind.checks is not None}
+
+    @cached_property
     def behaviours(self) -> Mapping[type, Behaviour]:
         """What a token arriving at a node of each class does: the walker's table."""
         return {kind.node: kind.behave for kind in self.elements}
@@ -158,32 +166,45 @@ class Kinds:
         return el
 
 
+def releases(elements: tuple[ElementKind, ...]) -> Callable[[Walk], bool]:
+    """The walker's ``release_joins`` hook: every kind's ``release`` in turn, until one
+    fires (the walk then goes on, and asks again)."""
+    found = tuple(kind.release for kind in elements if kind.release is not None)
+
+    def release(walker: Walk) -> bool:
+        return any(each(walker) for each in found)
+
+    return release
+
+
+_ELEMENTS = (
+    start.KIND,
+    end.KIND,
+    boundary.KIND,
+    intermediate.KIND,
+    service_task.KIND,
+    script_task.KIND,
+    user_task.KIND,
+    business_rule_task.KIND,
+    receive_task.KIND,
+    pass_through.KIND,
+    exclusive.KIND,
+    parallel.KIND,
+    inclusive.KIND,
+    complex.KIND,
+    event_based.KIND,
+    sub_process.KIND,
+    event_sub_process.KIND,
+    call_activity.KIND,
+    timer.CATCH,
+    signal.THROW,
+    escalation.THROW,
+    compensation.THROW,
+    link.THROW,
+    link.CATCH,
+)
 KINDS = Kinds(
-    elements=(
-        start.KIND,
-        end.KIND,
-        boundary.KIND,
-        intermediate.KIND,
-        service_task.KIND,
-        script_task.KIND,
-        user_task.KIND,
-        business_rule_task.KIND,
-        receive_task.KIND,
-        pass_through.KIND,
-        exclusive.KIND,
-        parallel.KIND,
-        inclusive.KIND,
-        event_based.KIND,
-        sub_process.KIND,
-        event_sub_process.KIND,
-        call_activity.KIND,
-        timer.CATCH,
-        signal.THROW,
-        escalation.THROW,
-        compensation.THROW,
-        link.THROW,
-        link.CATCH,
-    ),
+    elements=_ELEMENTS,
     triggers=(
         timer.TRIGGER,
         message.TRIGGER,
@@ -199,7 +220,7 @@ KINDS = Kinds(
         disarm=eventsub.disarm,
         start_event_subprocess=eventsub.start,
         start_loop=multi.start,
-        release_joins=joining.release,
+        release_joins=releases(_ELEMENTS),
         settlers={
             ScopeKind.INNER_INSTANCE: multi.inner_done,
             ScopeKind.EVENT_SUBPROCESS: eventsub.complete,
@@ -214,6 +235,9 @@ KINDS = Kinds(
     ),
 )
 """The registry: add a kind here, in its own module."""
+
+elements.install(KINDS.parsers)  # the BPMN parser dispatches by tag through the registry
+validate.install(KINDS.checks)  # and the validator runs each kind's own checks
 
 
 def activity_type(node: n.Node | None) -> str:

@@ -8,7 +8,7 @@ from bpm.bpmn.scopes import parse_inclusive
 from bpm.cockpit.diagram import Drawing
 from bpm.kinds.spec import ElementKind
 from bpm.model import nodes as n
-from bpm.runtime.inclusive import inclusive_gateway
+from bpm.runtime.inclusive import inclusive_gateway, release
 
 
 def draw(parent: Element, node: n.InclusiveGateway, attrs: dict[str, str], d: Drawing) -> Element:
@@ -24,4 +24,5 @@ KIND = ElementKind(
     activity_type=lambda node: "inclusiveGateway",
     draw=draw,
     build=("inclusive",),
+    release=release,
 )

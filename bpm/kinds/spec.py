@@ -17,7 +17,8 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.elements import ElementParser
 from bpm.cockpit.diagram import Draw, Drawing
 from bpm.model import nodes as n
-from bpm.runtime.hooks import Behaviour
+from bpm.model.validate import Check
+from bpm.runtime.hooks import Behaviour, Walk
 
 __all__ = [
     "POSITIONS",
@@ -48,7 +49,9 @@ class ElementKind:
     a token arriving there does; ``activity_type``: Camunda's ``activityType`` of a node;
     ``draw``: writes it into the cockpit's diagram; ``build``: the builder verbs that
     make it (methods of :class:`bpm.builder.Process`); ``trigger``: for an event
-    position, which trigger a node of it carries (None: none).
+    position, which trigger a node of it carries (None: none); ``checks``: its own deploy
+    checks of one node (None: the graph-wide checks are all it needs); ``release``: for a
+    join decided once the walk has nothing else to move, fires one (True: it did).
     """
 
     node: type[n.Node]
@@ -59,6 +62,8 @@ class ElementKind:
     build: tuple[str, ...]
     position: str | None = None
     trigger: Callable[[Any], str | None] | None = None
+    checks: Check | None = None
+    release: Callable[[Walk], bool] | None = None
 
     @property
     def name(self) -> str:

@@ -31,6 +31,11 @@ class Node:
     holds_nodes: ClassVar[bool] = False
     """Whether nodes stand inside it (their ``container``): embedded and event
     sub-processes, drawn expanded, parsed with their members."""
+    joins_late: ClassVar[bool] = False
+    """Whether it may join tokens decided once the walk has nothing else to move (the
+    registry's release hooks): a process holding one needs the walker's scope pass."""
+    conditional_fork: ClassVar[bool] = False
+    """Whether its outgoing flows may carry conditions its kind evaluates (and checks)."""
 
     id: str
     name: str | None = None
@@ -42,6 +47,13 @@ class Node:
     def waits(self) -> bool:
         """True when a token arriving here stops until something outside happens."""
         return False
+
+    @property
+    def listens_first(self) -> tuple[Listener, ...]:
+        """Listeners a worker runs before a token may enter this node (start execution
+        listeners, a user task's create listeners), when the node's own work is not run by
+        a worker (an inline task runs its listeners itself)."""
+        return ()
 
     @property
     def host(self) -> str | None:
@@ -160,11 +172,11 @@ class VariableMapping:
 
 @dataclass(frozen=True)
 class Listener:
-    """An execution listener (``kind="execution"``: events ``start``, ``end``) of an
-    activity: the inline handler ``handler`` (``camunda:class``, ``expression``,
-    ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
-    (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's
-    attempt: start listeners before the activity's work, end listeners after it."""
+    """An execution listener (``kind="execution"``: events ``start``, ``end``) or a task listener
+    (``kind="task"``: ``create``) of an activity: the inline handler ``handler`` (``camunda:class``,
+    ``expression``, ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
+    (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's attempt: start
+    listeners before the activity's work, end listeners after it."""
 
     event: str
     handler: str | None = None
@@ -221,6 +233,10 @@ class Activity(Node):
     def has_mappings(self) -> bool:
         return bool(self.inputs or self.outputs)
 
+    @property
+    def listens_first(self) -> tuple[Listener, ...]:
+        return tuple(x for x in self.listeners if x.event in ("start", "create"))
+
 
 @dataclass(frozen=True)
 class ServiceTask(Activity):
@@ -239,6 +255,10 @@ class ServiceTask(Activity):
     @property
     def is_external(self) -> bool:
         return self.topic is not None
+
+    @property
+    def listens_first(self) -> tuple[Listener, ...]:
+        return ()  # an inline task runs its listeners in its own step; an external one none
 
     @property
     def waits(self) -> bool:
@@ -322,8 +342,25 @@ class InclusiveGateway(Node):
 
     json_name: ClassVar[str] = "inclusive_gateway"
     tag: ClassVar[str] = "inclusiveGateway"
+    joins_late: ClassVar[bool] = True
+    conditional_fork: ClassVar[bool] = True
 
     default_flow: str | None = None
+
+
+@dataclass(frozen=True)
+class ComplexGateway(Node):
+    """Forks as an inclusive gateway does; joins when ``activation_condition`` (CEL, over
+    the variables and ``activationCount``) holds, then consumes the round's late tokens
+    without firing again (BPMN 2.0.2, 13.3.5; ``bpm.kinds.complex``)."""
+
+    json_name: ClassVar[str] = "complex_gateway"
+    tag: ClassVar[str] = "complexGateway"
+    joins_late: ClassVar[bool] = True
+    conditional_fork: ClassVar[bool] = True
+
+    default_flow: str | None = None
+    activation_condition: str | None = None
 
 
 @dataclass(frozen=True)

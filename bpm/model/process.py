@@ -77,10 +77,17 @@ class ProcessModel:
         return frozenset(
             node.id
             for node in self.nodes.values()
-            if isinstance(node, n.Activity)
-            and (
-                node.default_flow is not None
-                or any(f.condition is not None for f in self.outgoing.get(node.id, ()))
+            if (
+                isinstance(node, n.Activity)
+                and (
+                    node.default_flow is not None
+                    or any(f.condition is not None for f in self.outgoing.get(node.id, ()))
+                )
+            )
+            # start events with conditional flows (Camunda's suite has them) choose too
+            or (
+                isinstance(node, n.StartEvent)
+                and any(f.condition is not None for f in self.outgoing.get(node.id, ()))
             )
         )
 
@@ -211,7 +218,8 @@ class ProcessModel:
         plain processes skip every scope check."""
         return bool(self.compensation_handlers) or any(
             x.container is not None
-            or isinstance(x, n.SubProcess | n.EventSubProcess | n.CallActivity | n.InclusiveGateway)
+            or x.joins_late
+            or isinstance(x, n.SubProcess | n.EventSubProcess | n.CallActivity)
             or (isinstance(x, n.Activity) and (x.loop is not None or x.has_mappings))
             for x in self.nodes.values()
         )

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from bpm.errors import DeploymentError, ExpressionError, Problem
 from bpm.expressions import compile_condition, compile_expression
@@ -24,7 +25,23 @@ from bpm.recurrence import recurrence
 from bpm.scripts import ScriptError, compile_python
 from bpm.timeexpr import TimerError, check
 
-__all__ = ["check_model", "validate"]
+__all__ = ["KIND_CHECKS", "Check", "check_model", "install", "validate"]
+
+Check = Callable[[ProcessModel, Any], Iterable[Problem]]
+"""A kind's own checks of one of its nodes (its ``checks`` facet): the problems, each
+naming the element."""
+
+KIND_CHECKS: dict[type[n.Node], Check] = {}
+"""Node class -> its kind's checks, filled by the registry of kinds when it is built
+(:func:`install`, as :data:`bpm.bpmn.elements.ELEMENTS`): a new kind's checks run at
+deploy without an edit here. This package does not import the kinds."""
+
+
+def install(checks: Mapping[type[n.Node], Check]) -> None:
+    """Hand the validator the registry's checks (every kind's ``checks`` facet)."""
+    KIND_CHECKS.clear()
+    KIND_CHECKS.update(checks)
+
 
 _ACTIVITIES = (
     n.ServiceTask,
@@ -74,7 +91,12 @@ def check_model(
     problems += check_messages(model)
     problems += check_decisions(model)
     problems += (_at(node, message) for node, message in endless_loops(model))
+    for node in model.nodes.values():
+        kind_checks = KIND_CHECKS.get(type(node))
+        if kind_checks is not None:
+            problems += kind_checks(model, node)
     _starts(model, warnings)
+    _loop_joins(model, warnings)
     return [p for p in problems if p.element_id not in placeholders], warnings
 
 
@@ -160,6 +182,47 @@ def _entries(model: ProcessModel, container: str | None) -> list[str]:
     return [*(x.id for x in model.starts_in(container)), *found]
 
 
+def _reached(model: ProcessModel, starts: Iterable[str], without: str | None = None) -> set[str]:
+    """Every node a token can reach from ``starts`` (never passing ``without``)."""
+    seen: set[str] = set()
+    queue = deque(starts)
+    while queue:
+        node_id = queue.popleft()
+        if node_id in seen or node_id not in model.nodes or node_id == without:
+            continue
+        seen.add(node_id)
+        queue.extend(f.target for f in model.outgoing.get(node_id, ()))
+        queue.extend(b.id for b in model.boundaries.get(node_id, ()))
+        node = model.nodes[node_id]
+        if isinstance(node, n.BoundaryEvent) and node.compensate_with is not None:
+            queue.append(node.compensate_with)
+        if node_id in model.link_targets:
+            queue.append(model.link_targets[node_id])
+        if isinstance(node, n.SubProcess | n.EventSubProcess):
+            queue.extend(_entries(model, node_id))
+    return seen
+
+
+def _loop_joins(model: ProcessModel, warnings: list[str]) -> None:
+    """A parallel join with an incoming flow that only a token which passed the join
+    itself can reach (a loop back into it) never fires: BPMN 2.0.2 waits for a token on
+    every incoming flow. (Engines that count arrivals instead would fire it.)"""
+    entries = _entries(model, None)
+    for node in model.nodes.values():
+        flows = model.incoming.get(node.id, ())
+        if not isinstance(node, n.ParallelGateway) or len(flows) < 2:
+            continue
+        reached = _reached(model, entries, without=node.id)
+        fed = sorted(f.id for f in flows if f.source not in reached)
+        if fed and len(fed) < len(flows):
+            warnings.append(
+                f"parallel gateway '{node.id}' joins flow(s) {', '.join(fed)} that only a "
+                f"token which passed '{node.id}' can reach (a loop back into it): it waits "
+                "for a token on every incoming flow, so it can never fire; merge the loop "
+                "back with an exclusive gateway before it"
+            )
+
+
 def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:
     seen: set[str] = set()
     # What only a refused element leads to is not a second problem: start there too.
@@ -201,13 +264,14 @@ def _degrees(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Prob
             if outgoing:
                 yield _at(node, f"end event '{node.id}' has outgoing flows: remove them")
             continue
-        # Anything else may end a path (BPMN: its token is consumed there); a gateway
-        # with nowhere to go is a drawing mistake.
-        if not outgoing and isinstance(node, _GATEWAYS):
+        # Anything else may end a path (BPMN 2.0 13.2.1: its token is consumed there, an
+        # implicit end; a gateway too, as in Camunda). An event-based gateway without
+        # events after it would wait for nothing, for ever.
+        if not outgoing and isinstance(node, n.EventBasedGateway):
             yield _at(
                 node,
-                f"gateway '{node.id}' has no outgoing sequence flow: connect it to the next "
-                "step or to an end event",
+                f"event-based gateway '{node.id}' has no outgoing sequence flow: connect it "
+                "to the message, signal or timer events it waits for",
             )
         if isinstance(node, n.StartEvent | n.BoundaryEvent | n.EventSubProcess) and incoming:
             if isinstance(node, n.EventSubProcess):
@@ -229,11 +293,21 @@ def _conditions(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
         if isinstance(node, n.Activity):
             yield from _activity_flows(model, node, outgoing)
             continue
+        if isinstance(node, n.StartEvent):
+            # Camunda's suite uses them: taken as leaving an activity (every true and
+            # every unconditioned flow), evaluated over the start's variables.
+            for flow in outgoing:
+                if flow.condition is not None:
+                    try:
+                        compile_condition(flow.condition)
+                    except ExpressionError as exc:
+                        yield _at(flow, f"flow '{flow.id}': {exc}")
+            continue
         for flow in outgoing:
             if flow.condition is None:
                 continue
-            if isinstance(node, n.InclusiveGateway):
-                continue  # checked with the inclusive gateway
+            if node.conditional_fork:
+                continue  # checked with its gateway (inclusive, complex)
             if isinstance(node, n.ParallelGateway):
                 yield _at(
                     flow,

@@ -151,6 +151,9 @@ def user_task(walker: Walk, tok: Token, node: n.UserTask) -> None:
 
 def exclusive_gateway(walker: Walk, tok: Token, node: n.ExclusiveGateway) -> None:
     outgoing = walker.model.outgoing[node.id]
+    if not outgoing:  # an implicit end (BPMN 2.0 13.2.1), as in Camunda
+        walker.leave(tok, ())
+        return
     if len(outgoing) == 1 and outgoing[0].condition is None:
         walker.leave(tok, outgoing)
         return

@@ -48,6 +48,18 @@ def _called_key(node: n.CallActivity, seen: dict[str, Any]) -> str:
     return value
 
 
+def _mapped(mappings: tuple[n.VariableMapping, ...], variables: dict[str, Any]) -> dict[str, Any]:
+    """The values of a call activity's ``camunda:in`` / ``camunda:out``: a ``source`` naming
+    a variable that was never set gives null, as Camunda 7's getVariable does (an
+    expression still fails on what it cannot read)."""
+    seen = dict(variables)
+    for m in mappings:
+        name = v.plain_name(m.source)
+        if name is not None and name not in seen:
+            seen[name] = None
+    return v.evaluate(mappings, seen)
+
+
 def call_activity(walker: Walk, tok: Token, node: n.CallActivity) -> None:
     """Start the called process; the token waits for it."""
     if not walker.enter_activity(tok):
@@ -77,7 +89,7 @@ def call_activity(walker: Walk, tok: Token, node: n.CallActivity) -> None:
         if definition.suspended:
             raise BpmError(f"process '{key}' is suspended: activate it, then retry the incident")
         variables = dict(seen) if node.all_in else {}
-        variables.update(v.evaluate(node.call_inputs, seen))
+        variables.update(_mapped(node.call_inputs, seen))
         business_key = work.instance.business_key if node.inherit_key else None
         if node.business_key is not None:
             value = v.evaluate([n.VariableMapping("key", node.business_key)], seen)["key"]
@@ -125,7 +137,7 @@ def child_completed(child: Walk) -> None:
     results = inst.variables
     try:
         outputs = dict(results) if node.all_out else {}
-        outputs.update(v.evaluate(node.call_outputs, results))
+        outputs.update(_mapped(node.call_outputs, results))
         v.write(caller.work, caller.model, tok.scope_id, outputs, source=node.id, token_id=tok.id)
     except BpmError as exc:
         caller.work.transition(tok.id, TokenState.READY)

@@ -100,7 +100,9 @@ def _fire(walker: Walk, node: n.Node, arrived: list[Token]) -> None:
 
 def choose(walker: Walk, tok: Token, node: n.InclusiveGateway) -> list[n.Flow] | str:
     """Every outgoing flow whose condition is true (the default when none is), or why
-    there is none."""
+    there is none. Without outgoing flows: none, an implicit end."""
+    if not walker.model.outgoing[node.id]:
+        return []
     return take(
         walker.model.outgoing[node.id],
         node.default_flow,

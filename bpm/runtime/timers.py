@@ -22,14 +22,17 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from bpm.cron import Cron
 from bpm.model import nodes as n
 from bpm.runtime.records import Timer, Token
 from bpm.runtime.states import BlockKind, TimerState, TokenState
 from bpm.runtime.work import InstanceWork
 from bpm.timeexpr import (
     TimerError,
+    cron_of,
     feel_timer_value,
     is_feel,
+    next_cron,
     parse_cycle,
     resolve,
     variable_name,
@@ -67,6 +70,13 @@ def cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, 
             f"variable '{name}' holds {text!r}; a cycle timer needs text like R3/PT10M"
         )
     return parse_cycle(text)
+
+
+def _cron(spec: n.TimerSpec, variables: dict[str, Any]) -> Cron | None:
+    """The cron of a cycle spec written as one (literal or in a ``${var}``), else None."""
+    name = variable_name(spec.expression)
+    text: Any = spec.expression if name is None else variables.get(name)
+    return cron_of(text) if isinstance(text, str) else None
 
 
 def fire_time(spec: n.TimerSpec, variables: dict[str, Any], now: datetime) -> datetime:
@@ -124,7 +134,11 @@ def schedule_boundaries(walker: Walk, tok: Token) -> None:
             fire_at = fire_time(b.timer, seen, w.now)
             repeat_left: int | None = None
             interval_ms: int | None = None
-            if b.timer.kind is n.TimerKind.CYCLE and not b.cancel_activity:
+            if (
+                b.timer.kind is n.TimerKind.CYCLE
+                and not b.cancel_activity
+                and _cron(b.timer, seen) is None  # a cron repeats by its own rule
+            ):
                 repeat, interval = cycle_of(b.timer, seen)
                 interval_ms = int(interval / timedelta(milliseconds=1))
                 repeat_left = None if repeat is None else repeat - 1
@@ -229,6 +243,14 @@ def _boundary_fired(walker: Walk, tok: Token, timer: Timer) -> Timer | None:
         nxt = timer.fire_at + timedelta(milliseconds=timer.interval_ms)
         left = None if timer.repeat_left is None else timer.repeat_left - 1
         following = _schedule_timeout(w, tok, node, nxt, left, timer.interval_ms)
+    elif node.timer is not None and node.timer.kind is n.TimerKind.CYCLE:
+        try:
+            cron = _cron(node.timer, walker.variables(tok))
+            if cron is not None:  # every match, for as long as the activity runs
+                nxt = next_cron(cron, max(timer.fire_at, w.now))
+                following = _schedule_timeout(w, tok, node, nxt, None, None)
+        except TimerError as exc:
+            log.warning("cron boundary timer %s of %s: %s", node.id, tok.id, exc)
     new = w.create_token(node.id, scope_id=walker.outer_scope(tok), parent_id=tok.id)
     walker.continue_tokens([new])
     return following

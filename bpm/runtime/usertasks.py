@@ -9,19 +9,35 @@ creation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from bpm.errors import ExpressionError
-from bpm.expressions import compile_expression, is_feel
+from bpm.expressions import compile_expression, is_feel, to_cel
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 
 __all__ = ["user_task_fields"]
 
 
+_PART = re.compile(r"[$#]\{(?P<body>[^{}]*)\}")
+
+
+def _value(body: str, variables: Mapping[str, Any]) -> Any:
+    """The value of the expression inside ``${...}`` (JUEL as CEL); None when it cannot be
+    read (an unset variable), as an unset ``${name}`` is."""
+    try:
+        return compile_expression(to_cel("${" + body + "}")).evaluate(variables)
+    except ExpressionError:
+        return None
+
+
 def _read(text: str | None, variables: Mapping[str, Any]) -> Any:
+    """A setting's value: Zeebe's ``=FEEL``; ``${name}`` or any ``${expression}`` (its
+    value, of any type); text with expressions inside (``Task ${loopCounter}``: each
+    replaced by its value as text, an unreadable one by nothing); else the text."""
     if text is None:
         return None
     if is_feel(text):  # Zeebe's FEEL; one that fails leaves the setting empty, like ${unset}
@@ -30,7 +46,26 @@ def _read(text: str | None, variables: Mapping[str, Any]) -> Any:
         except ExpressionError:
             return None
     name = variable_name(text)
-    return variables.get(name) if name is not None else text
+    if name is not None:
+        return variables.get(name)
+    whole = _PART.fullmatch(text.strip())
+    if whole is not None:
+        return _value(whole.group("body"), variables)
+    if _PART.search(text) is None:
+        return text
+
+    def part(match: re.Match[str]) -> str:
+        value = _value(match.group("body"), variables)
+        return "" if value is None else _plain(value)
+
+    return _PART.sub(part, text)
+
+
+def _plain(value: Any) -> str:
+    """A value as Java EL writes it into text (true, not True)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _text(value: Any, limit: int = 255) -> str | None:
@@ -85,7 +120,7 @@ def user_task_fields(
     """The ``user_task`` columns that come from the model (assignee, candidates, dates,
     priority, form), with ``${name}`` read from ``variables``."""
     return {
-        "name": _text(node.name),
+        "name": _text(_read(node.name, variables)),
         "assignee": _text(_read(node.assignee, variables)),
         "candidate_groups": _names(node.candidate_groups, variables),
         "candidate_users": _names(node.candidate_users, variables),

@@ -69,6 +69,8 @@ class Walker:
         self.max_steps = max_steps
         self._visits: Counter[str] = Counter()
         self._steps = 0
+        # Tokens whose node's listeners ran in this transaction: they enter the node now.
+        self.listened: set[str] = set()
 
     def begin(self, start_node_id: str) -> Token:
         """A new instance's first token (and its event sub-processes' listeners), walked."""
@@ -93,6 +95,11 @@ class Walker:
                         continue
                     node = self.model.node(tok.node_id)
                     if self._over_budget(tok):
+                        continue
+                    if node.listens_first and tok.id not in self.listened:
+                        # its listeners run on a worker first (bpm.engine.listeners): the
+                        # token stays Ready, published after commit, as an inline step
+                        self.work.to_dispatch.append(tok.id)
                         continue
                     if self.model.scoped:
                         entered = scopes.enter(self, tok, node)

@@ -134,16 +134,20 @@ def run_in_sandbox(
 ) -> ScriptOutcome:
     """Run a script in a sandbox process; raise :class:`ScriptError` when it fails, is
     refused or exceeds its limits. ``variables`` must be JSON values."""
-    request = json.dumps(
-        {
-            "source": source,
-            "mode": mode,
-            "variables": dict(variables),
-            "cpu": limits.cpu_seconds,
-            "memory": limits.memory_bytes,
-            "output": limits.output_bytes,
-        }
-    ).encode()
+    try:
+        request = json.dumps(
+            {
+                "source": source,
+                "mode": mode,
+                "variables": dict(variables),
+                "cpu": limits.cpu_seconds,
+                "memory": limits.memory_bytes,
+                "output": limits.output_bytes,
+            },
+            allow_nan=False,
+        ).encode()
+    except (TypeError, ValueError) as exc:
+        raise ScriptError(f"the variables cannot be handed to the script: {exc}") from None
     helper = _take()
     try:
         answer = json.loads(helper.ask(request, limits.wall_seconds + _GRACE))

@@ -51,15 +51,39 @@ def by_version_tag(conn: Connection, key: str, tag: str) -> ProcessDefinition | 
 def in_deployment(
     conn: Connection, key: str, deployment_id: str | None
 ) -> ProcessDefinition | None:
-    """The version of ``key`` deployed by ``deployment_id`` (a redeploy that changed
-    nothing keeps the earlier version: then the latest one up to that deployment)."""
+    """The version of ``key`` deployed with ``deployment_id``: the one it created, or, when
+    it carried the file unchanged (a redeploy that changed nothing keeps the earlier
+    version), the latest version up to that deployment from a file of the same name. None
+    when the deployment holds no such process (never another deployment's latest)."""
     pd = t.process_definition
-    if deployment_id is None:
+    if deployment_id is None:  # a definition stored without a deployment: nothing to bind
         return latest(conn, key)
     row = conn.execute(
         select(*_RECORD).where(pd.c.key == key, pd.c.deployment_id == deployment_id).limit(1)
     ).first()
-    return definition_from_row(row) if row else latest(conn, key)
+    if row:
+        return definition_from_row(row)
+    # Carried unchanged: the version made from a file with the same name and content as
+    # one of this deployment's.
+    mine = t.deployment_resource.alias("mine")
+    made = t.deployment_resource.alias("made")
+    same_file = (
+        select(mine.c.id)
+        .where(
+            mine.c.deployment_id == deployment_id,
+            mine.c.name == made.c.name,
+            mine.c.checksum == made.c.checksum,
+        )
+        .exists()
+    )
+    row = conn.execute(
+        select(*_RECORD)
+        .join(made, (made.c.deployment_id == pd.c.deployment_id) & (made.c.name == pd.c.resource))
+        .where(pd.c.key == key, same_file)
+        .order_by(pd.c.version.desc())
+        .limit(1)
+    ).first()
+    return definition_from_row(row) if row else None
 
 
 def by_id(conn: Connection, definition_id: str) -> ProcessDefinition | None:

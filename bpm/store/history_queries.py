@@ -21,6 +21,7 @@ from bpm.runtime.records import Incident, Instance, UserTask
 from bpm.runtime.states import FINAL_INSTANCE_STATES, IncidentState, InstanceState
 from bpm.store import tables as t
 from bpm.store.rows import record_of
+from bpm.store.task_queries import tenant_condition
 
 pi = t.process_instance
 pd = t.process_definition
@@ -59,6 +60,9 @@ class InstanceQuery:
     finished_before: datetime | None = None
     finished_after: datetime | None = None
     with_incidents: bool | None = None
+    # the tenants of the instance's definition; ``without_tenant``: also definitions of none
+    tenant_ids: tuple[str, ...] | None = None
+    without_tenant: bool = False
     sorting: tuple[tuple[str, bool], ...] = ()
 
 
@@ -67,6 +71,7 @@ class InstanceRow:
     instance: Instance
     definition_name: str | None
     definition_version: int
+    tenant_id: str | None = None  # the process definition's (its deployment's)
 
 
 def _in(column: Any, values: tuple[Any, ...] | None) -> list[ColumnElement[bool]]:
@@ -105,6 +110,9 @@ def _instance_conditions(q: InstanceQuery) -> list[ColumnElement[bool]]:
     if q.with_incidents:
         # driven by the open incidents (a small set, ix_incident_open)
         cond.append(pi.c.id.in_(select(inc.c.instance_id).where(inc.c.state == "open")))
+    tenants = tenant_condition(pi.c.definition_id, q.tenant_ids, q.without_tenant)
+    if tenants is not None:
+        cond.append(tenants)
     return cond
 
 
@@ -123,7 +131,10 @@ def list_instances(
     columns = [c for c in pi.c if c.name != "variables"]
     stmt = (
         select(
-            *columns, pd.c.name.label("definition_name"), pd.c.version.label("definition_version")
+            *columns,
+            pd.c.name.label("definition_name"),
+            pd.c.version.label("definition_version"),
+            pd.c.tenant_id.label("definition_tenant_id"),
         )
         .join(pd, pd.c.id == pi.c.definition_id)
         .where(*_instance_conditions(q))
@@ -133,7 +144,10 @@ def list_instances(
     )
     return [
         InstanceRow(
-            record_of(Instance, r._mapping, variables={}), r.definition_name, r.definition_version
+            record_of(Instance, r._mapping, variables={}),
+            r.definition_name,
+            r.definition_version,
+            r.definition_tenant_id,
         )
         for r in conn.execute(stmt)
     ]

@@ -580,6 +580,29 @@ task_filter = Table(
     Index("ix_task_filter_owner", "owner", "name"),
 )
 
+# What operators did (``/history/user-operation``, migration 0015): one row per change of
+# one operation (``operation_id`` groups them), with its author and annotation.
+operation_log = Table(
+    "operation_log",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("operation_id", String(64), nullable=False),
+    Column("operation_type", String(64), nullable=False),
+    Column("entity_type", String(64), nullable=False),
+    Column("category", String(64), nullable=False),
+    Column("user_id", String(255)),
+    Column("instance_id", String(64)),
+    Column("definition_id", String(300)),
+    Column("definition_key", String(255)),
+    Column("property", String(255)),
+    Column("org_value", Text),
+    Column("new_value", Text),
+    Column("annotation", Text),
+    Column("at", UTCDateTime, nullable=False),
+    Index("ix_operation_log_at", "at", "id"),
+    Index("ix_operation_log_instance", "instance_id", "at"),
+)
+
 # Comments on user tasks (``/task/{id}/comment``): kept after the task ends.
 task_comment = Table(
     "task_comment",
@@ -594,7 +617,7 @@ task_comment = Table(
 )
 
 TABLES_IN_DROP_ORDER = (
-    task_filter, task_comment, identity_membership, identity_user, identity_group,
+    operation_log, task_filter, task_comment, identity_membership, identity_user, identity_group,
     identity_tenant_member, identity_tenant,
     decision_instance, decision_definition, decision_requirements_definition,
     worker_binding, history, message_buffer, event_subscription, incident, user_task,

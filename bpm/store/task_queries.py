@@ -106,6 +106,10 @@ class TaskQuery:
     finished_after: datetime | None = None
     suspended: bool | None = None
     instance_finished: bool | None = None
+    # the tenants of the task's process definition (Camunda: the task's tenant);
+    # ``without_tenant``: also (or, without ``tenant_ids``, only) definitions of none
+    tenant_ids: tuple[str, ...] | None = None
+    without_tenant: bool = False
     # (Camunda sort key, ascending); the key must be in TASK_SORTS
     sorting: tuple[tuple[str, bool], ...] = ()
 
@@ -119,6 +123,7 @@ class TaskRow:
     definition_key: str
     business_key: str | None
     instance_state: InstanceState
+    tenant_id: str | None = None  # the process definition's (its deployment's)
 
 
 def _in(column: Any, values: tuple[str, ...] | None) -> list[ColumnElement[bool]]:
@@ -221,7 +226,30 @@ def _conditions(conn: Connection, q: TaskQuery) -> list[ColumnElement[bool]]:
     if q.instance_finished is not None:
         ended = pi.c.ended_at.is_not(None)
         cond.append(ended if q.instance_finished else ~ended)
+    tenants = tenant_condition(pi.c.definition_id, q.tenant_ids, q.without_tenant)
+    if tenants is not None:
+        cond.append(tenants)
     return cond
+
+
+def tenant_condition(
+    definition_id: Any, tenant_ids: tuple[str, ...] | None, without_tenant: bool
+) -> ColumnElement[bool] | None:
+    """Rows whose process definition belongs to one of ``tenant_ids`` or, with
+    ``without_tenant``, to none (instances and tasks keep their definition's tenant)."""
+    if tenant_ids is None and not without_tenant:
+        return None
+    pd = t.process_definition
+    parts: list[ColumnElement[bool]] = []
+    if tenant_ids is not None:
+        parts.append(
+            definition_id.in_(select(pd.c.id).where(pd.c.tenant_id.in_(tenant_ids)))
+            if tenant_ids
+            else false()
+        )
+    if without_tenant:
+        parts.append(definition_id.in_(select(pd.c.id).where(pd.c.tenant_id.is_(None))))
+    return or_(*parts)
 
 
 def _select(conn: Connection, q: TaskQuery) -> Select[Any]:
@@ -232,6 +260,11 @@ def _select(conn: Connection, q: TaskQuery) -> Select[Any]:
             pi.c.definition_key,
             pi.c.business_key,
             pi.c.state.label("instance_state"),
+            # one primary-key lookup per row of the page
+            select(t.process_definition.c.tenant_id)
+            .where(t.process_definition.c.id == pi.c.definition_id)
+            .scalar_subquery()
+            .label("tenant_id"),
         )
         .join(pi, pi.c.id == ut.c.instance_id)
         .where(*_conditions(conn, q))
@@ -255,6 +288,7 @@ def list_tasks(conn: Connection, q: TaskQuery, *, offset: int, limit: int) -> li
             definition_key=r.definition_key,
             business_key=r.business_key,
             instance_state=InstanceState(r.instance_state),
+            tenant_id=r.tenant_id,
         )
         for r in conn.execute(stmt)
     ]
@@ -262,7 +296,7 @@ def list_tasks(conn: Connection, q: TaskQuery, *, offset: int, limit: int) -> li
 
 def _needs_instance(q: TaskQuery) -> bool:
     """Whether a filter reads the task's instance (else a count reads ``user_task`` alone)."""
-    return any(
+    return q.without_tenant or any(
         value is not None
         for value in (
             q.business_keys,
@@ -271,6 +305,7 @@ def _needs_instance(q: TaskQuery) -> bool:
             q.definition_keys,
             q.suspended,
             q.instance_finished,
+            q.tenant_ids,
         )
     )
 

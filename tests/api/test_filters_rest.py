@@ -116,7 +116,7 @@ def test_refused_filters_are_not_saved(http: InProcess) -> None:
     before = everything(http)
     cases = [
         (create(http, ANN, name="for bob", owner="bob"), 403, "only for themselves"),
-        (create(http, ANN, name="t", query={"tenantIdIn": ["a"]}), 400, "tenantIdIn"),
+        (create(http, ANN, name="t", query={"caseInstanceId": "a"}), 400, "caseInstanceId"),
         (create(http, ANN, name="s", query={"sorting": [{"sortBy": "nope"}]}), 400, "sort"),
         (create(http, ANN, name="e", query={"assigneeExpression": "${x}"}), 400, "currentUser"),
         (create(http, ANN, name="   "), 400, "name"),
@@ -162,8 +162,8 @@ def test_running_a_filter_merges_the_query_and_shows_only_what_the_caller_may_se
     assert http.get(f"/filter/{mine['id']}/list", headers=BOB).json() == []
     assert http.get(f"/filter/{mine['id']}/count", headers=BOB).json() == {"count": 0}
     # an extending query with a filter this engine cannot run: 400, nothing listed
-    r = http.post(f"/filter/{fid}/list", json={"tenantIdIn": ["x"]}, headers=ANN)
-    assert r.status_code == 400 and "tenantIdIn" in r.json()["message"]
+    r = http.post(f"/filter/{fid}/list", json={"caseInstanceId": "x"}, headers=ANN)
+    assert r.status_code == 400 and "caseInstanceId" in r.json()["message"]
 
 
 def test_tenants(http: InProcess) -> None:
@@ -212,3 +212,145 @@ def test_tenants(http: InProcess) -> None:
     assert http.delete("/tenant/north", headers=OPS).status_code == 204
     assert http.get("/tenant/north", headers=OPS).status_code == 404
     assert http.get("/tenant/count", headers=OPS).json() == {"count": 1}
+
+
+def test_tasks_and_instances_filter_by_their_definitions_tenant(http: InProcess) -> None:
+    # another process (a deployment equal to an earlier one reuses its definition)
+    xml = (FORMS / "generated.bpmn").read_bytes().replace(b'id="leave"', b'id="north"')
+    files = [("f", ("north.bpmn", xml))]
+    r = http.post("/deployment/create", files=files, data={"tenant-id": "north"}, headers=OPS)
+    assert r.status_code == 200, r.text
+    north_def = next(iter(r.json()["deployedProcessDefinitions"]))
+    start = {"variables": {"days": {"value": 3}}}
+    r = http.post(f"/process-definition/{north_def}/start", json=start, headers=OPS)
+    assert r.status_code == 200, r.text
+    north = r.json()["id"]
+    tasks = http.get("/task", headers=OPS).json()
+    assert len(tasks) == 3
+    only = http.get("/task?tenantIdIn=north,south", headers=OPS).json()
+    assert [t["processInstanceId"] for t in only] == [north]
+    assert [t["tenantId"] for t in only] == ["north"]
+    assert {t["tenantId"] for t in tasks} == {"north", None}
+    assert {t["tenantId"] for t in http.get("/history/task", headers=OPS).json()} == {"north", None}
+    assert len(http.get("/task?withoutTenantId=true", headers=OPS).json()) == 2
+    assert http.get("/task/count?tenantIdIn=south", headers=OPS).json() == {"count": 0}
+    assert http.post("/task", json={"tenantIdIn": ["north"]}, headers=OPS).json() == only
+    both = http.post("/task/count", json={"tenantIdIn": ["north"], "withoutTenantId": True},
+                     headers=OPS)  # fmt: skip
+    assert both.json() == {"count": 3}
+    running = http.get("/process-instance?tenantIdIn=north", headers=OPS).json()
+    assert [i["id"] for i in running] == [north]
+    # an instance shows its definition's tenant: the list, by id, the start's answer
+    assert [i["tenantId"] for i in running] == ["north"]
+    assert r.json()["tenantId"] == "north"
+    assert http.get(f"/process-instance/{north}", headers=OPS).json()["tenantId"] == "north"
+    listed = http.get("/process-instance", headers=OPS).json()
+    assert sorted((i["tenantId"] or "") for i in listed) == ["", "", "north"]
+    assert http.get("/process-instance/count", headers=OPS).json() == {"count": 3}
+    history = http.get(f"/history/process-instance?processInstanceId={north}", headers=OPS)
+    assert [i["tenantId"] for i in history.json()] == ["north"]
+    assert http.get("/process-instance/count?withoutTenantId=true", headers=OPS).json() == {
+        "count": 2
+    }
+    # a user's view is narrowed as ever: ann (managers) sees the north task, as a filter too
+    fid = create(http, ANN, name="North", query={"tenantIdIn": ["north"]}).json()["id"]
+    assert [
+        t["processInstanceId"] for t in http.get(f"/filter/{fid}/list", headers=ANN).json()
+    ] == [north]
+    assert http.get(f"/filter/{fid}/count", headers=BOB).status_code == 404
+
+
+def test_history_tasks_filter_by_their_definitions_tenant(http: InProcess) -> None:
+    xml = (FORMS / "generated.bpmn").read_bytes().replace(b'id="leave"', b'id="north"')
+    files = [("f", ("north.bpmn", xml))]
+    r = http.post("/deployment/create", files=files, data={"tenant-id": "north"}, headers=OPS)
+    assert r.status_code == 200, r.text
+    north_def = next(iter(r.json()["deployedProcessDefinitions"]))
+    r = http.post(f"/process-definition/{north_def}/start", json={}, headers=OPS)
+    assert r.status_code == 200, r.text
+    north = r.json()["id"]
+    # the north task completed: history lists it (finished) by its definition's tenant
+    (task,) = http.get(f"/task?processInstanceId={north}", headers=OPS).json()
+    done = http.post(f"/task/{task['id']}/complete", json={}, headers=OPS)
+    assert done.status_code in (200, 204), done.text
+    listed = http.get("/history/task?tenantIdIn=north,south", headers=OPS).json()
+    assert {(t["processInstanceId"], t["tenantId"]) for t in listed} == {(north, "north")}
+    assert [t["endTime"] is not None for t in listed if t["id"] == task["id"]] == [True]
+    assert http.get("/history/task?tenantIdIn=south", headers=OPS).json() == []
+    none = http.get("/history/task?withoutTenantId=true", headers=OPS).json()
+    assert len(none) == 2 and {t["tenantId"] for t in none} == {None}
+    assert http.get("/history/task/count?withoutTenantId=true", headers=OPS).json() == {"count": 2}
+    body = {"tenantIdIn": ["north"], "withoutTenantId": True}  # either of them
+    assert http.post("/history/task/count", json=body, headers=OPS).json() == {
+        "count": 2 + len(listed)
+    }
+    assert http.post("/history/task", json={"tenantIdIn": ["north"]}, headers=OPS).json() == listed
+    assert http.post("/history/task", json={"tenantIdIn": []}, headers=OPS).json() == []
+    # bad values: 400 naming the parameter, nothing changed; users may not read history
+    before = http.get("/history/task", headers=OPS).json()
+    tasks_before = http.get("/task", headers=OPS).json()
+    for r in (
+        http.get("/history/task?withoutTenantId=maybe", headers=OPS),
+        http.get("/history/task/count?withoutTenantId=2", headers=OPS),
+        http.post("/history/task", json={"tenantIdIn": "north"}, headers=OPS),
+        http.post("/history/task/count", json={"withoutTenantId": "maybe"}, headers=OPS),
+    ):
+        assert r.status_code == 400, r.text
+        assert r.json()["type"] == "InvalidRequestException"
+        assert "TenantId" in r.json()["message"] or "tenantId" in r.json()["message"], r.text
+    assert http.get("/history/task?tenantIdIn=north", headers=ANN).status_code == 403
+    assert http.get("/history/task", headers=OPS).json() == before
+    assert http.get("/task", headers=OPS).json() == tasks_before
+
+
+def test_a_filters_single_result(http: InProcess) -> None:
+    tasks = http.get("/task?sortBy=created&sortOrder=asc", headers=OPS).json()
+    assert len(tasks) == 2
+    query = {"processDefinitionKey": "leave", "candidateUserExpression": "${currentUser()}"}
+    fid = create(http, ANN, name="Candidate", query=query).json()["id"]
+    # more than one: Camunda's 400 (InvalidRequestException), whatever the method
+    for r in (
+        http.get(f"/filter/{fid}/singleResult", headers=ANN),
+        http.post(f"/filter/{fid}/singleResult", json={}, headers=ANN),
+        http.post(f"/filter/{fid}/singleResult", headers=ANN),
+    ):
+        assert r.status_code == 400, r.text
+        assert r.json() == {
+            "type": "InvalidRequestException",
+            "message": "Filter does not returns a valid single result: query return 2 results"
+            " instead of max 1",
+            "code": None,
+        }
+    # exactly one: its TaskDto, as /task shows it
+    key = http.get(f"/process-instance/{tasks[0]['processInstanceId']}", headers=OPS).json()
+    body = {"processInstanceBusinessKey": key["businessKey"]}
+    r = http.post(f"/filter/{fid}/singleResult", json=body, headers=ANN)
+    assert r.status_code == 200, r.text
+    assert r.json() == tasks[0]
+    one = create(http, ANN, name="One", query=body).json()["id"]
+    assert http.get(f"/filter/{one}/singleResult", headers=ANN).json() == tasks[0]
+    # none: 204 without a body
+    r = http.post(f"/filter/{fid}/singleResult", json={"name": "no such task"}, headers=ANN)
+    assert r.status_code == 204 and r.content == b""
+    mine = http.post("/filter/create", headers=OPS, json={
+        "resourceType": "Task", "name": "groups", "owner": "bob",
+        "query": {"candidateGroupsExpression": "${currentUserGroups()}"}}).json()  # fmt: skip
+    assert http.get(f"/filter/{mine['id']}/singleResult", headers=BOB).status_code == 204
+    # another user's filter, an unknown one, a bad extending query: refused, nothing changed
+    before, tasks_before = everything(http), http.get("/task", headers=OPS).json()
+    for r, status, text in (
+        (http.get(f"/filter/{fid}/singleResult", headers=BOB), 404, f"Filter with id {fid}"),
+        (http.post(f"/filter/{fid}/singleResult", json=body, headers=BOB), 404, fid),
+        (http.get("/filter/nope/singleResult", headers=ANN), 404, "Filter with id nope"),
+        (http.get(f"/filter/{fid}/singleResult", headers=WORK), 403, ""),
+        (http.post(f"/filter/{fid}/singleResult", json={"caseInstanceId": "x"}, headers=ANN),
+         400, "caseInstanceId"),
+        (http.post(f"/filter/{fid}/singleResult", json={"tenantIdIn": "x"}, headers=ANN),
+         400, "tenantIdIn"),
+    ):  # fmt: skip
+        assert r.status_code == status, r.text
+        assert text in r.json()["message"], r.text
+    assert everything(http) == before
+    assert http.get("/task", headers=OPS).json() == tasks_before
+    # an admin runs anyone's filter
+    assert http.get(f"/filter/{one}/singleResult", headers=OPS).json() == tasks[0]

@@ -151,3 +151,74 @@ def test_unknown_or_ended_instances_are_404_and_workers_403(
     )
     r = http.post(f"/process-instance/{inst.id}/modification", json=body, headers=OPS)
     assert r.status_code == 404
+
+
+def test_each_modification_is_in_the_user_operation_log(
+    served: tuple[InProcess, Engine],
+) -> None:
+    http, engine = served
+    inst = engine.start("line")
+    other = engine.start("line")
+    body = {
+        "annotation": "wrong branch",
+        "instructions": [
+            {"type": "startBeforeActivity", "activityId": "b"},
+            {"type": "cancel", "activityId": "a"},
+        ],
+    }
+    assert (
+        http.post(f"/process-instance/{inst.id}/modification", json=body, headers=OPS).status_code
+        == 204
+    )
+    engine.modify(other.id, [StartBefore("b")], by="alice", annotation="by hand")
+    # a refused modification leaves no entry
+    bad = {"instructions": [{"type": "cancel", "activityId": "nowhere"}]}
+    assert (
+        http.post(f"/process-instance/{inst.id}/modification", json=bad, headers=OPS).status_code
+        == 400
+    )
+    r = http.get("/history/user-operation", params={"processInstanceId": inst.id}, headers=OPS)
+    assert r.status_code == 200, r.text
+    (entry,) = r.json()
+    assert entry["operationType"] == "ModifyProcessInstance"
+    assert (entry["entityType"], entry["category"]) == ("ProcessInstance", "Operator")
+    assert (entry["userId"], entry["annotation"]) == ("ops", "wrong branch")
+    assert entry["processDefinitionKey"] == "line" and entry["processInstanceId"] == inst.id
+    everything = http.get(
+        "/history/user-operation", params={"sortBy": "timestamp", "sortOrder": "desc"}, headers=OPS
+    ).json()
+    assert {e["userId"] for e in everything} == {"ops", "alice"}
+    count = http.get("/history/user-operation/count", params={"userId": "alice"}, headers=OPS)
+    assert count.json() == {"count": 1}
+    assert [e.annotation for e in engine.operation_log()] == ["wrong branch", "by hand"]
+
+
+def test_a_fetched_external_task_names_its_activity_instance_as_the_tree_does(
+    served: tuple[InProcess, Engine],
+) -> None:
+    http, engine = served
+    engine.deploy(
+        Process("ext_ai")
+        .start("s")
+        .service_task("work", topic="orders")
+        .end("e")
+        .sequence("s", "work", "e")
+    )
+    inst = engine.start("ext_ai")
+    body = {
+        "workerId": "w",
+        "maxTasks": 1,
+        "topics": [{"topicName": "orders", "lockDuration": 1000}],
+    }
+    (task,) = http.post("/external-task/fetchAndLock", json=body, headers=WORKER).json()
+    (work,) = tree(http, inst.id)["childActivityInstances"]
+    assert task["activityInstanceId"] == work["id"]
+    assert task["executionId"] == work["executionIds"][0]
+    r = http.post(
+        f"/process-instance/{inst.id}/modification",
+        json={
+            "instructions": [{"type": "cancel", "activityInstanceId": task["activityInstanceId"]}]
+        },
+        headers=OPS,
+    )
+    assert r.status_code == 204 and engine.get_instance(inst.id).ended

@@ -281,6 +281,9 @@ def test_filters_a_start_form_and_where_the_task_stands(
     expect(ann.locator("#diagram")).to_have_attribute("data-current", "pack")
     expect(ann.locator('#diagram [data-element-id="pack"].tl-current')).to_have_count(1)
     shot(ann, "tasklist-diagram", tmp_path)
+    ann.set_viewport_size({"width": 390, "height": 844})  # a phone: one column
+    shot(ann, "tasklist-phone", tmp_path)
+    ann.set_viewport_size({"width": 1100, "height": 900})
     # save the view (My groups' tasks, names containing "Pack") as a filter
     ann.get_by_label("Name contains").fill("Pack")
     expect(ann.locator("#tasks button.open")).to_have_count(1)

@@ -294,6 +294,13 @@ async function showDiagram(taskId, where) {
   }
   box.dataset.current = found.activityId;
   box.dataset.loaded = "true";
+  // a rotated phone or a resized window: fit the diagram to its new box
+  const refit = () => {
+    if (!box.isConnected) return window.removeEventListener("resize", refit);
+    canvas.resized();
+    canvas.zoom("fit-viewport", "auto");
+  };
+  window.addEventListener("resize", refit);
 }
 
 // Start a process from its start form: the processes the user may start (the server
