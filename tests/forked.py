@@ -42,9 +42,55 @@ ROOT = Path(__file__).resolve().parents[1]
 #: would import first).
 PRELOAD = ("bpm.cli", "bpm.api.app", "bpm.worker", "uvicorn", "httpx")
 
+#: What the Celery zygote imports: ``celery -A APP worker|beat`` but the app module, which is
+#: imported in each command's process (``workers.app`` reads ``BPM_*`` when imported). A
+#: zygote of its own, so that ``bpm`` commands never find Celery imported already.
+CELERY_PRELOAD = (
+    "bpm.engine",
+    "bpm.contrib.celery",
+    "celery",
+    "celery.bin.celery",
+    "celery.apps.worker",
+    "celery.apps.beat",
+    "celery.worker.consumer",
+    "kombu.transport.redis",
+    "billiard.pool",
+)
+PRELOADS = {"bpm": PRELOAD, "celery": CELERY_PRELOAD}
+
 #: Variables read when a module is imported, not when a command runs: a command whose
 #: environment sets one of them differently from the zygote's gets a real process.
 IMPORT_TIME_ENV = ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir", "PYTHONWARNINGS")
+
+#: Read when Celery's, kombu's and billiard's modules are imported (their module-level
+#: ``os.environ`` reads): a Celery command setting one differently gets a real process.
+CELERY_IMPORT_TIME_ENV = (
+    *IMPORT_TIME_ENV,
+    "FORKED_BY_MULTIPROCESSING",
+    "MP_LOG",
+    "MP_MAIN_FILE",
+    "C_BENCH",
+    "CELERY_BENCH",
+    "C_BENCH_EVERY",
+    "C_WNOCONF",
+    "C_REMDEBUG",
+    "C_FAKEFORK",
+    "C_FORCE_ROOT",
+    "C_IMPDEBUG",
+    "USE_FAST_LOCALS",
+    "TIMER_DEBUG",
+    "AUTOSCALE_KEEPALIVE",
+    "TERM",
+    "ITERM_PROFILE",
+    "DISABLE_TRACEBACKS",
+    "KOMBU_LOG_CONNECTION",
+    "KOMBU_LOG_CHANNEL",
+    "KOMBU_DISABLE_LIMIT_PROTECTION",
+    "PICKLE_PROTOCOL",
+    "REMAP_SIGTERM",
+    "CELERY_RDB_HOST",
+    "CELERY_RDB_PORT",
+)
 
 
 class Process(Protocol):
@@ -104,16 +150,20 @@ class ForkedProcess:
 class Zygote:
     """The test process's side of one zygote process."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "bpm") -> None:
+        self.kind = kind
+        self.import_time_env = CELERY_IMPORT_TIME_ENV if kind == "celery" else IMPORT_TIME_ENV
+        # the zygote imports as a command with none of these set would (Celery's own, e.g.
+        # TERM, it imports with as the test process has them)
         env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
         env["PYTHONPATH"] = str(ROOT)
         self.env = env
         self._lock = threading.Lock()
         # what the zygote itself says (a command's own output goes to the command's files)
-        self.log = Path(tempfile.gettempdir(), f"bpm-test-zygote-{os.getpid()}.log")
+        self.log = Path(tempfile.gettempdir(), f"bpm-test-zygote-{kind}-{os.getpid()}.log")
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", "from tests.forked import serve; serve()"],
+                [sys.executable, "-c", f"from tests.forked import serve; serve({kind!r})"],
                 env=env,
                 cwd=ROOT,
                 stdin=subprocess.PIPE,
@@ -153,8 +203,12 @@ class Zygote:
         out: str,
         err: str,
         argv0: str = "-c",
+        new_session: bool = False,
     ) -> ForkedProcess:
+        """Fork ``args`` (``new_session``: in a session and process group of its own, as
+        ``Popen(start_new_session=True)``)."""
         request = {"op": "spawn", "args": list(args), "env": dict(env), "cwd": str(cwd)}
+        request["new_session"] = new_session
         answer = self._ask({**request, "stdout": out, "stderr": err, "argv0": argv0})
         return ForkedProcess(self, int(answer["pid"]), args)
 
@@ -178,33 +232,54 @@ class Zygote:
             self.proc.stdout.close()
 
 
-_zygote: Zygote | None = None
+_zygotes: dict[str, Zygote] = {}
+# Tests start Celery processes side by side from threads (tests/faults' ``together``): two
+# first uses must not start two zygotes (the one dropped would take its commands with it).
+_zygotes_lock = threading.Lock()
 
 
-def zygote() -> Zygote | None:
-    """This test process's zygote (started on first use), or None where forking is off."""
-    global _zygote
+def zygote(kind: str = "bpm") -> Zygote | None:
+    """This test process's zygote of ``kind`` ("bpm" commands or "celery" ones; started on
+    first use), or None where forking is off."""
     if os.environ.get("BPM_TEST_NO_FORK") == "1" or not hasattr(os, "fork"):
         return None
-    if _zygote is None or _zygote.proc.poll() is not None:
-        _zygote = Zygote()
-    return _zygote
+    with _zygotes_lock:
+        zyg = _zygotes.get(kind)
+        if zyg is None or zyg.proc.poll() is not None:
+            zyg = _zygotes[kind] = Zygote(kind)
+        return zyg
 
 
 def zygote_cpu() -> float:
-    """CPU seconds of this process's zygote and its reaped commands (0 without one): the
+    """CPU seconds of this process's zygotes and their reaped commands (0 without one): a
     zygote is reaped only at the end, so ``RUSAGE_CHILDREN`` does not count it before."""
-    if _zygote is None or _zygote.proc.poll() is not None:
-        return 0.0
-    return _zygote.cpu()
+    return sum(z.cpu() for z in _zygotes.values() if z.proc.poll() is None)
 
 
 def close_zygote() -> None:
-    """End this process's zygote (``pytest_sessionfinish``)."""
-    global _zygote
-    if _zygote is not None:
-        _zygote.close()
-        _zygote = None
+    """End this process's zygotes (``pytest_sessionfinish``)."""
+    while _zygotes:
+        _zygotes.popitem()[1].close()
+
+
+def popen_celery(
+    args: Sequence[str], *, env: Mapping[str, str], cwd: Path | str, out: Path | str
+) -> Process:
+    """``python -m celery ARGS`` in a session of its own, stdout and stderr appended to
+    ``out``: forked from the Celery zygote where it can (1.9 of a worker's 2.1 CPU-s from
+    start to stop are imports), else a real process."""
+    zyg = zygote("celery")
+    if zyg is not None and all(env.get(k) == zyg.env.get(k) for k in zyg.import_time_env):
+        return zyg.spawn(args, env=env, cwd=cwd, out=str(out), err=str(out), new_session=True)
+    with open(out, "ab") as file:  # the process has its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "celery", *args],
+            cwd=cwd,
+            env=dict(env),
+            stdout=file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def popen_bpm(
@@ -265,11 +340,11 @@ def run_bpm(
 # --- the zygote's side ---------------------------------------------------------------------
 
 
-def serve() -> None:
+def serve(kind: str = "bpm") -> None:
     """The zygote: import, then fork a command per ``spawn`` until stdin closes."""
     import importlib
 
-    for name in PRELOAD:
+    for name in PRELOADS[kind]:
         importlib.import_module(name)
     if threading.active_count() != 1:  # a fork would copy locks another thread holds
         _answer({"ready": False, "threads": [t.name for t in threading.enumerate()]})
@@ -285,7 +360,7 @@ def serve() -> None:
             if request["op"] == "spawn":
                 pid = os.fork()
                 if pid == 0:
-                    _child(request, base_path)  # never returns
+                    _child(request, base_path, kind)  # never returns
                 children[pid] = None
                 _answer({"pid": pid})
             elif request["op"] == "cpu":
@@ -325,11 +400,14 @@ def _reap(children: dict[int, int | None], pid: int) -> int | None:
     return children[pid]
 
 
-def _child(request: dict[str, Any], base_path: list[str]) -> None:
-    """In the forked child: become ``python -c ... ARGS`` in the request's environment and
-    directory, run the command, exit as the interpreter would (atexit, flushed streams)."""
+def _child(request: dict[str, Any], base_path: list[str], kind: str) -> None:
+    """In the forked child: become ``python -c ... ARGS`` (or ``python -m celery ARGS``) in
+    the request's environment and directory, run the command, exit as the interpreter
+    would (atexit, flushed streams)."""
     code: str | int | None = 0
     try:
+        if request.get("new_session"):
+            os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
@@ -345,6 +423,11 @@ def _child(request: dict[str, Any], base_path: list[str]) -> None:
         os.chdir(request["cwd"])
         extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:] = ["", *extra, *base_path]
+        if kind == "celery":
+            sys.argv = [os.path.join(os.path.dirname(sys.executable), "celery"), *request["args"]]
+            from celery.__main__ import main as celery_main
+
+            celery_main()
         sys.argv = [request["argv0"], *request["args"]]
         from rich.console import Console
 

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.forked import Process, popen_celery
 from tests.support import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,15 +31,10 @@ class CeleryProcess:
         # The repository first; an example project may add its own folder after it.
         path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         full_env = {**os.environ, **env, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
-        with open(log_path, "wb") as log:  # the process has its own copy of the descriptor
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", app, *args],
-                cwd=ROOT,
-                env=full_env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        log_path.write_bytes(b"")
+        # Forked from the test process's Celery zygote (tests/forked.py): its own process,
+        # session and process group, without importing Celery and bpm again.
+        self.proc: Process = popen_celery(["-A", app, *args], env=full_env, cwd=ROOT, out=log_path)
 
     @property
     def pid(self) -> int:
