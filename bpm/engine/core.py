@@ -104,6 +104,12 @@ class EngineCore:
             yield conn
         self.stats.commits += 1
 
+    def owns_transaction(self, conn: Connection) -> bool:
+        """The transaction ``conn`` is in is the engine's own and outermost (not a
+        savepoint of a lent one): an operation may end it itself, e.g. its COMMIT in the
+        round trip of its last writes."""
+        return self.transactions is self._own and not conn.in_nested_transaction()
+
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection for a read that only shows data (history, cockpit lists and

@@ -318,10 +318,12 @@ class Unit:
             assert isinstance(done, Evaluated)
             record_call(self.conn, done)
 
-    def flush(self) -> None:
+    def flush(self, *, commit: bool = False) -> None:
+        """Write every change; ``commit``: and end the transaction in the same round trip
+        (only the unit's own, outermost transaction)."""
         # Waits opened in this transaction take the buffered messages meant for them first.
         deliver_buffered(self.conn, list(self.works.values()), self.walker, self.now)
-        work_store.flush(self.conn, [w for w in self.works.values() if w.changed])
+        work_store.flush(self.conn, [w for w in self.works.values() if w.changed], commit=commit)
 
     @property
     def ready(self) -> list[str]:
@@ -358,7 +360,9 @@ def unit_of_work(core: EngineCore, now: datetime | None = None) -> Iterator[Unit
         with core.tx() as conn:
             unit = Unit(core, conn, at)
             yield unit
-            unit.flush()
+            # the writes and the COMMIT go in one round trip when the transaction is the
+            # engine's own (the block's exit then commits nothing more)
+            unit.flush(commit=core.owns_transaction(conn))
     finally:
         FEEL_CLOCK.reset(clock)
     if core.listeners:

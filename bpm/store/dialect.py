@@ -61,6 +61,22 @@ def pipelined(conn: Connection) -> Iterator[None]:
         raise DBAPIError.instance("(pipelined statements)", None, exc, psycopg.Error) from exc
 
 
+_COMMIT = b"COMMIT"
+_TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
+
+
+def commit_pipelined(conn: Connection) -> None:
+    """Inside :func:`pipelined`: end the transaction with the statements before it, in the
+    same round trip (PostgreSQL; nothing elsewhere). A statement of the block that fails
+    aborts the pipeline, the COMMIT with it: the transaction then rolls back as before.
+    The caller's transaction object commits afterwards without a round trip (psycopg
+    sees the session idle). Only for a transaction the caller began itself and is about
+    to commit anyway (never a savepoint, never a lent transaction)."""
+    if is_postgres(conn):
+        driver: Any = conn.connection.driver_connection
+        driver.execute(_COMMIT, prepare=False)
+
+
 def run_many(
     conn: Connection, statements: Sequence[tuple[Any, Mapping[str, Any]]]
 ) -> list[list[dict[str, Any]]]:
@@ -87,7 +103,14 @@ def run_many(
                 cur = driver.cursor(row_factory=dict_row)
                 cur.execute(sql, bind(params))
                 cursors.append(cur)
-        return [[_utc(row) for row in cur.fetchall()] if cur.description else [] for cur in cursors]
+        # the result's status, not cur.description (which builds a Column per column
+        # each time it is read): does the statement return rows?
+        return [
+            [_utc(row) for row in cur.fetchall()]
+            if cur.pgresult is not None and cur.pgresult.status == _TUPLES_OK
+            else []
+            for cur in cursors
+        ]
     except psycopg.Error as exc:
         raise DBAPIError.instance("(pipelined statements)", None, exc, psycopg.Error) from exc
 

@@ -399,8 +399,11 @@ def _updates(records: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
-    """Write every change of ``works``: one statement per table and kind of change."""
+def flush(conn: Connection, works: Sequence[InstanceWork], *, commit: bool = False) -> None:
+    """Write every change of ``works``: one statement per table and kind of change.
+
+    ``commit``: end the transaction with the writes, in their round trip (PostgreSQL; see
+    :func:`bpm.store.dialect.commit_pipelined`)."""
     inserts: dict[Table, list[dict[str, Any]]] = defaultdict(list)
     updates: dict[Table, list[dict[str, Any]]] = defaultdict(list)
     history_rows = []
@@ -439,3 +442,5 @@ def flush(conn: Connection, works: Sequence[InstanceWork]) -> None:
             dialect.notify(conn, EXTERNAL_TASK_CHANNEL, topics)
         if soon:
             dialect.notify(conn, TIMER_CHANNEL, [min(soon)])
+        if commit:
+            dialect.commit_pipelined(conn)
