@@ -36,6 +36,7 @@ from bpm.model import nodes as n
 from bpm.model.element_types import element_type
 from bpm.model.process import ProcessModel
 from bpm.model.reach import upstream_of
+from bpm.model.validate_scopes import gateway_flows
 from bpm.runtime import scopes
 from bpm.runtime.hooks import Walk
 from bpm.runtime.inclusive import take
@@ -79,19 +80,7 @@ def checks(model: ProcessModel, node: n.ComplexGateway) -> Iterator[Problem]:
             f"complex gateway '{node.id}' has no outgoing sequence flow: connect it to the "
             "next step or to an end event",
         )
-    ids = [f.id for f in outgoing]
-    if node.default_flow is not None and node.default_flow not in ids:
-        yield _at(
-            node,
-            f"the default flow '{node.default_flow}' of gateway '{node.id}' is not one of "
-            f"its outgoing flows ({', '.join(ids) or 'none'}): pick one of them",
-        )
-    for flow in outgoing:
-        if flow.condition is not None:
-            try:
-                compile_condition(flow.condition)
-            except ExpressionError as exc:
-                yield _at(flow, f"flow '{flow.id}': {exc}")
+    yield from gateway_flows(model, node)
     if node.activation_condition is not None:
         try:
             compile_condition(node.activation_condition)

@@ -39,7 +39,7 @@ def check_scopes(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
         if isinstance(node, n.CallActivity):
             yield from _call(node)
         if isinstance(node, n.InclusiveGateway):
-            yield from _inclusive(model, node)
+            yield from gateway_flows(model, node)
     for gateway_id, other in join_cycles(model):
         yield _at(
             model.nodes[gateway_id],
@@ -205,7 +205,11 @@ def _call(node: n.CallActivity) -> Iterator[Problem]:
     yield from _compiles(node, "the business key", node.business_key)
 
 
-def _inclusive(model: ProcessModel, node: n.InclusiveGateway) -> Iterator[Problem]:
+def gateway_flows(
+    model: ProcessModel, node: n.InclusiveGateway | n.ComplexGateway
+) -> Iterator[Problem]:
+    """A gateway that takes every true condition: its default among its outgoing flows,
+    and conditions that compile (the inclusive gateway's checks; the complex one's too)."""
     outgoing = model.outgoing.get(node.id, ())
     ids = [f.id for f in outgoing]
     if node.default_flow is not None and node.default_flow not in ids:
