@@ -499,15 +499,7 @@ class _Run:
                 inputs = v.evaluate(node.inputs, v.visible(w, parent_scope))
             except BpmError as exc:
                 raise ModificationError(f"{where}: input mapping of '{container}': {exc}") from exc
-        scope = scopes.open_scope(
-            w,
-            ScopeKind.SUBPROCESS,
-            node.id,
-            parent_id=parent_scope,
-            token_id=tok.id,
-            variables=inputs,
-        )
-        w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.SCOPE, scope.id))
+        scope = scopes.open_sub_process(w, tok, node, inputs)
         walker.hooks.arm(walker, node.id, scope.id)
         self.started.append(tok.id)
         return ActivityInstance(

@@ -198,6 +198,24 @@ def leaving(walker: Walk, tok: Token) -> tuple[bool, str | None, bool]:
 # -- sub-processes ----------------------------------------------------------------------
 
 
+def open_sub_process(
+    work: InstanceWork, tok: Token, node: n.SubProcess, inputs: dict[str, Any]
+) -> Scope:
+    """The scope of sub-process ``node`` entered by ``tok`` (``inputs`` its local
+    variables), ``tok`` waiting until it completes; the tokens at its start events and the
+    listeners of its event sub-processes are the caller's to add."""
+    scope = open_scope(
+        work,
+        ScopeKind.SUBPROCESS,
+        node.id,
+        parent_id=tok.scope_id,
+        token_id=tok.id,
+        variables=inputs,
+    )
+    work.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.SCOPE, scope.id))
+    return scope
+
+
 def sub_process(walker: Walk, tok: Token, node: n.SubProcess) -> None:
     """Enter an embedded sub-process: its scope (inputs as local variables), a token at
     each of its start events, listeners for its event sub-processes; the token at the
@@ -210,15 +228,7 @@ def sub_process(walker: Walk, tok: Token, node: n.SubProcess) -> None:
     except BpmError as exc:
         fail_mapping(walker, tok, exc, "input mapping")
         return
-    scope = open_scope(
-        work,
-        ScopeKind.SUBPROCESS,
-        node.id,
-        parent_id=tok.scope_id,
-        token_id=tok.id,
-        variables=inputs,
-    )
-    work.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.SCOPE, scope.id))
+    scope = open_sub_process(work, tok, node, inputs)
     for start in walker.model.starts_in(node.id):
         walker.continue_tokens([work.create_token(start.id, scope_id=scope.id, parent_id=tok.id)])
     walker.hooks.arm(walker, node.id, scope.id)
