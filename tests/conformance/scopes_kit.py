@@ -1,6 +1,7 @@
 """What the scope-and-task ports (``test_camunda_<area>.py`` of sub-processes, event
 sub-processes, multi-instance, call activities, compensation, escalation and tasks) share:
-the kit on each backend, Camunda's task queries and activity instance trees in our terms.
+Camunda's task queries, activity instance trees, subscriptions and history in our terms (the
+``kit`` fixture is conftest.py's).
 
 A Camunda test's ``taskService.createTaskQuery()...list()`` is :func:`task_names` or
 :func:`task_nodes`; ``runtimeService.getActivityInstance`` with
@@ -11,12 +12,8 @@ tree is not part of what its tests assert).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from bpm.engine.activity_tree import ActivityInstance
@@ -24,23 +21,9 @@ from bpm.engine.queries import ActivityQuery, ActivityView
 from bpm.runtime.records import UserTask
 from bpm.store import tables as t
 from bpm.testing import BpmTest
-
-MODELS = Path(__file__).parent / "models" / "camunda"
-T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
+from tests.conformance.conftest import MODELS
 
 Tree = tuple[tuple[str, "Tree"], ...]
-
-
-@pytest.fixture
-def kit(database_url: str) -> Iterator[BpmTest]:
-    """The test kit on each backend, its clock at :data:`T0`."""
-    k = BpmTest.create(database_url, start=T0)
-    undo = k.activate()
-    try:
-        yield k
-    finally:
-        undo()
-        k.close()
 
 
 def deploy(kit: BpmTest, *files: str) -> None:
@@ -83,9 +66,9 @@ def complete_task(kit: BpmTest, task: UserTask, variables: dict[str, Any] | None
 
 def complete_all(kit: BpmTest, node_id: str | None = None) -> None:
     """Complete every open task (at ``node_id``), one after the other."""
-    for t in open_tasks(kit):
-        if node_id is None or t.node_id == node_id:
-            complete_task(kit, t)
+    for task in open_tasks(kit):
+        if node_id is None or task.node_id == node_id:
+            complete_task(kit, task)
 
 
 def _shape(node: ActivityInstance) -> Tree:

@@ -16,13 +16,10 @@ from tests.conformance.scopes_kit import (
     complete_task,
     deploy,
     ended,
-    kit,
     open_tasks,
     subscriptions,
     task_nodes,
 )
-
-__all__ = ["kit"]
 
 CANCEL = "InterruptingEventSubProcessTest.testCancelEventSubscriptions.bpmn"
 

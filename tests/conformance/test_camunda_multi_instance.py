@@ -24,18 +24,14 @@ from tests.conformance.scopes_kit import (
     complete_task,
     deploy,
     ended,
-    kit,
     leaf,
     open_tasks,
     scope,
     shape,
     subscriptions,
-    task_names,
     task_nodes,
     tree,
 )
-
-__all__ = ["kit"]
 
 BODY = "#multiInstanceBody"
 
@@ -192,7 +188,10 @@ def test_nested_parallel_user_tasks(kit: BpmTest) -> None:
 
 @pytest.mark.parametrize(
     ("method", "loops", "total"),
-    [("testSequentialScriptTasks", 5, 10), ("testSequentialScriptTasksNoStackOverflow", 200, 19900)],
+    [
+        ("testSequentialScriptTasks", 5, 10),
+        ("testSequentialScriptTasksNoStackOverflow", 200, 19900),
+    ],
 )
 def test_sequential_script_tasks(kit: BpmTest, method: str, loops: int, total: int) -> None:
     # MultiInstanceTest.testSequentialScriptTasks, testSequentialScriptTasksNoStackOverflow
@@ -493,7 +492,9 @@ def test_nested_sequential_call_activity_with_timer(kit: BpmTest) -> None:
 def test_nested_parallel_call_activity_completion_condition(kit: BpmTest) -> None:
     # MultiInstanceTest.testNestedParallelCallActivityCompletionCondition
     deploy(
-        kit, "MultiInstanceTest.testNestedParallelCallActivityCompletionCondition.bpmn20.xml", EXTERNAL
+        kit,
+        "MultiInstanceTest.testNestedParallelCallActivityCompletionCondition.bpmn20.xml",
+        EXTERNAL,
     )
     pi = kit.start("miNestedParallelCallActivityCompletionCondition")
     assert len(open_tasks(kit)) == 8
@@ -520,7 +521,11 @@ def multi_instance_delegate(ctx: TaskContext) -> Mapping[str, Any]:
     ("method", "variables", "result"),
     [
         ("testSequentialServiceTaskWithClass", {"result": 5}, 160),
-        ("testSequentialServiceTaskWithClassAndCollection", {"result": 1, "items": [1, 2, 3, 4, 5, 6]}, 720),
+        (
+            "testSequentialServiceTaskWithClassAndCollection",
+            {"result": 1, "items": [1, 2, 3, 4, 5, 6]},
+            720,
+        ),
     ],
 )
 def test_sequential_service_task_with_class(

@@ -15,15 +15,12 @@ from tests.conformance.scopes_kit import (
     complete_named,
     deploy,
     ended,
-    kit,
     leaf,
     scope,
     shape,
     task_names,
     tree,
 )
-
-__all__ = ["kit"]
 
 
 def test_simple_sub_process(kit: BpmTest) -> None:
