@@ -579,3 +579,14 @@ def test_nested_multi_instance_tasks(kit: BpmTest) -> None:
     assert len(tasks) == len(processes) * len(assignees)
     complete_all(kit)
     assert ended(kit, pi.id)
+
+
+def test_nested_multi_instance_tasks_activity_instance(kit: BpmTest) -> None:
+    # MultiInstanceTest.testNestedMultiInstanceTasksActivityInstance
+    deploy(kit, "MultiInstanceTest.testNestedMultiInstanceTasks.bpmn20.xml")
+    pi = kit.start(
+        "miNestedMultiInstanceTasks",
+        {"subProcesses": ["process A", "process B"], "assignees": ["kermit", "gonzo"]},
+    )
+    inner = scope("subprocess1", scope("miTasks" + BODY, leaf("miTasks"), leaf("miTasks")))
+    assert tree(kit, pi.id) == shape(scope("subprocess1" + BODY, inner, inner))
