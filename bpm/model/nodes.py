@@ -404,7 +404,10 @@ class CallActivity(Activity):
     ``call_inputs`` become the child's variables (all of the caller's with ``all_in``);
     ``call_outputs`` are copied back when it completes (all of the child's with
     ``all_out``). ``business_key``: CEL for the child's business key; ``inherit_key``
-    passes the caller's own."""
+    passes the caller's own. Camunda's ``local="true"``: ``all_in_local`` and the targets in
+    ``local_inputs`` read only the call activity's own variables (its input parameters),
+    ``all_out_local`` and the targets in ``local_outputs`` are written into them (read by
+    its output parameters, gone when it ends)."""
 
     json_name: ClassVar[str] = "call_activity"
     tag: ClassVar[str] = "callActivity"
@@ -418,6 +421,10 @@ class CallActivity(Activity):
     all_out: bool = False
     business_key: str | None = None
     inherit_key: bool = False
+    all_in_local: bool = field(default=False, metadata=SPARSE)
+    all_out_local: bool = field(default=False, metadata=SPARSE)
+    local_inputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
+    local_outputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
     @property
     def waits(self) -> bool:
