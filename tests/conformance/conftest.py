@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
+from bpm.store import tables
 from bpm.testing import BpmTest
 
 MODELS = Path(__file__).parent / "models" / "camunda"
@@ -24,3 +26,15 @@ def kit(database_url: str) -> Iterator[BpmTest]:
     finally:
         undo()
         k.close()
+
+
+def open_subscriptions(kit: BpmTest, kind: str | None = None) -> list[tuple[str, str, str]]:
+    """(kind, name, node id) of every open message and signal wait, sorted: what Camunda's
+    ``createEventSubscriptionQuery()`` counts. The engine has no query for them, so this
+    reads the store's table (a test's read, nothing more)."""
+    t = tables.event_subscription
+    query = select(t.c.kind, t.c.name, t.c.node_id).where(t.c.state == "open")
+    if kind is not None:
+        query = query.where(t.c.kind == kind)
+    with kit.engine.db.connect() as conn:
+        return sorted((r.kind, r.name, r.node_id) for r in conn.execute(query))
