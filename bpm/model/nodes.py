@@ -211,12 +211,30 @@ class MultiInstance:
 
 
 @dataclass(frozen=True)
+class StandardLoop(MultiInstance):
+    """A standard loop marker (``standardLoopCharacteristics``, BPMN 2.0.2 10.3.8): run
+    the activity again and again, one iteration at a time, while ``condition`` (CEL over
+    the variables, with ``loopCounter`` the iterations done so far) holds, tested before
+    each iteration (``test_before``) or after it, at most ``maximum`` times.
+
+    It runs in the scopes a sequential multi-instance activity has (a body, one inner
+    instance per iteration with the local ``loopCounter``), hence the base class; the
+    multi-instance fields are unused (``bpm.kinds.standard_loop``)."""
+
+    parallel: bool = False
+    condition: str | None = None
+    test_before: bool = False
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
 class Activity(Node):
     """What every activity may carry: a multi-instance marker and variable mappings
     (``inputs`` become local variables of the activity; ``outputs`` are written to the
     enclosing scope when it completes)."""
 
     loop: MultiInstance | None = field(default=None, metadata=SPARSE)
+    """A multi-instance marker, or a :class:`StandardLoop`."""
     inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     for_compensation: bool = field(default=False, metadata=SPARSE)

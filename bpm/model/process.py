@@ -380,7 +380,7 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
         elif f.name == "event" and value is not None:
             value = n.EventRef(n.EventKind(value["kind"]), value["name"], value["correlation_key"])
         elif f.name == "loop" and value is not None:
-            value = n.MultiInstance(**value)
+            value = (n.StandardLoop if "test_before" in value else n.MultiInstance)(**value)
         elif f.name in _MAPPING_FIELDS:
             value = tuple(n.VariableMapping(**x) for x in value)
         elif f.name == "form_fields":
