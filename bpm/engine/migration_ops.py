@@ -165,7 +165,7 @@ def _log(
 
 
 def chosen(
-    core: EngineCore,
+    conn: Connection,
     instance_ids: Sequence[str] | None,
     query: InstanceSelection | None,
     *,
@@ -174,8 +174,7 @@ def chosen(
     """The instances a migration takes: the ids given, plus those the query chooses."""
     ids = list(dict.fromkeys(instance_ids or ()))
     if query is not None:
-        with core.db.connect() as conn:
-            ids += [i for i in store.choose(conn, query, limit + 1) if i not in ids]
+        ids += [i for i in store.choose(conn, query, limit + 1) if i not in ids]
     if not ids:
         raise InvalidOperation(
             "no process instance chosen: give processInstanceIds or a processInstanceQuery "
@@ -207,11 +206,11 @@ def execute(
     runs no listener and no mapping."""
     del skip_custom_listeners, skip_io_mappings  # nothing a migration does runs them
     annotation = _annotation(annotation)
-    ids = chosen(core, instance_ids, query)
     who = by or "python"
     operation_id = new_id()
     with unit_of_work(core, now) as unit:
         source, target, tdef = _checked(core, unit.conn, plan)
+        ids = chosen(unit.conn, instance_ids, query)
         works = unit.lock(ids)
         failed: list[InstanceReport] = []
         moved: list[tuple[str, str]] = []
@@ -264,9 +263,9 @@ def dry_run(
     (nothing changes): the plan's report, and per instance whether it can migrate, the
     failures that stop it, or the activities its tokens would stand at and what it would
     wait for afterwards."""
-    ids = chosen(core, instance_ids, query)
     with core.db.connect() as conn:
         source, target, tdef = _definitions(core, conn, plan)
+        ids = chosen(conn, instance_ids, query)
     report = check_plan(plan, source, target)
     if not report.ok:
         why = ("the migration plan is not valid (see its instruction reports)",)
