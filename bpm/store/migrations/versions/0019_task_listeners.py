@@ -1,7 +1,7 @@
 """task listeners: the events of an open user task whose listeners are still to run
 
 Revision ID: 0019
-Revises: 0015
+Revises: 0016
 Create Date: 2026-12-02
 
 ``user_task.listening``: a JSON list, oldest first, of the task events (``assignment``,
@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0019"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
