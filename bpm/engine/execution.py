@@ -29,7 +29,7 @@ from bpm import tracing
 from bpm.engine import observed, traced
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
-from bpm.engine.listeners import enter_after_listeners, listener_step, run_with_listeners
+from bpm.engine.listeners import finish_listener_step, run_with_listeners, step_of
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.steps import Claimed, Outcome
@@ -37,8 +37,8 @@ from bpm.engine.traced import StepSpans
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
 from bpm.handlers import LISTENER_STEP, TaskContext
-from bpm.model import nodes as n
 from bpm.observe import StepOutcome
+from bpm.runtime import listening
 from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
 from bpm.runtime.records import Token
 from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState
@@ -50,13 +50,6 @@ from bpm.store import tokens as token_store
 from bpm.store.work import scope_chains
 
 log = logging.getLogger("bpm.execution")
-
-
-def _inline(node: n.Node) -> n.ServiceTask | None:
-    found = n.inline_task(node)
-    if found is None and node.listens_first:
-        return listener_step(node)  # the step that runs its listeners before it is entered
-    return found
 
 
 # -- claim ----------------------------------------------------------------------------------
@@ -87,7 +80,7 @@ def claim(
             if tok.scope_id in scoped:
                 variables = overlay(variables, chains, tok.scope_id)
             model = core.model(conn, definition_id)
-            node = _inline(model.node(tok.node_id))
+            node = step_of(model, model.node(tok.node_id), tok)
             if node is None:
                 log.error("token %s is not at an inline service task; not running it", tok.id)
                 broken.append(tok)
@@ -156,7 +149,8 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
         spec = core.registry.get(step.node.handler or "")
         result: Any
         if step.node.listeners:
-            result, listened = run_with_listeners(core.registry, step.node, ctx, spec.fn)
+            via = listening.pending(tok).via
+            result, listened = run_with_listeners(core.registry, step.node, ctx, spec.fn, flow=via)
         else:
             result = spec.fn(ctx)
     except Exception as exc:  # a handler may raise anything: it is the user's code
@@ -246,7 +240,7 @@ def _apply(
                 payload={"listeners": list(outcome.listeners)},
             )
         if step.node.handler == LISTENER_STEP:
-            enter_after_listeners(walker, current)
+            finish_listener_step(walker, current)
         else:
             walker.leave(current)
         return StepOutcome.COMPLETED
@@ -372,7 +366,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
             if len(out) >= keep:
                 return out
             tok = work.tokens[token_id]
-            node = _inline(walker.model.node(tok.node_id))
+            node = step_of(walker.model, walker.model.node(tok.node_id), tok)
             spec = core.registry.find(node.handler or "") if node else None
             if tok.state is not TokenState.READY or node is None or spec is None:
                 continue
