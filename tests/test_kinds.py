@@ -239,6 +239,16 @@ def every_verb() -> ProcessModel:
         .boundary_escalation("sub_escalation", "sub", escalation_code="LATE")
         .boundary_message("sub_message", "sub", "cancel")
         .boundary_signal("sub_signal", "sub", "stop", interrupting=False)
+        .transaction(
+            "tx",
+            lambda t: (
+                t.start("ts")
+                .task("tx_work")
+                .cancel_end("tx_cancel")
+                .sequence("ts", "tx_work", "tx_cancel")
+            ),
+        )
+        .boundary_cancel("tx_cancelled", "tx")
         .boundary_compensation("approve_undo", "approve", handler="unapprove")
         .user_task("unapprove", for_compensation=True)
         .end("e")
@@ -266,6 +276,8 @@ def every_verb() -> ProcessModel:
         .flow("sub_escalation", "e_escalation")
         .flow("sub_message", "e_message")
         .flow("sub_signal", "e_signal")
+        .sequence("or_fork", "tx", "or_join")
+        .flow("tx_cancelled", "e")
         .build()
     )
 

@@ -47,6 +47,7 @@ from bpm.kinds import (
     sub_process,
     terminate,
     timer,
+    transaction,
     user_task,
 )
 from bpm.kinds.spec import ElementKind, KindError, TriggerKind
@@ -196,6 +197,9 @@ _ELEMENTS = (
     sub_process.KIND,
     event_sub_process.KIND,
     call_activity.KIND,
+    transaction.KIND,
+    transaction.CANCEL_END,
+    transaction.CANCEL_BOUNDARY,
     timer.CATCH,
     signal.THROW,
     escalation.THROW,
@@ -214,6 +218,7 @@ KINDS = Kinds(
         compensation.TRIGGER,
         link.TRIGGER,
         terminate.TRIGGER,
+        transaction.TRIGGER,
     ),
     hooks=Hooks(
         arm=eventsub.arm,
