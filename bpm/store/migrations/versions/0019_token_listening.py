@@ -1,7 +1,7 @@
 """token.listening: the execution listeners a worker runs for a token
 
 Revision ID: 0019
-Revises: 0015
+Revises: 0016
 Create Date: 2026-12-02
 
 Execution listeners of elements whose own work no worker runs (events, gateways,
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0019"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
