@@ -1,7 +1,7 @@
 """token.listening: the execution listeners a worker runs for a token
 
-Revision ID: 0019
-Revises: 0016
+Revision ID: 0020
+Revises: 0019
 Create Date: 2026-12-02
 
 Execution listeners of elements whose own work no worker runs (events, gateways,
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
-down_revision = "0016"
+revision = "0020"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
