@@ -341,7 +341,7 @@ class ProcessModel:
             "nodes": [_node_to_dict(x) for x in self.nodes.values()],
             "flows": [_flow_to_dict(f) for f in self.flows],
             # listeners only when there are some: the checksum of models without is unchanged
-            **({"listeners": [dataclasses.asdict(x) for x in self.listeners]}
+            **({"listeners": [x.to_dict() for x in self.listeners]}
                if self.listeners else {}),
         }  # fmt: skip
 
@@ -354,7 +354,7 @@ class ProcessModel:
             version_tag=data.get("version_tag"),
             nodes={x.id: x for x in nodes},
             flows=tuple(_flow_from_dict(f) for f in data["flows"]),
-            listeners=tuple(n.Listener(**x) for x in data.get("listeners", ())),
+            listeners=tuple(n.Listener.from_dict(x) for x in data.get("listeners", ())),
         )
 
     def checksum(self) -> str:
@@ -365,13 +365,14 @@ class ProcessModel:
 
 def _flow_to_dict(flow: n.Flow) -> dict[str, Any]:
     out = dataclasses.asdict(flow)
-    if not flow.listeners:
-        del out["listeners"]  # as nodes.SPARSE: models without take listeners keep their checksum
+    del out["listeners"]
+    if flow.listeners:  # as nodes.SPARSE: models without take listeners keep their checksum
+        out["listeners"] = [x.to_dict() for x in flow.listeners]
     return out
 
 
 def _flow_from_dict(data: Mapping[str, Any]) -> n.Flow:
-    listeners = tuple(n.Listener(**x) for x in data.get("listeners", ()))
+    listeners = tuple(n.Listener.from_dict(x) for x in data.get("listeners", ()))
     return n.Flow(**{**data, "listeners": listeners})
 
 
@@ -382,6 +383,8 @@ def _default(f: dataclasses.Field[Any]) -> Any:
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, n.Listener):
+        return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     return value
@@ -429,7 +432,7 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
         elif f.name == "form_fields":
             value = tuple(n.FormFieldSpec.from_dict(x) for x in value)
         elif f.name == "listeners":
-            value = tuple(n.Listener(**x) for x in value)
+            value = tuple(n.Listener.from_dict(x) for x in value)
         elif f.name == "binding":
             value = n.CallBinding(value)
         elif isinstance(value, list):

@@ -25,6 +25,7 @@ from bpm.runtime import (
     listening,
     messages,
     scopes,
+    task_events,
     timers,
     variables,
 )
@@ -113,6 +114,11 @@ class Walker:
                         continue
                     node = self.model.node(tok.node_id)
                     if self._over_budget(tok):
+                        continue
+                    if node.listens_to_task and task_events.open_task(self, tok) is not None:
+                        # its task is open: the task's queued listeners run on a worker
+                        # (a retried incident of a task listener step comes here)
+                        self.work.to_dispatch.append(tok.id)
                         continue
                     listens = self.model.listens and tok.id not in self.listened
                     if listens and self._listen_first(tok, node):
@@ -345,6 +351,9 @@ class Walker:
             task = w.item(UserTask, tok.blocked_id)
             if task is not None and task.state is UserTaskState.OPEN:
                 w.move(task, UserTaskState.CANCELLED, completed_at=w.now)
+            task_events.closed(self, tok)
+        elif tok.state in (TokenState.READY, TokenState.EXECUTING, TokenState.FAILED):
+            task_events.cancel_listened(self, tok)  # an open task whose listeners run
         elif tok.blocked_kind is BlockKind.EXTERNAL_TASK and tok.blocked_id:
             ext = w.item(ExternalTask, tok.blocked_id)
             if ext is not None and ext.state not in (TaskState.COMPLETED, TaskState.CANCELLED):
