@@ -573,10 +573,12 @@ class BoundaryEvent(Node):
 
 
 class EventKind(StrEnum):
-    """What an event waits for or throws besides timers and errors."""
+    """What an event waits for or throws besides timers and errors (each a trigger kind
+    of :mod:`bpm.kinds` whose waits are subscriptions)."""
 
     MESSAGE = "message"
     SIGNAL = "signal"
+    CONDITIONAL = "conditional"
 
 
 @dataclass(frozen=True)
@@ -585,11 +587,19 @@ class EventRef:
 
     ``correlation_key``: for a message, CEL over the variables evaluated when the wait
     opens (Zeebe's ``zeebe:subscription correlationKey``); the message must carry the same
-    value to be correlated. Signals are broadcast and have none."""
+    value to be correlated. Signals are broadcast and have none.
+
+    A conditional event (``bpm.kinds.conditional``) fires when ``condition`` (CEL) holds,
+    evaluated when its wait opens and on each variable change its scope sees; ``name`` is
+    the one variable whose changes count (``camunda:variableName``; "" for any) and
+    ``variable_events`` the changes that count (``create``, ``update``, ``delete``; empty
+    for all). Both are left out of the model's JSON when unset."""
 
     kind: EventKind
     name: str
     correlation_key: str | None = None
+    condition: str | None = field(default=None, metadata=SPARSE)
+    variable_events: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
 
 @dataclass(frozen=True)
