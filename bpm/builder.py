@@ -51,6 +51,7 @@ from bpm.model.process import ProcessModel
 from bpm.model.validate import check_model
 from bpm.retry import RetryPolicy
 from bpm.scripts import PYTHON_SCRIPT, is_python
+from bpm.scripts.conditions import PYTHON_CONDITION
 from bpm.timeexpr import TimerError, parse_duration
 
 __all__ = ["Process"]
@@ -495,8 +496,10 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         id: str | None = None,
         default: bool = False,
         name: str | None = None,
+        language: str | None = None,
     ) -> Self:
-        """A sequence flow; ``condition`` is CEL (or ``${JUEL}`` / ``=FEEL``, translated).
+        """A sequence flow; ``condition`` is CEL (or ``${JUEL}`` / ``=FEEL``, translated),
+        or Python with ``language="python"`` (evaluated in the script sandbox).
 
         Without ``id`` the flow is named ``Flow_<source>_<target>``. ``default=True``
         makes it the default flow of its source (an exclusive or inclusive gateway, or an
@@ -507,7 +510,9 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
             self._problems.append(Problem(f"id '{flow_id}' is used twice: rename one", flow_id))
             return self
         text: str | None = None
-        if condition is not None and condition.strip():
+        if condition is not None and condition.strip() and is_python(language):
+            text = PYTHON_CONDITION + condition.strip()  # compiled by check_model
+        elif condition is not None and condition.strip():
             try:
                 text = to_cel(condition)  # CEL, ${JUEL} or =FEEL, as in BPMN files
             except ExpressionError as exc:

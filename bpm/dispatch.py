@@ -20,6 +20,22 @@ class Dispatcher(Protocol):
     def dispatch(self, token_ids: Sequence[str]) -> None: ...
 
 
+class ChunkDispatcher(Protocol):
+    """A dispatcher that also publishes batch chunks (``bpm.run_batch_chunk``): the
+    Celery publisher. A lost or duplicated chunk message is as harmless as a step's: the
+    chunk's lease decides (:mod:`bpm.engine.batches`)."""
+
+    def dispatch_chunks(self, chunk_ids: Sequence[str]) -> None: ...
+
+
+def chunk_dispatcher(dispatcher: object) -> ChunkDispatcher | None:
+    """``dispatcher`` if it can publish batch chunks, else None (nothing publishes them:
+    the embedded loop runs them itself, or beat's sweeper publishes them)."""
+    if callable(getattr(dispatcher, "dispatch_chunks", None)):
+        return dispatcher  # type: ignore[return-value]
+    return None
+
+
 class NullDispatcher:
     """Publishes nothing; Ready tokens wait for the sweeper or an explicit ``run_token``."""
 

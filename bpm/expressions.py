@@ -21,6 +21,7 @@ import cel
 from bpm.dialects import juel_to_cel, python_spellings, type_name_variables
 from bpm.errors import ExpressionError
 from bpm.expressions_feel import compile_feel_condition, compile_feel_expression
+from bpm.scripts.conditions import PythonCondition, compile_python_condition, is_python_condition
 
 if TYPE_CHECKING:
     from bpm.expressions_feel import FeelCondition, FeelExpression
@@ -137,10 +138,13 @@ def is_feel(source: str) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def compile_condition(source: str) -> Condition | FeelCondition:
-    """Compile ``source``: ``=FEEL``, or CEL (optionally ``${...}``), refusing anything
-    outside standard CEL and Python spellings (``True``, ``and``...) with the CEL to
-    write instead."""
+def compile_condition(source: str) -> Condition | FeelCondition | PythonCondition:
+    """Compile ``source``: ``=FEEL``, a Python condition (``python:``, run in the script
+    sandbox: :mod:`bpm.scripts.conditions`), or CEL (optionally ``${...}``), refusing
+    anything outside standard CEL and Python spellings (``True``, ``and``...) with the CEL
+    to write instead."""
+    if is_python_condition(source):
+        return compile_python_condition(source)
     if is_feel(source):
         return compile_feel_condition(source)
     text = unwrap(source)

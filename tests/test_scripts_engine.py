@@ -157,17 +157,3 @@ def test_in_the_test_kit(bpm: BpmTest) -> None:
     )
     inst = bpm.start("kit_script", {"score": 95})
     assert_that(inst).is_waiting_at("review").has_passed("grade").has_variables(grade="A")
-
-
-def test_a_python_condition_is_refused_saying_why(database_url: str) -> None:
-    engine, _ = make_engine(database_url)
-    before = table_dump(engine)
-    xml = BPMN.replace(
-        '<bpmn:sequenceFlow id="f2" sourceRef="price" targetRef="e"/>',
-        '<bpmn:sequenceFlow id="f2" sourceRef="price" targetRef="e">'
-        '<bpmn:conditionExpression language="python">total &gt; 1</bpmn:conditionExpression>'
-        "</bpmn:sequenceFlow>",
-    )
-    with pytest.raises(DeploymentError, match="a condition in Python is not run"):
-        engine.deploy(xml)
-    assert table_dump(engine) == before

@@ -17,6 +17,7 @@ from bpm.errors import ExpressionError
 from bpm.expressions import to_cel
 from bpm.model import nodes as n
 from bpm.scripts import is_python
+from bpm.scripts.conditions import PYTHON_CONDITION
 
 __all__ = ["ELEMENTS", "Context", "ElementParser"]
 
@@ -47,15 +48,12 @@ def parse_parallel(el: Element, ctx: Context) -> n.Node:
 def _condition(el: Element, child: Element, ctx: Context) -> str | None:
     language = (child.get("language") or "").strip().lower()
     if is_python(language):
-        ctx.report_in(
-            el,
-            child,
-            "a condition in Python is not run by this engine (conditions are decided in the "
-            "step's transaction, wherever it runs, and Python runs only sandboxed on "
-            "workers): remove the language attribute and write it in CEL, e.g. "
-            "${amount > 100 && vip}",
-        )
-        return None
+        if java_engine(child, "resource") is not None:
+            ctx.report_in(el, child, "a Python condition must be written inline")
+            return None
+        # Compiled (and refused) at deploy by the validator; run in the script sandbox.
+        text = (child.text or "").strip()
+        return PYTHON_CONDITION + text if text else None
     if language not in _CONDITION_LANGUAGES:
         ctx.report_in(
             el,

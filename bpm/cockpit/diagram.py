@@ -15,6 +15,7 @@ from defusedxml import ElementTree as SafeET
 from bpm.cockpit.layout import Box, Layout, flow_label, layout
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.scripts.conditions import PYTHON_CONDITION, is_python_condition
 
 BPMN = "http://www.omg.org/spec/BPMN/20100524/MODEL"
 BPMNDI = "http://www.omg.org/spec/BPMN/20100524/DI"
@@ -167,10 +168,13 @@ def model_to_bpmn(model: ProcessModel, placed: Layout | None = None, *, draw: Dr
             attrs["name"] = flow_label(flow)
         el = SubElement(parent, _q(BPMN, "sequenceFlow"), attrs)
         if flow.condition:
-            cond = SubElement(
-                el, _q(BPMN, "conditionExpression"), {_q(XSI, "type"): "bpmn:tFormalExpression"}
-            )
-            cond.text = flow.condition
+            cond_attrs = {_q(XSI, "type"): "bpmn:tFormalExpression"}
+            cond_text = flow.condition
+            if is_python_condition(cond_text):
+                cond_attrs["language"] = "python"
+                cond_text = cond_text[len(PYTHON_CONDITION) :]
+            cond = SubElement(el, _q(BPMN, "conditionExpression"), cond_attrs)
+            cond.text = cond_text
     for node in model.boundary_events.values():  # a compensation event points at its handler
         if node.compensate_with:
             attrs = {

@@ -31,6 +31,7 @@ from bpm.engine import timers as _timers
 from bpm.engine import user_tasks as _user_tasks
 from bpm.engine import worker_bindings as _bindings
 from bpm.engine.activity_tree import ActivityInstance, TransitionInstance
+from bpm.engine.batch_operations import OperationBatches
 from bpm.engine.clock import clock_for
 from bpm.engine.cockpit import Cockpit
 from bpm.engine.config import EngineConfig
@@ -164,6 +165,20 @@ class Engine:
     def decisions(self) -> Decisions:
         """Deployed DMN decisions: definitions, evaluation, the decision history."""
         return Decisions(self.core)
+
+    @property
+    def batches(self) -> OperationBatches:
+        """Batches: one operator action on many instances or tasks, applied in chunks by
+        the workers (``/batch``; :mod:`bpm.engine.batches`, ``docs/batches.md``)."""
+        return OperationBatches(self.core, Engine._bound)
+
+    @classmethod
+    def _bound(cls, core: EngineCore) -> Engine:
+        """An engine facade over ``core`` (a batch chunk's: its own transactions)."""
+        engine = cls.__new__(cls)
+        engine.url = ""
+        engine.core = core
+        return engine
 
     @property
     def filters(self) -> Filters:
@@ -473,8 +488,8 @@ class Engine:
     def operation_log(
         self, query: OperationLogQuery | None = None, *, offset: int = 0, limit: int | None = None
     ) -> list[OperationLogEntry]:
-        """What operators did (modifications so far), oldest first: Camunda's user
-        operation log, each entry with its author and annotation."""
+        """What operators did, oldest first: Camunda's user operation log, each entry
+        with its author and annotation (:mod:`bpm.engine.oplog`)."""
         with self.core.db.connect() as conn:
             return _oplog.entries(conn, query or OperationLogQuery(), offset=offset, limit=limit)
 
@@ -491,15 +506,37 @@ class Engine:
         instance_id: str,
         *,
         reason: str = "terminated by operator",
+        by: str | None = None,
+        annotation: str | None = None,
         now: datetime | None = None,
     ) -> Instance:
-        return _inst.terminate(self.core, instance_id, reason=reason, now=now)
+        """End an instance and everything it called (an operator's action: written to the
+        operation log with ``by``, default ``python``, and ``annotation``)."""
+        return _inst.terminate(
+            self.core, instance_id, reason=reason, by=by, annotation=annotation, now=now
+        )
 
-    def suspend(self, instance_id: str, *, now: datetime | None = None) -> Instance:
-        return _inst.suspend(self.core, instance_id, now=now)
+    def suspend(
+        self,
+        instance_id: str,
+        *,
+        by: str | None = None,
+        annotation: str | None = None,
+        now: datetime | None = None,
+    ) -> Instance:
+        """Stop handing out work for this instance (in the operation log with ``by``)."""
+        return _inst.suspend(self.core, instance_id, by=by, annotation=annotation, now=now)
 
-    def resume(self, instance_id: str, *, now: datetime | None = None) -> Instance:
-        return _inst.resume(self.core, instance_id, now=now)
+    def resume(
+        self,
+        instance_id: str,
+        *,
+        by: str | None = None,
+        annotation: str | None = None,
+        now: datetime | None = None,
+    ) -> Instance:
+        """Activate a suspended instance (in the operation log with ``by``)."""
+        return _inst.resume(self.core, instance_id, by=by, annotation=annotation, now=now)
 
     def set_variables(
         self,
@@ -665,9 +702,12 @@ class Engine:
         """Open incidents (of one instance, or all), oldest first."""
         return _incidents.incidents(self.core, instance_id, state=state, limit=limit)
 
-    def retry_incident(self, incident_id: str, *, now: datetime | None = None) -> Incident:
-        """Run an incident's failed step again with a fresh set of attempts."""
-        return _incidents.retry_incident(self.core, incident_id, now=now)
+    def retry_incident(
+        self, incident_id: str, *, by: str | None = None, now: datetime | None = None
+    ) -> Incident:
+        """Run an incident's failed step again with a fresh set of attempts (in the
+        operation log with ``by``)."""
+        return _incidents.retry_incident(self.core, incident_id, by=by, now=now)
 
     def step_failed(self, instance_id: str, node_id: str) -> str | None:
         """The persisted final error of step ``node_id`` (attempts used up), or None."""
@@ -791,13 +831,14 @@ class Engine:
         *,
         topics: Collection[str] | None = None,
         may_release: Callable[[str], bool] | None = None,
+        by: str | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Give a locked task back at once.
+        """Give a locked task back at once (in the operation log with ``by``).
 
         ``may_release``: whether the caller may end a live lock held by that worker id
         (``Forbidden`` otherwise); None: anyone may."""
-        _ext.unlock(self.core, task_id, topics=topics, may_release=may_release, now=now)
+        _ext.unlock(self.core, task_id, topics=topics, may_release=may_release, by=by, now=now)
 
     def set_external_task_retries(
         self,
@@ -806,13 +847,15 @@ class Engine:
         *,
         topics: Collection[str] | None = None,
         may_release: Callable[[str], bool] | None = None,
+        by: str | None = None,
         now: datetime | None = None,
     ) -> None:
-        """Set retries left; > 0 resolves the task's incident, 0 opens one.
+        """Set retries left; > 0 resolves the task's incident, 0 opens one (in the
+        operation log with ``by``).
 
         ``may_release``: as for :meth:`unlock_external_task`, for a task under a live lock."""
         _ext.set_retries(
-            self.core, task_id, retries, topics=topics, may_release=may_release, now=now
+            self.core, task_id, retries, topics=topics, may_release=may_release, by=by, now=now
         )
 
     def reclaim_expired_external_locks(

@@ -73,6 +73,12 @@ class EngineConfig:
     # before those reads go to the primary instead. None: every read on the primary.
     read_url: str | None = None
     read_max_lag: timedelta = timedelta(seconds=30)
+    # Batches (bpm/engine/batches.py): items per chunk (Camunda's invocationsPerBatchJob),
+    # how long a worker holds a chunk it claimed, and how long a chunk's message may go
+    # unanswered before beat's sweeper publishes it again.
+    batch_chunk_size: int = 50
+    batch_lease: timedelta = timedelta(seconds=60)
+    batch_redispatch_after: timedelta = timedelta(seconds=10)
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -82,8 +88,9 @@ class EngineConfig:
         ``BPM_MAX_INSTANCE_VARIABLE_BYTES``, ``BPM_MIN_TIMER_CYCLE_SECONDS``,
         ``BPM_POOL_SIZE``, ``BPM_BATCH_SIZE``, ``BPM_MAX_CALL_DEPTH``,
         ``BPM_MAX_STEPS_PER_TRANSACTION``, ``BPM_HISTORY_VALUES`` (1: on), ``BPM_BROKER_URL``,
-        ``BPM_QUEUE``, ``BPM_DATABASE_READ_URL`` and ``BPM_DATABASE_READ_MAX_LAG``
-        (seconds)."""
+        ``BPM_QUEUE``, ``BPM_DATABASE_READ_URL``, ``BPM_DATABASE_READ_MAX_LAG``
+        (seconds), ``BPM_BATCH_CHUNK_SIZE``, ``BPM_BATCH_LEASE_SECONDS`` and
+        ``BPM_BATCH_REDISPATCH_SECONDS``."""
         max_lag = _env_float("BPM_DATABASE_READ_MAX_LAG", 30)
         if max_lag < 0:
             raise ConfigurationError(
@@ -113,4 +120,9 @@ class EngineConfig:
             queue=os.environ.get("BPM_QUEUE", "").strip() or "bpm",
             read_url=os.environ.get("BPM_DATABASE_READ_URL", "").strip() or None,
             read_max_lag=timedelta(seconds=max_lag),
+            batch_chunk_size=max(1, min(1000, int(_env_float("BPM_BATCH_CHUNK_SIZE", 50)))),
+            batch_lease=timedelta(seconds=max(1.0, _env_float("BPM_BATCH_LEASE_SECONDS", 60))),
+            batch_redispatch_after=timedelta(
+                seconds=max(0.0, _env_float("BPM_BATCH_REDISPATCH_SECONDS", 10))
+            ),
         )

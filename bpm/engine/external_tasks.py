@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from bpm.engine import oplog
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import Forbidden, InvalidOperation, LeaseLost, NotFound
@@ -354,15 +355,20 @@ def unlock(
     *,
     topics: Collection[str] | None = None,
     may_release: Callable[[str], bool] | None = None,
+    by: str | None = None,
     now: datetime | None = None,
 ) -> None:
     """Give a locked task back to ready at once (as in Camunda; a live lock only when
-    ``may_release`` allows its holder, see :func:`check_release`)."""
+    ``may_release`` allows its holder, see :func:`check_release`); written to the
+    operation log (``Unlock``) with ``by``."""
     with unit_of_work(core, now) as unit:
         work, task = open_task(unit, task_id, topics)
         if task.state in _CLOSED:
             raise not_found(task_id)
         check_release(task, may_release, "unlock", unit.now)
+        oplog.write(unit.conn, unit.now, "Unlock", "ExternalTask", by=by,
+                    instance=work.instance,
+                    changes=(("externalTaskId", None, task.id),))  # fmt: skip
         if task.state is not TaskState.LOCKED:
             if task.worker_id is not None:  # a failed attempt's worker, kept until now
                 work.change(task, event="external_task_unlocked", worker_id=None)
@@ -386,10 +392,12 @@ def set_retries(
     *,
     topics: Collection[str] | None = None,
     may_release: Callable[[str], bool] | None = None,
+    by: str | None = None,
     now: datetime | None = None,
 ) -> None:
     """Set the retries left; > 0 resolves a ``failedExternalTask`` incident, 0 opens one
-    (of a task under a live lock only when ``may_release`` allows its holder)."""
+    (of a task under a live lock only when ``may_release`` allows its holder); written to
+    the operation log (``SetExternalTaskRetries``) with ``by``."""
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InvalidOperation("retries must be an integer >= 0")
     with unit_of_work(core, now) as unit:
@@ -397,6 +405,10 @@ def set_retries(
         if task.state in _CLOSED:
             raise not_found(task_id)
         check_release(task, may_release, "set the retries of", unit.now)
+        oplog.write(unit.conn, unit.now, "SetExternalTaskRetries", "ExternalTask", by=by,
+                    instance=work.instance,
+                    changes=(("retries", None if task.retries is None else str(task.retries),
+                              str(retries)), ("externalTaskId", None, task.id)))  # fmt: skip
         tok = work.tokens.get(task.token_id)
         at = unit.now
         if retries > 0:

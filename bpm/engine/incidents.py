@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bpm.engine import oplog
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation, NotFound
@@ -50,7 +51,9 @@ def step_failed(core: EngineCore, instance_id: str, node_id: str) -> str | None:
     return None
 
 
-def retry_incident(core: EngineCore, incident_id: str, *, now: datetime | None = None) -> Incident:
+def retry_incident(
+    core: EngineCore, incident_id: str, *, by: str | None = None, now: datetime | None = None
+) -> Incident:
     """Run the failed step again with a fresh set of attempts and resolve the incident.
 
     An inline service task goes ``failed -> ready`` with its attempt counter reset (the
@@ -83,6 +86,8 @@ def retry_incident(core: EngineCore, incident_id: str, *, now: datetime | None =
             raise InvalidOperation(
                 f"the step of incident {incident_id} is no longer failed; nothing to retry"
             )
+        oplog.write(unit.conn, unit.now, "SetJobRetries", "Job", by=by, instance=inst,
+                    changes=(("retries", "0", "1"), ("incidentId", None, inc.id)))  # fmt: skip
         resolved = work.move(
             inc,
             IncidentState.RESOLVED,

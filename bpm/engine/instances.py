@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from bpm import tracing
+from bpm.engine import oplog
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import InvalidOperation, NotFound
@@ -302,14 +303,20 @@ def terminate(
     instance_id: str,
     *,
     reason: str = "terminated by operator",
+    by: str | None = None,
+    annotation: str | None = None,
     now: datetime | None = None,
 ) -> Instance:
     """End an instance and everything it called; a called instance's caller gets an
-    incident at its call activity (retry it to call again, or terminate the caller)."""
+    incident at its call activity (retry it to call again, or terminate the caller).
+    Written to the operation log (``Delete``) with ``by`` and ``annotation``."""
     with unit_of_work(core, now) as unit:
         work = unit.work(instance_id)
         if work.instance.ended:
             raise InvalidOperation(f"instance {instance_id} is already {work.instance.state.value}")
+        oplog.write(unit.conn, unit.now, "Delete", "ProcessInstance", by=by,
+                    instance=work.instance, annotation=annotation,
+                    changes=(("deleteReason", None, reason),))  # fmt: skip
         walker = unit.walker(work)
         walker.terminate_all(reason)
         work.set_state(InstanceState.TERMINATED, reason=reason)
@@ -318,8 +325,16 @@ def terminate(
     return work.instance
 
 
-def suspend(core: EngineCore, instance_id: str, *, now: datetime | None = None) -> Instance:
-    """Stop handing out work for this instance (steps in flight may still finish)."""
+def suspend(
+    core: EngineCore,
+    instance_id: str,
+    *,
+    by: str | None = None,
+    annotation: str | None = None,
+    now: datetime | None = None,
+) -> Instance:
+    """Stop handing out work for this instance (steps in flight may still finish);
+    written to the operation log (``Suspend``) with ``by``."""
     with unit_of_work(core, now) as unit:
         work = unit.work(instance_id)
         if work.instance.state is not InstanceState.ACTIVE:
@@ -328,10 +343,21 @@ def suspend(core: EngineCore, instance_id: str, *, now: datetime | None = None) 
                 "instance can be suspended"
             )
         work.set_state(InstanceState.SUSPENDED)
+        oplog.write(unit.conn, unit.now, "Suspend", "ProcessInstance", by=by,
+                    instance=work.instance, annotation=annotation,
+                    changes=(("suspensionState", None, "suspended"),))  # fmt: skip
     return work.instance
 
 
-def resume(core: EngineCore, instance_id: str, *, now: datetime | None = None) -> Instance:
+def resume(
+    core: EngineCore,
+    instance_id: str,
+    *,
+    by: str | None = None,
+    annotation: str | None = None,
+    now: datetime | None = None,
+) -> Instance:
+    """Activate a suspended instance; written to the operation log (``Activate``)."""
     with unit_of_work(core, now) as unit:
         work = unit.work(instance_id)
         if work.instance.state is not InstanceState.SUSPENDED:
@@ -339,6 +365,9 @@ def resume(core: EngineCore, instance_id: str, *, now: datetime | None = None) -
                 f"instance {instance_id} is {work.instance.state.value}, not suspended"
             )
         work.set_state(InstanceState.ACTIVE)
+        oplog.write(unit.conn, unit.now, "Activate", "ProcessInstance", by=by,
+                    instance=work.instance, annotation=annotation,
+                    changes=(("suspensionState", None, "active"),))  # fmt: skip
         work.to_dispatch.extend(t.id for t in work.live_tokens() if t.state is TokenState.READY)
     return work.instance
 

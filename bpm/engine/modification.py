@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bpm.engine import oplog
 from bpm.engine.activity_tree import (
     MULTI_INSTANCE_BODY,
     ActivityInstance,
@@ -65,8 +66,7 @@ from bpm.runtime.states import (
     TokenState,
 )
 from bpm.runtime.walker import Walker
-from bpm.runtime.work import InstanceWork, check_variables, new_id
-from bpm.store import operation_log as oplog
+from bpm.runtime.work import InstanceWork, check_variables
 
 #: Instructions of one modification (the REST body is bounded by the same number).
 MAX_INSTRUCTIONS = 100
@@ -632,23 +632,14 @@ def modify(
                 **({"skip_io_mappings": True} if skip_io_mappings else {}),
             },
         )
-        oplog.append(
+        oplog.write(
             unit.conn,
-            [
-                oplog.OperationLogEntry(
-                    id=new_id(),
-                    operation_id=new_id(),
-                    operation_type=OPERATION_TYPE,
-                    entity_type="ProcessInstance",
-                    category="Operator",
-                    at=unit.now,
-                    user_id=by or "python",
-                    instance_id=instance_id,
-                    definition_id=work.instance.definition_id,
-                    definition_key=work.instance.definition_key,
-                    annotation=annotation,
-                )
-            ],
+            unit.now,
+            OPERATION_TYPE,
+            "ProcessInstance",
+            by=by,
+            instance=work.instance,
+            annotation=annotation,
         )
         run = _Run(work, walker, model, skip_io_mappings, before=_empty_tree(work))
         run.before = run.tree()

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from bpm.engine import oplog
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation, NotFound, VariableError
@@ -124,6 +125,16 @@ def modify_variables(
         if not clean and not present:
             return work.instance
         work.write_variables(clean, present)
+        oplog.write(
+            unit.conn,
+            unit.now,
+            "ModifyVariable" if present else "SetVariable",
+            "Variable",
+            by=by,
+            instance=work.instance,
+            changes=[("name", None, name) for name in sorted(clean)]
+            + [("name", name, None) for name in sorted(present)],
+        )
         who = by or "operator"
         if clean:
             work.record("variables_updated", payload=work.written(clean, by=who))

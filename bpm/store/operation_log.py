@@ -32,6 +32,7 @@ class OperationLogEntry:
     org_value: str | None = None
     new_value: str | None = None
     annotation: str | None = None
+    batch_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class OperationLogQuery:
     entity_type: str | None = None
     user_id: str | None = None
     category: str | None = None
+    batch_id: str | None = None
     after: datetime | None = None
     before: datetime | None = None
     ascending: bool = True
@@ -69,6 +71,7 @@ def _where(q: OperationLogQuery) -> list[ColumnElement[bool]]:
         (ol.c.entity_type, q.entity_type),
         (ol.c.user_id, q.user_id),
         (ol.c.category, q.category),
+        (ol.c.batch_id, q.batch_id),
     ):
         if value is not None:
             out.append(column == value)

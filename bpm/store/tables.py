@@ -599,6 +599,7 @@ operation_log = Table(
     Column("new_value", Text),
     Column("annotation", Text),
     Column("at", UTCDateTime, nullable=False),
+    Column("batch_id", String(64)),  # migration 0016
     Index("ix_operation_log_at", "at", "id"),
     Index("ix_operation_log_instance", "instance_id", "at"),
 )
@@ -616,8 +617,53 @@ task_comment = Table(
     Index("ix_task_comment_task", "task_id", "created_at"),
 )
 
+# Batches (``/batch``, migration 0016): one operator action on many items, cut into chunks
+# that workers claim with a lease and apply one transaction each; failures kept per item.
+batch = Table(
+    "batch",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("type", String(64), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("params", JSONDoc, nullable=False),
+    Column("total_items", Integer, nullable=False),
+    Column("total_jobs", Integer, nullable=False),
+    Column("chunk_size", Integer, nullable=False),
+    Column("jobs_per_seed", Integer, nullable=False),
+    Column("completed_jobs", Integer, nullable=False),
+    Column("failed_jobs", Integer, nullable=False),
+    Column("completed_items", Integer, nullable=False),
+    Column("failed_items", Integer, nullable=False),
+    Column("created_by", String(255)),
+    Column("annotation", Text),
+    Column("tenant_id", String(255)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime),
+    Index("ix_batch_created", "created_at", "id"),
+)
+
+batch_chunk = Table(
+    "batch_chunk",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("batch_id", String(64), ForeignKey("batch.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("items", JSONDoc, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("lease_owner", String(255)),
+    Column("lease_expires_at", UTCDateTime),
+    Column("published_at", UTCDateTime),
+    Column("done_at", UTCDateTime),
+    Column("failures", JSONDoc),
+    Column("error", Text),
+    Index("ix_batch_chunk_batch", "batch_id", "seq"),
+    Index("ix_batch_chunk_state", "state", "published_at"),
+)
+
 TABLES_IN_DROP_ORDER = (
-    operation_log, task_filter, task_comment, identity_membership, identity_user, identity_group,
+    batch_chunk, batch, operation_log, task_filter, task_comment, identity_membership,
+    identity_user, identity_group,
     identity_tenant_member, identity_tenant,
     decision_instance, decision_definition, decision_requirements_definition,
     worker_binding, history, message_buffer, event_subscription, incident, user_task,
