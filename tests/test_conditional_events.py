@@ -267,6 +267,14 @@ def test_bad_conditional_events_are_refused_naming_the_element(
     assert engine.definitions() == before  # nothing deployed
 
 
+def test_a_conditional_start_of_the_process_itself_is_refused(engine: Engine) -> None:
+    before = engine.definitions()
+    p = Process("top").condition_start("cs", "x > 5").end("e").sequence("cs", "e")
+    with pytest.raises(DeploymentError, match="conditional start event 'cs' starts the process"):
+        engine.deploy(p)
+    assert engine.definitions() == before
+
+
 def test_builder_refuses_an_empty_condition() -> None:
     with pytest.raises(DeploymentError, match="'wait' has no condition"):
         catch_model("  ").build()
