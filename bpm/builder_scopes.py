@@ -135,6 +135,37 @@ class ScopeMethods:
             body(self)
         return self
 
+    def transaction(
+        self,
+        id: str,
+        body: Callable[[Self], object],
+        *,
+        name: str | None = None,
+        inputs: Mappings | None = None,
+        outputs: Mappings | None = None,
+    ) -> Self:
+        """A transaction sub-process: a sub-process (``body`` adds its nodes) that a
+        :meth:`cancel_end` inside it undoes: what else runs inside is cancelled, the
+        activities it completed are compensated newest first, then the flow of its
+        :meth:`boundary_cancel` is taken (``docs/bpmn.md``)."""
+        self._add(
+            n.Transaction(
+                id, name, inputs=self._mappings(id, inputs), outputs=self._mappings(id, outputs)
+            )
+        )
+        with self._inside(id):
+            body(self)
+        return self
+
+    def cancel_end(self, id: str, *, name: str | None = None) -> Self:
+        """A cancel end event (inside :meth:`transaction` only): cancels the transaction."""
+        return self._add(n.CancelEndEvent(id, name))
+
+    def boundary_cancel(self, id: str, attached_to: str, *, name: str | None = None) -> Self:
+        """The cancel boundary event of transaction ``attached_to``: where the instance
+        goes once a cancelled transaction was compensated."""
+        return self._add(n.CancelBoundaryEvent(id, name, attached_to=attached_to))
+
     def event_sub_process(
         self,
         id: str,

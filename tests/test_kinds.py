@@ -249,6 +249,16 @@ def every_verb() -> ProcessModel:
                 .sequence("on_cond", "cond_done")
             ),
         )
+        .transaction(
+            "tx",
+            lambda t: (
+                t.start("ts")
+                .task("tx_work")
+                .cancel_end("tx_cancel")
+                .sequence("ts", "tx_work", "tx_cancel")
+            ),
+        )
+        .boundary_cancel("tx_cancelled", "tx")
         .boundary_compensation("approve_undo", "approve", handler="unapprove")
         .user_task("unapprove", for_compensation=True)
         .end("e")
@@ -278,6 +288,8 @@ def every_verb() -> ProcessModel:
         .flow("sub_message", "e_message")
         .flow("sub_signal", "e_signal")
         .flow("sub_cond", "e_cond")
+        .sequence("or_fork", "tx", "or_join")
+        .flow("tx_cancelled", "e")
         .build()
     )
 

@@ -1,8 +1,8 @@
 """Events: start (none, timer, message, signal; error, escalation or compensation in an
-event sub-process), end (none, terminate, error, escalation, compensation, message, signal),
-intermediate catch (timer, link, message, signal), intermediate throw (none: pass through;
-escalation; link; compensation; message: an inline step; signal), boundary (timer, error,
-escalation, compensation, message, signal)."""
+event sub-process), end (none, terminate, error, escalation, compensation, message, signal,
+cancel), intermediate catch (timer, link, message, signal), intermediate throw (none: pass
+through; escalation; link; compensation; message: an inline step; signal), boundary (timer,
+error, escalation, compensation, message, signal, cancel)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ _TIMER_KINDS = {
 _TIMER = frozenset({"timerEventDefinition"})
 _ESCALATION = "escalationEventDefinition"
 _LINK = "linkEventDefinition"
+_CANCEL = "cancelEventDefinition"  # a transaction's (bpm.kinds.transaction)
 
 
 def _common(el: Element, ctx: Context, uses: frozenset[str] = frozenset()) -> None:
@@ -195,7 +196,9 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
     """``endEvent``: none, terminate, error, escalation, compensation, message (an inline
     step) or signal."""
     allowed = (
-        frozenset({"terminateEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
+        frozenset(
+            {"terminateEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE, _CANCEL}
+        )
         | EVENT_DEFINITIONS
     )
     if _throws_message(el):
@@ -215,6 +218,8 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
         return n.EndEvent(node_id, name, line, kind=n.EndKind.COMPENSATE, activity_ref=ref)
     if local(defs[0]) == "terminateEventDefinition":
         return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
+    if local(defs[0]) == _CANCEL:
+        return n.CancelEndEvent(node_id, name, line)
     if local(defs[0]) == _ESCALATION:
         esc = escalation_code(defs[0], el, ctx, required=True)
         if esc is None:
@@ -330,6 +335,7 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
     allowed = (
         frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
         | catch_definitions()
+        | {_CANCEL}
     )
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
@@ -339,9 +345,14 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
         return n.BoundaryEvent(
             node_id, name, line, attached_to=el.get("attachedToRef", ""), compensate_with=UNLINKED
         )
-    if defs and local(defs[0]) == COMPENSATE:  # its handler comes from an association
-        return n.BoundaryEvent(
-            node_id, name, line, attached_to=el.get("attachedToRef", ""), compensate_with=UNLINKED
+    if defs and local(defs[0]) == _CANCEL:
+        interrupting = el.get("cancelActivity", "true").strip().lower() != "false"
+        return n.CancelBoundaryEvent(
+            node_id,
+            name,
+            line,
+            attached_to=el.get("attachedToRef", ""),
+            cancel_activity=interrupting,
         )
     if not defs:
         ctx.report(

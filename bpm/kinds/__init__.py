@@ -49,6 +49,7 @@ from bpm.kinds import (
     sub_process,
     terminate,
     timer,
+    transaction,
     user_task,
 )
 from bpm.kinds.spec import ElementKind, KindError, TriggerKind
@@ -198,6 +199,9 @@ _ELEMENTS = (
     sub_process.KIND,
     event_sub_process.KIND,
     call_activity.KIND,
+    transaction.KIND,
+    transaction.CANCEL_END,
+    transaction.CANCEL_BOUNDARY,
     timer.CATCH,
     signal.THROW,
     escalation.THROW,
@@ -217,6 +221,7 @@ KINDS = Kinds(
         link.TRIGGER,
         terminate.TRIGGER,
         conditional.TRIGGER,
+        transaction.TRIGGER,
     ),
     hooks=Hooks(
         arm=eventsub.arm,

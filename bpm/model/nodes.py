@@ -377,6 +377,17 @@ class SubProcess(Activity):
 
 
 @dataclass(frozen=True)
+class Transaction(SubProcess):
+    """A transaction sub-process (BPMN 2.0.2, 10.3.4): a sub-process whose cancel end
+    event undoes it. Completing normally it is a sub-process; a cancel end event inside
+    it ends what else runs inside, compensates the activities it completed (newest
+    first), then takes its cancel boundary event's flow (``bpm.kinds.transaction``)."""
+
+    json_name: ClassVar[str] = "transaction"
+    tag: ClassVar[str] = "transaction"
+
+
+@dataclass(frozen=True)
 class EventSubProcess(Activity):
     """An event sub-process (``triggeredByEvent``): no flows in or out; its start event
     (timer or error) starts it inside the enclosing scope. Its ``inputs`` become its local
@@ -570,6 +581,27 @@ class BoundaryEvent(Node):
     @property
     def is_compensation(self) -> bool:
         return self.compensate_with is not None
+
+
+@dataclass(frozen=True)
+class CancelBoundaryEvent(BoundaryEvent):
+    """A cancel boundary event of a transaction: taken when a cancel end event inside it
+    was reached, once the transaction's completed activities were compensated. Always
+    interrupting; nothing arms it."""
+
+    json_name: ClassVar[str] = "cancel_boundary_event"
+
+    @property
+    def is_error(self) -> bool:
+        return False  # it catches a cancellation, never an error
+
+
+@dataclass(frozen=True)
+class CancelEndEvent(Node):
+    """A cancel end event (in a transaction only): cancels its transaction."""
+
+    json_name: ClassVar[str] = "cancel_end_event"
+    tag: ClassVar[str] = "endEvent"
 
 
 class EventKind(StrEnum):

@@ -19,6 +19,7 @@ Kinds of timer rows:
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -116,13 +117,18 @@ def catch_event(walker: Walk, tok: Token, node: n.TimerCatchEvent) -> None:
 # -- boundary timers ----------------------------------------------------------------------
 
 
-def schedule_boundaries(walker: Walk, tok: Token) -> None:
-    """When an activity is entered: one ``timeout`` timer per timer boundary event.
+def schedule_boundaries(walker: Walk, tok: Token, only: Collection[str] | None = None) -> None:
+    """When an activity is entered: one ``timeout`` timer per timer boundary event
+    (``only``: of those boundary events, for a migration that adds them).
 
     Every fire time is resolved before any row is written: if one cannot be (a ``${var}``
     that is not set), the token fails with an incident and no timer is left behind.
     """
-    boundaries = [b for b in walker.model.boundaries.get(tok.node_id, ()) if b.timer is not None]
+    boundaries = [
+        b
+        for b in walker.model.boundaries.get(tok.node_id, ())
+        if b.timer is not None and (only is None or b.id in only)
+    ]
     if not boundaries:
         return
     w = walker.work
