@@ -39,7 +39,7 @@ from bpm.engine.core import EngineCore
 from bpm.engine.decision_history import Caller
 from bpm.engine.decisions import DecisionCall, Evaluated, prepare_call, record_call
 from bpm.engine.mailbox import deliver_buffered
-from bpm.errors import NotFound
+from bpm.errors import BpmError, NotFound
 from bpm.events import ended_by
 from bpm.expressions_feel import CLOCK as FEEL_CLOCK
 from bpm.kinds import KINDS
@@ -238,7 +238,14 @@ class Unit:
         if node.binding is n.CallBinding.VERSION:
             return defs_store.by_version(self.conn, key, int(node.version or 0))
         if node.binding is n.CallBinding.VERSION_TAG:
-            return defs_store.by_version_tag(self.conn, key, node.version or "")
+            tagged = defs_store.by_version_tag(self.conn, key, node.version or "")
+            if len(tagged) > 1:
+                # as Camunda 7: a tag two versions carry names no one process to call
+                raise BpmError(
+                    f"versions {tagged[1].version} and {tagged[0].version} of '{key}' both "
+                    f"have version tag '{node.version}': deploy one tag once"
+                )
+            return tagged[0] if tagged else None
         return defs_store.latest(self.conn, key)
 
     def start_child(
