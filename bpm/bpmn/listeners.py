@@ -9,6 +9,10 @@
 * Zeebe ``<zeebe:executionListeners><zeebe:executionListener eventType="start"
   type="audit"/>``: the inline handler named by the job type.
 
+A user task's (:func:`parse_user_listeners`) also: ``start`` and ``end`` execution listeners,
+``camunda:taskListener`` of every event (``timeout`` with the ``timerEventDefinition`` inside
+it), Zeebe's ``zeebe:taskListeners`` as those events.
+
 What is not run deploys with a warning naming it: other events (``take``), listeners of
 other elements (read by :func:`bpm.bpmn.extensions.read_extensions`), scripts in other
 languages, field injections.
