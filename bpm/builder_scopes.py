@@ -79,6 +79,9 @@ class ScopeMethods:
         until: str | None = None,
         inputs: Mappings | None = None,
         outputs: Mappings | None = None,
+        loop_while: str | None = None,
+        test_before: bool = False,
+        loop_maximum: int | None = None,
     ) -> dict[str, Any]:
         """The ``loop``, ``inputs`` and ``outputs`` of an activity from builder options:
 
@@ -88,9 +91,23 @@ class ScopeMethods:
         their outputs in input order (each one's ``output`` expression, or the variables
         it set), ``until`` is the completion condition (over ``nrOfCompletedInstances``,
         ``nrOfInstances``, ``nrOfActiveInstances``, ``loopCounter``...). ``inputs`` and
-        ``outputs`` map variables into and out of the activity."""
-        loop = None
-        if for_each is not None or times is not None:
+        ``outputs`` map variables into and out of the activity.
+
+        ``loop_while`` (a condition) and/or ``loop_maximum`` make it a standard loop: it
+        runs again while the condition holds (``loopCounter``: iterations done), tested
+        after each iteration, or before it too with ``test_before=True``."""
+        loop: n.MultiInstance | None = None
+        if loop_while is not None or loop_maximum is not None or test_before:
+            loop = n.StandardLoop(
+                condition=self._cel(id, "loop_while", loop_while),
+                test_before=test_before,
+                maximum=loop_maximum,
+            )
+            if for_each is not None or times is not None:
+                self._problems.append(
+                    Problem(f"'{id}' is a standard loop and multi-instance: choose one", id)
+                )
+        elif for_each is not None or times is not None:
             loop = n.MultiInstance(
                 parallel=parallel,
                 cardinality=self._cel(id, "times", None if times is None else str(times)),
@@ -134,6 +151,37 @@ class ScopeMethods:
         with self._inside(id):
             body(self)
         return self
+
+    def transaction(
+        self,
+        id: str,
+        body: Callable[[Self], object],
+        *,
+        name: str | None = None,
+        inputs: Mappings | None = None,
+        outputs: Mappings | None = None,
+    ) -> Self:
+        """A transaction sub-process: a sub-process (``body`` adds its nodes) that a
+        :meth:`cancel_end` inside it undoes: what else runs inside is cancelled, the
+        activities it completed are compensated newest first, then the flow of its
+        :meth:`boundary_cancel` is taken (``docs/bpmn.md``)."""
+        self._add(
+            n.Transaction(
+                id, name, inputs=self._mappings(id, inputs), outputs=self._mappings(id, outputs)
+            )
+        )
+        with self._inside(id):
+            body(self)
+        return self
+
+    def cancel_end(self, id: str, *, name: str | None = None) -> Self:
+        """A cancel end event (inside :meth:`transaction` only): cancels the transaction."""
+        return self._add(n.CancelEndEvent(id, name))
+
+    def boundary_cancel(self, id: str, attached_to: str, *, name: str | None = None) -> Self:
+        """The cancel boundary event of transaction ``attached_to``: where the instance
+        goes once a cancelled transaction was compensated."""
+        return self._add(n.CancelBoundaryEvent(id, name, attached_to=attached_to))
 
     def event_sub_process(
         self,

@@ -1,8 +1,8 @@
 """Events: start (none, timer, message, signal; error, escalation or compensation in an
-event sub-process), end (none, terminate, error, escalation, compensation, message, signal),
-intermediate catch (timer, link, message, signal), intermediate throw (none: pass through;
-escalation; link; compensation; message: an inline step; signal), boundary (timer, error,
-escalation, compensation, message, signal)."""
+event sub-process), end (none, terminate, error, escalation, compensation, message, signal,
+cancel), intermediate catch (timer, link, message, signal), intermediate throw (none: pass
+through; escalation; link; compensation; message: an inline step; signal), boundary (timer,
+error, escalation, compensation, message, signal, cancel)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.event_refs import catch_variables, escalation_code, link_name
 from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
 from bpm.bpmn.mappings import IO_USES
-from bpm.bpmn.messages import EVENT_DEFINITIONS, event_ref, is_event
+from bpm.bpmn.messages import EVENT_DEFINITIONS, catch_definitions, event_ref, is_event
 from bpm.bpmn.namespaces import local, pretty
 from bpm.bpmn.scopes import activity_fields
 from bpm.bpmn.usertasks import (
@@ -46,6 +46,7 @@ _TIMER_KINDS = {
 _TIMER = frozenset({"timerEventDefinition"})
 _ESCALATION = "escalationEventDefinition"
 _LINK = "linkEventDefinition"
+_CANCEL = "cancelEventDefinition"  # a transaction's (bpm.kinds.transaction)
 
 
 def _common(el: Element, ctx: Context, uses: frozenset[str] = frozenset()) -> None:
@@ -132,7 +133,9 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
     defs = event_definitions(
-        el, ctx, _TIMER | EVENT_DEFINITIONS | {"errorEventDefinition", _ESCALATION, COMPENSATE}
+        el,
+        ctx,
+        _TIMER | catch_definitions() | {"errorEventDefinition", _ESCALATION, COMPENSATE},
     )
     form_key: str | None = None
     form_ref: dict[str, str] = {}
@@ -193,7 +196,9 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
     """``endEvent``: none, terminate, error, escalation, compensation, message (an inline
     step) or signal."""
     allowed = (
-        frozenset({"terminateEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
+        frozenset(
+            {"terminateEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE, _CANCEL}
+        )
         | EVENT_DEFINITIONS
     )
     if _throws_message(el):
@@ -213,6 +218,8 @@ def parse_end(el: Element, ctx: Context) -> n.Node:
         return n.EndEvent(node_id, name, line, kind=n.EndKind.COMPENSATE, activity_ref=ref)
     if local(defs[0]) == "terminateEventDefinition":
         return n.EndEvent(node_id, name, line, kind=n.EndKind.TERMINATE)
+    if local(defs[0]) == _CANCEL:
+        return n.CancelEndEvent(node_id, name, line)
     if local(defs[0]) == _ESCALATION:
         esc = escalation_code(defs[0], el, ctx, required=True)
         if esc is None:
@@ -227,7 +234,7 @@ def parse_catch(el: Element, ctx: Context) -> n.Node:
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER | EVENT_DEFINITIONS | {_LINK})
+    defs = event_definitions(el, ctx, _TIMER | catch_definitions() | {_LINK})
     if defs and local(defs[0]) == _LINK:
         link = link_name(defs[0], el, ctx)
         if not link:
@@ -327,7 +334,8 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
     node_id, name, line = base(el, ctx)
     allowed = (
         frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
-        | EVENT_DEFINITIONS
+        | catch_definitions()
+        | {_CANCEL}
     )
     before = len(ctx.problems)
     defs = event_definitions(el, ctx, allowed)
@@ -337,9 +345,14 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
         return n.BoundaryEvent(
             node_id, name, line, attached_to=el.get("attachedToRef", ""), compensate_with=UNLINKED
         )
-    if defs and local(defs[0]) == COMPENSATE:  # its handler comes from an association
-        return n.BoundaryEvent(
-            node_id, name, line, attached_to=el.get("attachedToRef", ""), compensate_with=UNLINKED
+    if defs and local(defs[0]) == _CANCEL:
+        interrupting = el.get("cancelActivity", "true").strip().lower() != "false"
+        return n.CancelBoundaryEvent(
+            node_id,
+            name,
+            line,
+            attached_to=el.get("attachedToRef", ""),
+            cancel_activity=interrupting,
         )
     if not defs:
         ctx.report(

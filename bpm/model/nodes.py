@@ -56,6 +56,13 @@ class Node:
         return ()
 
     @property
+    def listens_to_task(self) -> tuple[Listener, ...]:
+        """A user task's listeners of the task's later events (``assignment``, ``update``,
+        ``complete``, ``delete``, ``timeout``, and its ``end`` execution listeners), run on a
+        worker while the task is open (:mod:`bpm.engine.task_listeners`)."""
+        return ()
+
+    @property
     def host(self) -> str | None:
         """The activity this node is attached to (a boundary event's); None: it stands on
         its own in the flow. The cockpit's layout and the runtime ask this, not the class."""
@@ -173,21 +180,54 @@ class VariableMapping:
 @dataclass(frozen=True)
 class Listener:
     """An execution listener (``kind="execution"``: events ``start``, ``end``) or a task listener
-    (``kind="task"``: ``create``) of an activity: the inline handler ``handler`` (``camunda:class``,
+    (``kind="task"``: ``create``, ``assignment``, ``update``, ``complete``, ``delete``,
+    ``timeout``) of an activity: the inline handler ``handler`` (``camunda:class``,
     ``expression``, ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
     (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's attempt: start
-    listeners before the activity's work, end listeners after it."""
+    listeners before the activity's work, end listeners after it; a user task's task listeners in
+    a step of their own (:mod:`bpm.engine.task_listeners`). ``timer``: when a ``timeout`` task
+    listener fires, counted from the task's creation; ``retries``: the attempts of its step
+    (Zeebe's ``retries``; None: the default policy)."""
 
     event: str
     handler: str | None = None
     script: str | None = None
     kind: str = "execution"
+    timer: TimerSpec | None = None
+    retries: int | None = None
 
     @property
     def label(self) -> str:
         """How the trail and errors name it: ``start listener 'audit'``."""
         what = f"'{self.handler}'" if self.handler else "(Python script)"
         return f"{self.event} listener {what}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON in a stored model: the fields added later only when set, so models
+        stored before keep their checksum."""
+        out: dict[str, Any] = {
+            "event": self.event,
+            "handler": self.handler,
+            "script": self.script,
+            "kind": self.kind,
+        }
+        if self.timer is not None:
+            out["timer"] = {"kind": self.timer.kind.value, "expression": self.timer.expression}
+        if self.retries is not None:
+            out["retries"] = self.retries
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Listener:
+        timer = data.get("timer")
+        return cls(
+            data["event"],
+            data.get("handler"),
+            data.get("script"),
+            data.get("kind", "execution"),
+            TimerSpec(TimerKind(timer["kind"]), timer["expression"]) if timer else None,
+            data.get("retries"),
+        )
 
 
 @dataclass(frozen=True)
@@ -211,12 +251,30 @@ class MultiInstance:
 
 
 @dataclass(frozen=True)
+class StandardLoop(MultiInstance):
+    """A standard loop marker (``standardLoopCharacteristics``, BPMN 2.0.2 10.3.8): run
+    the activity again and again, one iteration at a time, while ``condition`` (CEL over
+    the variables, with ``loopCounter`` the iterations done so far) holds, tested before
+    each iteration (``test_before``) or after it, at most ``maximum`` times.
+
+    It runs in the scopes a sequential multi-instance activity has (a body, one inner
+    instance per iteration with the local ``loopCounter``), hence the base class; the
+    multi-instance fields are unused (``bpm.kinds.standard_loop``)."""
+
+    parallel: bool = False
+    condition: str | None = None
+    test_before: bool = False
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
 class Activity(Node):
     """What every activity may carry: a multi-instance marker and variable mappings
     (``inputs`` become local variables of the activity; ``outputs`` are written to the
     enclosing scope when it completes)."""
 
     loop: MultiInstance | None = field(default=None, metadata=SPARSE)
+    """A multi-instance marker, or a :class:`StandardLoop`."""
     inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     for_compensation: bool = field(default=False, metadata=SPARSE)
@@ -321,6 +379,12 @@ class UserTask(Activity):
     def waits(self) -> bool:
         return True
 
+    @property
+    def listens_to_task(self) -> tuple[Listener, ...]:
+        return tuple(x for x in self.listeners if x.kind == "task" and x.event != "create") + tuple(
+            x for x in self.listeners if x.kind == "execution" and x.event == "end"
+        )
+
 
 @dataclass(frozen=True)
 class ExclusiveGateway(Node):
@@ -377,6 +441,17 @@ class SubProcess(Activity):
 
 
 @dataclass(frozen=True)
+class Transaction(SubProcess):
+    """A transaction sub-process (BPMN 2.0.2, 10.3.4): a sub-process whose cancel end
+    event undoes it. Completing normally it is a sub-process; a cancel end event inside
+    it ends what else runs inside, compensates the activities it completed (newest
+    first), then takes its cancel boundary event's flow (``bpm.kinds.transaction``)."""
+
+    json_name: ClassVar[str] = "transaction"
+    tag: ClassVar[str] = "transaction"
+
+
+@dataclass(frozen=True)
 class EventSubProcess(Activity):
     """An event sub-process (``triggeredByEvent``): no flows in or out; its start event
     (timer or error) starts it inside the enclosing scope. Its ``inputs`` become its local
@@ -404,7 +479,10 @@ class CallActivity(Activity):
     ``call_inputs`` become the child's variables (all of the caller's with ``all_in``);
     ``call_outputs`` are copied back when it completes (all of the child's with
     ``all_out``). ``business_key``: CEL for the child's business key; ``inherit_key``
-    passes the caller's own."""
+    passes the caller's own. Camunda's ``local="true"``: ``all_in_local`` and the targets in
+    ``local_inputs`` read only the call activity's own variables (its input parameters),
+    ``all_out_local`` and the targets in ``local_outputs`` are written into them (read by
+    its output parameters, gone when it ends)."""
 
     json_name: ClassVar[str] = "call_activity"
     tag: ClassVar[str] = "callActivity"
@@ -418,6 +496,10 @@ class CallActivity(Activity):
     all_out: bool = False
     business_key: str | None = None
     inherit_key: bool = False
+    all_in_local: bool = field(default=False, metadata=SPARSE)
+    all_out_local: bool = field(default=False, metadata=SPARSE)
+    local_inputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
+    local_outputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
     @property
     def waits(self) -> bool:
@@ -572,11 +654,34 @@ class BoundaryEvent(Node):
         return self.compensate_with is not None
 
 
+@dataclass(frozen=True)
+class CancelBoundaryEvent(BoundaryEvent):
+    """A cancel boundary event of a transaction: taken when a cancel end event inside it
+    was reached, once the transaction's completed activities were compensated. Always
+    interrupting; nothing arms it."""
+
+    json_name: ClassVar[str] = "cancel_boundary_event"
+
+    @property
+    def is_error(self) -> bool:
+        return False  # it catches a cancellation, never an error
+
+
+@dataclass(frozen=True)
+class CancelEndEvent(Node):
+    """A cancel end event (in a transaction only): cancels its transaction."""
+
+    json_name: ClassVar[str] = "cancel_end_event"
+    tag: ClassVar[str] = "endEvent"
+
+
 class EventKind(StrEnum):
-    """What an event waits for or throws besides timers and errors."""
+    """What an event waits for or throws besides timers and errors (each a trigger kind
+    of :mod:`bpm.kinds` whose waits are subscriptions)."""
 
     MESSAGE = "message"
     SIGNAL = "signal"
+    CONDITIONAL = "conditional"
 
 
 @dataclass(frozen=True)
@@ -585,11 +690,19 @@ class EventRef:
 
     ``correlation_key``: for a message, CEL over the variables evaluated when the wait
     opens (Zeebe's ``zeebe:subscription correlationKey``); the message must carry the same
-    value to be correlated. Signals are broadcast and have none."""
+    value to be correlated. Signals are broadcast and have none.
+
+    A conditional event (``bpm.kinds.conditional``) fires when ``condition`` (CEL) holds,
+    evaluated when its wait opens and on each variable change its scope sees; ``name`` is
+    the one variable whose changes count (``camunda:variableName``; "" for any) and
+    ``variable_events`` the changes that count (``create``, ``update``, ``delete``; empty
+    for all). Both are left out of the model's JSON when unset."""
 
     kind: EventKind
     name: str
     correlation_key: str | None = None
+    condition: str | None = field(default=None, metadata=SPARSE)
+    variable_events: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
 
 @dataclass(frozen=True)

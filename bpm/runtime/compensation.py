@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "advance",
     "compensate_instance",
+    "compensate_region",
     "end_event",
     "records",
     "remember",
@@ -172,6 +173,38 @@ def _throw(walker: Walk, tok: Token, activity_ref: str | None, *, instance: bool
     )
     if instance and work.instance.state in (InstanceState.ACTIVE, InstanceState.SUSPENDED):
         work.set_state(InstanceState.COMPENSATING, node=tok.node_id)
+    if not chosen:
+        return False
+    run = _open_run(walker, tok.node_id, tok.scope_id, tok.id, chosen)
+    work.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.SCOPE, run.id))
+    _start_next(walker, run)
+    return True
+
+
+def compensate_region(walker: Walk, tok: Token, region_id: str) -> bool:
+    """Compensate every completed activity of region ``region_id`` (a sub-process scope,
+    possibly ended already: a cancelled transaction's), newest first, ``tok`` waiting until
+    that is done and then moving on; False when there is nothing to compensate (``tok``
+    is left as it was). A run that was going on inside the region and ended with it gives
+    its records back, so they are compensated with the others."""
+    work = walker.work
+    chosen = []
+    for r in records(work):
+        if r.scope_id != region_id:
+            continue
+        if r.state in _OPEN:
+            run = work.scope(r.run_id or "")
+            if run is not None and run.state is ScopeState.ACTIVE:
+                continue
+            r = work.move(r, CompensableState.RECORDED, payload={"reason": "run ended"})
+        if r.state is CompensableState.RECORDED:
+            chosen.append(r)
+    work.record(
+        "compensation_thrown",
+        token_id=tok.id,
+        node_id=tok.node_id,
+        payload={"region": region_id, "activities": [r.node_id for r in reversed(chosen)]},
+    )
     if not chosen:
         return False
     run = _open_run(walker, tok.node_id, tok.scope_id, tok.id, chosen)

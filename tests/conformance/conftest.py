@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from bpm.runtime.records import Timer
 from bpm.store import tables
 from bpm.testing import BpmTest
 
@@ -38,3 +39,36 @@ def open_subscriptions(kit: BpmTest, kind: str | None = None) -> list[tuple[str,
         query = query.where(t.c.kind == kind)
     with kit.engine.db.connect() as conn:
         return sorted((r.kind, r.name, r.node_id) for r in conn.execute(query))
+
+
+def execute_job(kit: BpmTest, timer: Timer) -> None:
+    """Camunda's ``managementService.executeJob`` for a timer job: the timer fires now,
+    whatever its due time, and what it leads to runs."""
+    kit.engine.fire_timer_now(timer.id)
+    kit.run()
+
+
+def only_timer(kit: BpmTest, instance_id: str | None = None) -> Timer:
+    """The one pending timer (Camunda: ``createJobQuery().singleResult()``)."""
+    (timer,) = kit.engine.timers(instance_id)
+    return timer
+
+
+def task_names(kit: BpmTest, instance_id: str | None = None) -> list[str]:
+    """The open user tasks' names (every instance's when no id is given), sorted."""
+    return sorted(t.name or "" for t in kit.engine.user_tasks(instance_id))
+
+
+def complete_all(kit: BpmTest, node_id: str | None = None) -> None:
+    """Complete every open user task (at ``node_id``), one at a time, running what follows."""
+    for task in kit.engine.user_tasks(node_id=node_id):
+        kit.engine.complete_user_task(task.id, {})
+        kit.run()
+
+
+def complete_one(kit: BpmTest, node_id: str) -> None:
+    """Complete the single open user task at ``node_id`` (Camunda's
+    ``taskDefinitionKey(node).singleResult()``; more than one fails)."""
+    (task,) = kit.engine.user_tasks(node_id=node_id)
+    kit.engine.complete_user_task(task.id, {})
+    kit.run()
