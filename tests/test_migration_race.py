@@ -110,7 +110,7 @@ def test_a_free_race_has_exactly_one_outcome(
     """v2 drops the step: a migration that comes first is refused (naming it); one that
     comes after the step finished moves the instance. Either way the step ran once and
     exactly one task waits."""
-    engine, q = pg
+    engine, _ = pg
     v1 = engine.deploy(line(external=external))
     inst = engine.start("race")
     task_id = ""
