@@ -56,7 +56,7 @@ from bpm.model import validate
 from bpm.model.process import NODE_CLASSES, ProcessModel
 from bpm.model.validate import Check
 from bpm.runtime import compensation as compensating
-from bpm.runtime import eventsub, multi
+from bpm.runtime import eventsub, multi, task_events
 from bpm.runtime import messages as messaging
 from bpm.runtime import timers as timing
 from bpm.runtime.hooks import Behaviour, Hooks, TimerHooks, Walk
@@ -233,6 +233,7 @@ KINDS = Kinds(
         },
         timers={
             timing.EVENT_START: TimerHooks(eventsub.timer_still_waits, eventsub.fire),
+            task_events.TIMEOUT_TIMER: task_events.TIMER_HOOKS,
             timing.EVENT_GATEWAY: TimerHooks(
                 messaging.gateway_timer_waits, messaging.gateway_timer_fired
             ),

@@ -201,7 +201,8 @@ def still_applies(walker: Walk, timer: Timer) -> bool:
     if timer.kind == TIMEOUT:
         node = walker.model.nodes.get(timer.node_id)
         return node is not None and node.host == tok.node_id
-    hook = walker.hooks.timers.get(timer.kind)  # event sub-process starts, gateways
+    # event sub-process starts, gateways, task timeouts (``task_timeout:<listener>``)
+    hook = walker.hooks.timers.get(timer.kind.partition(":")[0])
     return hook is not None and hook.still_waits(walker, tok, timer)
 
 
@@ -228,8 +229,8 @@ def apply(walker: Walk, timer: Timer) -> Timer | None:
         w.to_dispatch.append(tok.id)
     elif timer.kind == TIMEOUT:
         return _boundary_fired(walker, tok, timer)
-    elif timer.kind in walker.hooks.timers:  # event sub-process starts, gateways
-        walker.hooks.timers[timer.kind].fire(walker, tok, timer)
+    elif timer.kind.partition(":")[0] in walker.hooks.timers:  # see still_applies
+        walker.hooks.timers[timer.kind.partition(":")[0]].fire(walker, tok, timer)
     else:  # pragma: no cover - rows are written only by this package
         raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
     return None
