@@ -49,7 +49,10 @@ def test_generate_dry_run_migrate_and_undo(sqlite_database_url: str, tmp_path: P
     assert all(r["canMigrate"] and r["activityIds"] == ["a"] for r in reports)
     done = bpm_here("migrate", str(path), one[:8], two, "--annotation", "to v2", "--db", db)
     assert done.returncode == 0, done.stderr
-    operation = done.stdout.split("undo: bpm migrate --undo ")[1].split(")")[0]
+    # the console may wrap the line: read the id without the white space
+    said = "".join(done.stdout.split())
+    operation = said.split("undo:bpmmigrate--undo")[1].split(")")[0]
+    assert said.startswith(f"migrated2instancesto{v2.id}(operation{operation};")
     assert engine.get_instance(one).definition_id == v2.id
     wide = Console(width=300, record=True)
     wide.print(trail_table(engine.history(one)))

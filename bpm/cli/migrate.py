@@ -144,13 +144,13 @@ def migrate(
             if not report.ok or not all(r.can_migrate for r in reports):
                 raise typer.Exit(1)
             return
-        done = engine.migration.execute(plan, ids or None, query, by=who, annotation=annotation)
+        moved = engine.migration.execute(plan, ids or None, query, by=who, annotation=annotation)
         if as_json:
-            print_json({"operation_id": done.operation_id, "instances": list(done.instance_ids)})
+            print_json({"operation_id": moved.operation_id, "instances": list(moved.instance_ids)})
         else:
             console.print(
-                f"migrated {len(done.instance_ids)} instances to {plan.target_definition_id} "
-                f"(operation {done.operation_id}; undo: bpm migrate --undo {done.operation_id})",
+                f"migrated {len(moved.instance_ids)} instances to {plan.target_definition_id} "
+                f"(operation {moved.operation_id}; undo: bpm migrate --undo {moved.operation_id})",
                 highlight=False,
             )
 
