@@ -16,6 +16,7 @@ from functools import cached_property
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn import elements
+from bpm.bpmn import messages as definitions
 from bpm.bpmn.elements import ElementParser, parse_flow
 from bpm.builder import Process
 from bpm.cockpit import diagram
@@ -27,6 +28,7 @@ from bpm.kinds import (
     call_activity,
     compensation,
     complex,
+    conditional,
     end,
     error,
     escalation,
@@ -43,6 +45,7 @@ from bpm.kinds import (
     script_task,
     service_task,
     signal,
+    standard_loop,
     start,
     sub_process,
     terminate,
@@ -56,7 +59,7 @@ from bpm.model import validate
 from bpm.model.process import NODE_CLASSES, ProcessModel
 from bpm.model.validate import Check
 from bpm.runtime import compensation as compensating
-from bpm.runtime import eventsub, multi, task_events
+from bpm.runtime import eventsub, task_events
 from bpm.runtime import messages as messaging
 from bpm.runtime import timers as timing
 from bpm.runtime.hooks import Behaviour, Hooks, TimerHooks, Walk
@@ -161,6 +164,7 @@ class Kinds:
     def draw(self, parent: Element, node: n.Node, attrs: dict[str, str], d: Drawing) -> Element:
         """Writes ``node`` into the cockpit's diagram: its element, then its trigger."""
         el = self.of(node).draw(parent, node, attrs, d)
+        standard_loop.draw_marker(el, node)
         trigger = self.trigger_of(node)
         if trigger is not None:
             trigger.draw(el, node, d)
@@ -218,19 +222,21 @@ KINDS = Kinds(
         compensation.TRIGGER,
         link.TRIGGER,
         terminate.TRIGGER,
+        conditional.TRIGGER,
         transaction.TRIGGER,
     ),
     hooks=Hooks(
         arm=eventsub.arm,
         disarm=eventsub.disarm,
         start_event_subprocess=eventsub.start,
-        start_loop=multi.start,
+        start_loop=standard_loop.start_loop,
         release_joins=releases(_ELEMENTS),
         settlers={
-            ScopeKind.INNER_INSTANCE: multi.inner_done,
+            ScopeKind.INNER_INSTANCE: standard_loop.inner_done,
             ScopeKind.EVENT_SUBPROCESS: eventsub.complete,
             ScopeKind.COMPENSATION: compensating.advance,
         },
+        settle_unit=conditional.settle,
         timers={
             timing.EVENT_START: TimerHooks(eventsub.timer_still_waits, eventsub.fire),
             task_events.TIMEOUT_TIMER: task_events.TIMER_HOOKS,
@@ -243,6 +249,7 @@ KINDS = Kinds(
 """The registry: add a kind here, in its own module."""
 
 elements.install(KINDS.parsers)  # the BPMN parser dispatches by tag through the registry
+definitions.install_catches({conditional.DEFINITION: conditional.parse_definition})
 validate.install(KINDS.checks)  # and the validator runs each kind's own checks
 
 

@@ -251,12 +251,30 @@ class MultiInstance:
 
 
 @dataclass(frozen=True)
+class StandardLoop(MultiInstance):
+    """A standard loop marker (``standardLoopCharacteristics``, BPMN 2.0.2 10.3.8): run
+    the activity again and again, one iteration at a time, while ``condition`` (CEL over
+    the variables, with ``loopCounter`` the iterations done so far) holds, tested before
+    each iteration (``test_before``) or after it, at most ``maximum`` times.
+
+    It runs in the scopes a sequential multi-instance activity has (a body, one inner
+    instance per iteration with the local ``loopCounter``), hence the base class; the
+    multi-instance fields are unused (``bpm.kinds.standard_loop``)."""
+
+    parallel: bool = False
+    condition: str | None = None
+    test_before: bool = False
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
 class Activity(Node):
     """What every activity may carry: a multi-instance marker and variable mappings
     (``inputs`` become local variables of the activity; ``outputs`` are written to the
     enclosing scope when it completes)."""
 
     loop: MultiInstance | None = field(default=None, metadata=SPARSE)
+    """A multi-instance marker, or a :class:`StandardLoop`."""
     inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     for_compensation: bool = field(default=False, metadata=SPARSE)
@@ -461,7 +479,10 @@ class CallActivity(Activity):
     ``call_inputs`` become the child's variables (all of the caller's with ``all_in``);
     ``call_outputs`` are copied back when it completes (all of the child's with
     ``all_out``). ``business_key``: CEL for the child's business key; ``inherit_key``
-    passes the caller's own."""
+    passes the caller's own. Camunda's ``local="true"``: ``all_in_local`` and the targets in
+    ``local_inputs`` read only the call activity's own variables (its input parameters),
+    ``all_out_local`` and the targets in ``local_outputs`` are written into them (read by
+    its output parameters, gone when it ends)."""
 
     json_name: ClassVar[str] = "call_activity"
     tag: ClassVar[str] = "callActivity"
@@ -475,6 +496,10 @@ class CallActivity(Activity):
     all_out: bool = False
     business_key: str | None = None
     inherit_key: bool = False
+    all_in_local: bool = field(default=False, metadata=SPARSE)
+    all_out_local: bool = field(default=False, metadata=SPARSE)
+    local_inputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
+    local_outputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
     @property
     def waits(self) -> bool:
@@ -651,10 +676,12 @@ class CancelEndEvent(Node):
 
 
 class EventKind(StrEnum):
-    """What an event waits for or throws besides timers and errors."""
+    """What an event waits for or throws besides timers and errors (each a trigger kind
+    of :mod:`bpm.kinds` whose waits are subscriptions)."""
 
     MESSAGE = "message"
     SIGNAL = "signal"
+    CONDITIONAL = "conditional"
 
 
 @dataclass(frozen=True)
@@ -663,11 +690,19 @@ class EventRef:
 
     ``correlation_key``: for a message, CEL over the variables evaluated when the wait
     opens (Zeebe's ``zeebe:subscription correlationKey``); the message must carry the same
-    value to be correlated. Signals are broadcast and have none."""
+    value to be correlated. Signals are broadcast and have none.
+
+    A conditional event (``bpm.kinds.conditional``) fires when ``condition`` (CEL) holds,
+    evaluated when its wait opens and on each variable change its scope sees; ``name`` is
+    the one variable whose changes count (``camunda:variableName``; "" for any) and
+    ``variable_events`` the changes that count (``create``, ``update``, ``delete``; empty
+    for all). Both are left out of the model's JSON when unset."""
 
     kind: EventKind
     name: str
     correlation_key: str | None = None
+    condition: str | None = field(default=None, metadata=SPARSE)
+    variable_events: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _sparse(value: Any) -> dict[str, Any]:
+    """A value's fields, less its sparse ones left at their default (nodes.SPARSE)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if not (f.metadata.get("sparse") and item == _default(f)):
+            out[f.name] = list(item) if isinstance(item, tuple) else item
+    return out
+
+
 def _node_to_dict(node: n.Node) -> dict[str, Any]:
     out: dict[str, Any] = {"type": _KIND_OF[type(node)]}
     for f in dataclasses.fields(node):
@@ -356,7 +366,9 @@ def _node_to_dict(node: n.Node) -> dict[str, Any]:
             value = value.to_dict()
         elif isinstance(value, n.TimerSpec):
             value = {"kind": value.kind.value, "expression": value.expression}
-        elif isinstance(value, n.MultiInstance | n.EventRef):
+        elif isinstance(value, n.EventRef):
+            value = _sparse(value)
+        elif isinstance(value, n.MultiInstance):
             value = dataclasses.asdict(value)
         elif isinstance(value, Mapping):
             value = dict(value)
@@ -380,9 +392,15 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
         elif f.name == "kind" and cls is n.EndEvent:
             value = n.EndKind(value)
         elif f.name == "event" and value is not None:
-            value = n.EventRef(n.EventKind(value["kind"]), value["name"], value["correlation_key"])
+            value = n.EventRef(
+                n.EventKind(value["kind"]),
+                value["name"],
+                value["correlation_key"],
+                value.get("condition"),
+                tuple(value.get("variable_events", ())),
+            )
         elif f.name == "loop" and value is not None:
-            value = n.MultiInstance(**value)
+            value = (n.StandardLoop if "test_before" in value else n.MultiInstance)(**value)
         elif f.name in _MAPPING_FIELDS:
             value = tuple(n.VariableMapping(**x) for x in value)
         elif f.name == "form_fields":

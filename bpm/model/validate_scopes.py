@@ -32,7 +32,9 @@ def check_scopes(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
     yield from _start_events(model)
     for node in model.nodes.values():
         if isinstance(node, n.Activity):
-            if node.loop is not None:
+            if isinstance(node.loop, n.StandardLoop):
+                yield from _standard_loop(node, node.loop)
+            elif node.loop is not None:
                 yield from _multi_instance(node, node.loop, warnings)
             yield from _mappings(node, node.inputs, "input")
             yield from _mappings(node, node.outputs, "output")
@@ -176,6 +178,19 @@ def _multi_instance(
         )
 
 
+def _standard_loop(node: n.Activity, loop: n.StandardLoop) -> Iterator[Problem]:
+    """A condition that compiles, or a maximum: without either it would loop for ever."""
+    if loop.condition is None and loop.maximum is None:
+        yield _at(
+            node,
+            f"the standard loop of '{node.id}' has neither a loopCondition nor a loopMaximum: "
+            "it would run for ever; say while it runs again, or how often at most",
+        )
+    if loop.maximum is not None and loop.maximum < 0:
+        yield _at(node, f"the loopMaximum of '{node.id}' is {loop.maximum}: give a number >= 0")
+    yield from _compiles(node, "the loop condition", loop.condition, condition=True)
+
+
 def _mappings(
     node: n.Node, mappings: tuple[n.VariableMapping, ...], kind: str
 ) -> Iterator[Problem]:
@@ -185,6 +200,10 @@ def _mappings(
         yield from _compiles(node, f"{kind} '{mapping.target}'", mapping.source)
 
 
+_VARIABLE = re.compile(r"^[$#]\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}$")
+"""``${name}``: a version (tag) read from a variable when the call activity is reached."""
+
+
 def _call(node: n.CallActivity) -> Iterator[Problem]:
     if not node.called_element.strip():
         yield _at(
@@ -192,11 +211,14 @@ def _call(node: n.CallActivity) -> Iterator[Problem]:
             f"call activity '{node.id}' has no calledElement: name the process it starts "
             '(calledElement="processKey", or zeebe:calledElement processId="...")',
         )
-    if node.binding is n.CallBinding.VERSION and not (node.version or "").strip().isdigit():
+    version = (node.version or "").strip()
+    if node.binding is n.CallBinding.VERSION and not (
+        version.isdigit() or _VARIABLE.match(version)
+    ):
         yield _at(
             node,
             f"call activity '{node.id}' binds a version but '{node.version or ''}' is not a "
-            "version number: set calledElementVersion to a number",
+            "version number: set calledElementVersion to a number (or ${variable})",
         )
     if node.binding is n.CallBinding.VERSION_TAG and not (node.version or "").strip():
         yield _at(node, f"call activity '{node.id}' binds a version tag but names none")

@@ -31,6 +31,7 @@ from bpm.runtime.hooks import Behaviour, Decider, Hooks, Relatives
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
+    SUBSCRIBED,
     BlockKind,
     IncidentState,
     InstanceState,
@@ -279,7 +280,7 @@ class Walker:
                     lock_expires_at=None,
                     updated_at=w.now,
                 )
-        elif tok.blocked_kind in (BlockKind.MESSAGE, BlockKind.SIGNAL) and tok.blocked_id:
+        elif tok.blocked_kind in SUBSCRIBED and tok.blocked_id:
             messages.cancel(self, tok.blocked_id)
         elif tok.blocked_kind is BlockKind.EVENT_GATEWAY:
             messages.cancel_of_token(self, tok)
