@@ -463,7 +463,7 @@ def test_settings_understood_but_not_honoured_deploy_with_a_warning_naming_each(
     expected = [
         ("camunda:asyncBefore", "'start'"),
         ("camunda:asyncAfter", "'work'"),
-        ("camunda:executionListener", "'end'"),  # listeners of events do not run yet
+        ("camunda:executionListener", "'end'"),  # a take listener belongs on a flow
     ]
     for setting, element in expected:
         assert any(setting in w and element in w for w in model.warnings), (setting, model)
