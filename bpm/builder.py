@@ -188,6 +188,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         compensate_retry: RetryPolicy | None = None,
         for_compensation: bool = False,
         listeners: Iterable[tuple[str, str]] = (),
+        **loop: Any,
     ) -> Self:
         """Inline work (``handler``, run by a Celery worker) or external work (``topic``).
 
@@ -209,7 +210,9 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         ``lease`` is how long a worker may hold the task before it is given to another.
         ``for_each`` ... ``until`` make it multi-instance and ``inputs`` / ``outputs``
         map variables (see :meth:`ScopeMethods._activity`): ``for_each="items",
-        as_="item", parallel=True, collect="results"`` runs it once per item.
+        as_="item", parallel=True, collect="results"`` runs it once per item;
+        ``loop_while``, ``test_before``, ``loop_maximum`` (``**loop``) make it a standard
+        loop.
         """
         policy: RetryPolicy | None = None
         if isinstance(retry, str):
@@ -258,6 +261,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
                 until=until,
                 inputs=inputs,
                 outputs=outputs,
+                **loop,
             ),
         )
         self._add(node)

@@ -79,6 +79,9 @@ class ScopeMethods:
         until: str | None = None,
         inputs: Mappings | None = None,
         outputs: Mappings | None = None,
+        loop_while: str | None = None,
+        test_before: bool = False,
+        loop_maximum: int | None = None,
     ) -> dict[str, Any]:
         """The ``loop``, ``inputs`` and ``outputs`` of an activity from builder options:
 
@@ -88,9 +91,23 @@ class ScopeMethods:
         their outputs in input order (each one's ``output`` expression, or the variables
         it set), ``until`` is the completion condition (over ``nrOfCompletedInstances``,
         ``nrOfInstances``, ``nrOfActiveInstances``, ``loopCounter``...). ``inputs`` and
-        ``outputs`` map variables into and out of the activity."""
-        loop = None
-        if for_each is not None or times is not None:
+        ``outputs`` map variables into and out of the activity.
+
+        ``loop_while`` (a condition) and/or ``loop_maximum`` make it a standard loop: it
+        runs again while the condition holds (``loopCounter``: iterations done), tested
+        after each iteration, or before it too with ``test_before=True``."""
+        loop: n.MultiInstance | None = None
+        if loop_while is not None or loop_maximum is not None or test_before:
+            loop = n.StandardLoop(
+                condition=self._cel(id, "loop_while", loop_while),
+                test_before=test_before,
+                maximum=loop_maximum,
+            )
+            if for_each is not None or times is not None:
+                self._problems.append(
+                    Problem(f"'{id}' is a standard loop and multi-instance: choose one", id)
+                )
+        elif for_each is not None or times is not None:
             loop = n.MultiInstance(
                 parallel=parallel,
                 cardinality=self._cel(id, "times", None if times is None else str(times)),

@@ -119,6 +119,16 @@ class BpmnError(Exception):
         return self.code
 
 
+class CompletionDenied(Exception):
+    """Raise in a ``complete`` task listener (Zeebe's ``completing`` listener) to deny the
+    completion: the task stays open, nothing of the completion is written, no incident
+    (:meth:`bpm.handlers.TaskContext.deny`). Not a failure: user code raises it."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class StepFailed(Exception):
     """Raise in an inline handler to fail this attempt and say what comes next, instead of
     leaving it to the retry policy: ``retry=False`` gives up now (no further attempt, the

@@ -7,13 +7,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from bpm.errors import HandlerNotFound
+from bpm.errors import CompletionDenied, HandlerNotFound
 from bpm.retry import RetryPolicy
 from bpm.scripts import PYTHON_SCRIPT, run_step
 
 
 class LeaseExtender(Protocol):
     def __call__(self, duration: timedelta | None = None) -> bool: ...
+
+
+TASK_FIELDS: tuple[str, ...] = ("assignee", "owner", "name", "description", "priority")
+"""The fields of a user task a task listener may change."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,13 @@ class TaskContext:
     properties: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     """The task's extension properties (``camunda:properties``, the builder's
     ``properties=``, ``bpm:resultVariable``)."""
+    task: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """In a task listener: the user task as the event left it (``id``, ``name``, ``assignee``,
+    ``owner``, ``priority``, ``description``, ``candidate_groups``, ``candidate_users``,
+    ``due_at``, ``event``); empty elsewhere."""
+    task_changes: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What :meth:`set_assignee` and :meth:`update_task` set, applied to the task when the
+    step finishes."""
 
     @property
     def idempotency_key(self) -> str:
@@ -55,6 +66,24 @@ class TaskContext:
             self.locals.update(name)
         else:
             self.locals[name] = value
+
+    def set_assignee(self, user_id: str | None) -> None:
+        """In a task listener: make ``user_id`` the task's assignee (None: nobody), as
+        Camunda's ``delegateTask.setAssignee``; applied when the step finishes."""
+        self.task_changes["assignee"] = user_id
+
+    def update_task(self, **fields: Any) -> None:
+        """In a task listener: change the task's ``assignee``, ``owner``, ``name``,
+        ``description`` or ``priority``; applied when the step finishes."""
+        unknown = sorted(set(fields) - set(TASK_FIELDS))
+        if unknown:
+            raise TypeError(f"a task listener cannot set {', '.join(unknown)}")
+        self.task_changes.update(fields)
+
+    def deny(self, reason: str = "") -> None:
+        """In a ``complete`` task listener: deny the completion (Zeebe's ``deny``); the task
+        stays open and nothing of the completion is written."""
+        raise CompletionDenied(reason)
 
     def extend_lease(self, duration: timedelta | None = None) -> bool:
         """Keep the lease on this step for ``duration`` (default: the task's lease) more.

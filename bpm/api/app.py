@@ -54,6 +54,7 @@ from bpm.api.routes_health import router as health_router
 from bpm.api.routes_history import router as history_router
 from bpm.api.routes_identity import router as identity_router
 from bpm.api.routes_messages import router as messages_router
+from bpm.api.routes_migration import router as migration_router
 from bpm.api.routes_modification import router as modification_router
 from bpm.api.routes_process import router as process_router
 from bpm.api.routes_task_comments import router as task_comments_router
@@ -284,6 +285,7 @@ def create_app(
     app.include_router(decision_history_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
     app.include_router(modification_router, prefix=PREFIX)
+    app.include_router(migration_router, prefix=PREFIX)
     app.include_router(messages_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)
     app.include_router(task_variables_router, prefix=PREFIX)

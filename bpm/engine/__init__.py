@@ -43,6 +43,7 @@ from bpm.engine.external_reports import Completion
 from bpm.engine.filters import Filters
 from bpm.engine.gauges import Gauges
 from bpm.engine.messages import Correlation, Message
+from bpm.engine.migration_ops import Migrations
 from bpm.engine.modification import Instruction
 from bpm.engine.queries import Queries
 from bpm.engine.replica import ReadReplica
@@ -484,6 +485,13 @@ class Engine:
             by=by,
             now=now,
         )
+
+    @property
+    def migration(self) -> Migrations:
+        """Process instance migration (Camunda's migration API): ``generate``, ``validate``,
+        ``dry_run``, ``execute`` and ``undo``; see :mod:`bpm.engine.migration_ops` and
+        ``docs/migration.md``."""
+        return Migrations(self.core)
 
     def operation_log(
         self, query: OperationLogQuery | None = None, *, offset: int = 0, limit: int | None = None

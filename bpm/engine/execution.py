@@ -33,6 +33,12 @@ from bpm.engine.listeners import enter_after_listeners, listener_step, run_with_
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.steps import Claimed, Outcome
+from bpm.engine.task_listeners import (
+    TaskListened,
+    finish_task_listeners,
+    run_task_listeners,
+    task_listener_step,
+)
 from bpm.engine.traced import StepSpans
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
@@ -40,12 +46,13 @@ from bpm.handlers import LISTENER_STEP, TaskContext
 from bpm.model import nodes as n
 from bpm.observe import StepOutcome
 from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
-from bpm.runtime.records import Token
-from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState
+from bpm.runtime.records import Token, UserTask
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState, UserTaskState
 from bpm.runtime.throwing import find, throw
 from bpm.runtime.variables import overlay
 from bpm.runtime.walker import Walker
 from bpm.runtime.work import check_variables
+from bpm.store import instances as instance_store
 from bpm.store import tokens as token_store
 from bpm.store.work import scope_chains
 
@@ -83,11 +90,25 @@ def claim(
         scoped = {tok.scope_id for tok in in_scopes if tok.scope_id}
         # a step in a scope sees its local variables
         chains = scope_chains(conn, scoped, {tok.instance_id for tok in in_scopes})
+        # a Ready token at a user task whose task is open runs the task's queued listeners
+        tasks = instance_store.open_tasks_of(
+            conn,
+            [
+                (tok.instance_id, tok.id)
+                for tok, _, definition_id, _ in got
+                if core.model(conn, definition_id).node(tok.node_id).listens_to_task
+            ],
+        )
         for tok, variables, definition_id, business_key in got:
             if tok.scope_id in scoped:
                 variables = overlay(variables, chains, tok.scope_id)
             model = core.model(conn, definition_id)
-            node = _inline(model.node(tok.node_id))
+            task = tasks.get(tok.id)
+            node = (
+                task_listener_step(model.node(tok.node_id), task)
+                if task is not None
+                else _inline(model.node(tok.node_id))
+            )
             if node is None:
                 log.error("token %s is not at an inline service task; not running it", tok.id)
                 broken.append(tok)
@@ -101,7 +122,17 @@ def claim(
                 longer.append((tok.id, worker_id, tok.attempt, now + lease))
                 tok = replace(tok, lease_expires_at=now + lease)
             steps.append(
-                Claimed(tok, variables, definition_id, node, business_key, model.key, mark)
+                Claimed(
+                    tok,
+                    variables,
+                    definition_id,
+                    node,
+                    business_key,
+                    model.key,
+                    mark,
+                    task=task,
+                    task_node=model.node(tok.node_id) if task is not None else None,
+                )
             )
         token_store.extend_leases(conn, longer, now)
     if first is not None and not any(s.token.id == first for s in steps):
@@ -150,12 +181,17 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
     )
     started = time.perf_counter()
     listened: tuple[str, ...] = ()
+    task_did: TaskListened | None = None
     if core.observers:
         observed.handler_started(core, step, worker_id, started)
     try:
         spec = core.registry.get(step.node.handler or "")
         result: Any
-        if step.node.listeners:
+        if step.task is not None and step.task_node is not None:
+            result, listened, task_did = run_task_listeners(
+                core.registry, step.task_node, step.task, ctx
+            )
+        elif step.node.listeners:
             result, listened = run_with_listeners(core.registry, step.node, ctx, spec.fn)
         else:
             result = spec.fn(ctx)
@@ -176,6 +212,7 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
             seconds=_ran_for(core, started),
             locals=dict(ctx.locals) or None,
             listeners=listened,
+            task=task_did,
         )
     if core.observers:
         observed.handler_finished(core, step, worker_id, outcome)
@@ -245,7 +282,9 @@ def _apply(
                 node_id=current.node_id,
                 payload={"listeners": list(outcome.listeners)},
             )
-        if step.node.handler == LISTENER_STEP:
+        if step.task is not None:
+            finish_task_listeners(walker, current, step.task.id, outcome.task or TaskListened())
+        elif step.node.handler == LISTENER_STEP:
             enter_after_listeners(walker, current)
         else:
             walker.leave(current)
@@ -372,7 +411,9 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
             if len(out) >= keep:
                 return out
             tok = work.tokens[token_id]
-            node = _inline(walker.model.node(tok.node_id))
+            model_node = walker.model.node(tok.node_id)
+            task = _open_task(walker, tok) if model_node.listens_to_task else None
+            node = task_listener_step(model_node, task) if task else _inline(model_node)
             spec = core.registry.find(node.handler or "") if node else None
             if tok.state is not TokenState.READY or node is None or spec is None:
                 continue
@@ -394,9 +435,19 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
                     walker.model.key,
                     mark,
                     unit.token_traces.get(tok.id, unit.traces.get(work.instance.id)),
+                    task=task,
+                    task_node=model_node if task else None,
                 )
             )
     return out
+
+
+def _open_task(walker: Walker, tok: Token) -> UserTask | None:
+    """The open user task of a token at a user task (a task listener step), if any."""
+    for task in walker.work.items_of(UserTask, tok.id):
+        if task.state is UserTaskState.OPEN:
+            return task
+    return None
 
 
 def run_token(

@@ -14,9 +14,16 @@ from bpm.engine import oplog
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import InvalidOperation, NotFound
+from bpm.runtime import task_events
 from bpm.runtime.calls import terminated_by_operator
 from bpm.runtime.records import HistoryEvent, Instance, ProcessDefinition, UserTask
-from bpm.runtime.states import BlockKind, InstanceState, TokenState, UserTaskState
+from bpm.runtime.states import (
+    LIVE_TOKEN_STATES,
+    BlockKind,
+    InstanceState,
+    TokenState,
+    UserTaskState,
+)
 from bpm.runtime.variable_types import split
 from bpm.runtime.work import InstanceWork, check_variables, claim_event
 from bpm.store import definitions as defs_store
@@ -248,15 +255,24 @@ def complete_user_task(
         if task.state is not UserTaskState.OPEN or work.instance.ended:
             raise NotFound(f"user task {task_id} is {task.state.value}, not open")
         tok = work.tokens.get(task.token_id)
-        if tok is None or tok.blocked_kind is not BlockKind.USER_TASK:
+        walker = unit.walker(work)
+        node = walker.model.node(task.node_id)
+        # A task whose listeners run (or are queued) has its token Ready, Executing or Failed
+        queued = bool(task.listening) and tok is not None and tok.state in LIVE_TOKEN_STATES
+        if tok is None or (tok.blocked_kind is not BlockKind.USER_TASK and not queued):
             raise InvalidOperation(f"user task {task_id} is no longer waiting")
         if work.instance.state is InstanceState.SUSPENDED:
             raise InvalidOperation(
                 f"instance {work.instance.id} is suspended; resume it before completing tasks"
             )
-        walker = unit.walker(work)
+        if node.listens_to_task and task_events.completes_on_worker(node, task):
+            # Its listeners run on a worker, which completes it (bpm.engine.task_listeners)
+            task_events.check_open_for_change(task)
+            task_events.queue(walker, task, "complete", variables=dict(variables or {}))
+            return work.instance
         walker.write_variables(tok, variables)
         work.move(task, UserTaskState.COMPLETED, completed_at=unit.now)
+        task_events.closed(walker, tok)
         walker.leave(tok)
         walker.run()
     return work.instance
@@ -274,13 +290,16 @@ def _assign(
             raise InvalidOperation(
                 f"Cannot claim task '{task_id}': task is already claimed by someone else."
             )
+        task_events.check_open_for_change(task)
         if task.assignee != user_id:
+            was = task.assignee
             task = work.change(
                 task,
                 event="user_task_claimed" if user_id else "user_task_unclaimed",
                 payload={"user": user_id} if user_id else {},
                 assignee=user_id,
             )
+            task = task_events.assigned(unit.walker(work), task, was)
     return task
 
 

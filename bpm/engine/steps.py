@@ -15,7 +15,7 @@ from typing import Any
 from bpm import tracing
 from bpm.errors import BpmnError, StepFailed
 from bpm.model import nodes as n
-from bpm.runtime.records import Token
+from bpm.runtime.records import Token, UserTask
 
 __all__ = ["Claimed", "Outcome"]
 
@@ -32,6 +32,8 @@ class Claimed:
     definition_key: str = ""  # the process key, for observers
     claimed_at: float = 0.0  # time.perf_counter() when the lease was taken
     trace: tracing.TraceContext | None = None  # with a tracer: the parent of its span
+    task: UserTask | None = None  # a task listener step: the open task, as claimed
+    task_node: n.Node | None = None  # ... and its user task (whose listeners run)
 
 
 @dataclass(frozen=True)
@@ -48,3 +50,4 @@ class Outcome:
     thrown: BpmnError | None = None  # the handler raised a BPMN error (not retried)
     asked: StepFailed | None = None  # the handler said what comes next (StepFailed)
     listeners: tuple[str, ...] = ()  # the execution listeners that ran, in order
+    task: Any = None  # a task listener step: what it did (task_listeners.TaskListened)

@@ -13,6 +13,7 @@ from typing import Any
 from bpm.engine.core import EngineCore
 from bpm.engine.unit import unit_of_work
 from bpm.errors import InvalidOperation, NotFound
+from bpm.runtime import task_events
 from bpm.runtime.records import UserTask
 from bpm.runtime.states import UserTaskState
 
@@ -86,12 +87,15 @@ def update_user_task(
         changed = {k: v for k, v in new.items() if getattr(task, k) != v}
         if not changed:
             return task
+        task_events.check_open_for_change(task)
+        was = task.assignee
         task = work.change(
             task,
             event="user_task_updated",
             payload={"fields": sorted(changed), "by": by or "operator"},
             **changed,
         )
+        task = task_events.updated(unit.walker(work), task, list(changed), was)
     return task
 
 
@@ -111,10 +115,13 @@ def set_assignee(
         task = _open_task(work.item(UserTask, task_id) if work else None, task_id)
         assert work is not None
         if task.assignee != user_id:
+            task_events.check_open_for_change(task)
+            was = task.assignee
             task = work.change(
                 task,
                 event="user_task_assigned",
                 payload={"user": user_id, "was": task.assignee},
                 assignee=user_id,
             )
+            task = task_events.assigned(unit.walker(work), task, was)
     return task

@@ -43,6 +43,7 @@ from bpm.kinds import (
     script_task,
     service_task,
     signal,
+    standard_loop,
     start,
     sub_process,
     terminate,
@@ -56,7 +57,7 @@ from bpm.model import validate
 from bpm.model.process import NODE_CLASSES, ProcessModel
 from bpm.model.validate import Check
 from bpm.runtime import compensation as compensating
-from bpm.runtime import eventsub, multi
+from bpm.runtime import eventsub, task_events
 from bpm.runtime import messages as messaging
 from bpm.runtime import timers as timing
 from bpm.runtime.hooks import Behaviour, Hooks, TimerHooks, Walk
@@ -161,6 +162,7 @@ class Kinds:
     def draw(self, parent: Element, node: n.Node, attrs: dict[str, str], d: Drawing) -> Element:
         """Writes ``node`` into the cockpit's diagram: its element, then its trigger."""
         el = self.of(node).draw(parent, node, attrs, d)
+        standard_loop.draw_marker(el, node)
         trigger = self.trigger_of(node)
         if trigger is not None:
             trigger.draw(el, node, d)
@@ -224,15 +226,16 @@ KINDS = Kinds(
         arm=eventsub.arm,
         disarm=eventsub.disarm,
         start_event_subprocess=eventsub.start,
-        start_loop=multi.start,
+        start_loop=standard_loop.start_loop,
         release_joins=releases(_ELEMENTS),
         settlers={
-            ScopeKind.INNER_INSTANCE: multi.inner_done,
+            ScopeKind.INNER_INSTANCE: standard_loop.inner_done,
             ScopeKind.EVENT_SUBPROCESS: eventsub.complete,
             ScopeKind.COMPENSATION: compensating.advance,
         },
         timers={
             timing.EVENT_START: TimerHooks(eventsub.timer_still_waits, eventsub.fire),
+            task_events.TIMEOUT_TIMER: task_events.TIMER_HOOKS,
             timing.EVENT_GATEWAY: TimerHooks(
                 messaging.gateway_timer_waits, messaging.gateway_timer_fired
             ),

@@ -56,6 +56,13 @@ class Node:
         return ()
 
     @property
+    def listens_to_task(self) -> tuple[Listener, ...]:
+        """A user task's listeners of the task's later events (``assignment``, ``update``,
+        ``complete``, ``delete``, ``timeout``, and its ``end`` execution listeners), run on a
+        worker while the task is open (:mod:`bpm.engine.task_listeners`)."""
+        return ()
+
+    @property
     def host(self) -> str | None:
         """The activity this node is attached to (a boundary event's); None: it stands on
         its own in the flow. The cockpit's layout and the runtime ask this, not the class."""
@@ -173,21 +180,54 @@ class VariableMapping:
 @dataclass(frozen=True)
 class Listener:
     """An execution listener (``kind="execution"``: events ``start``, ``end``) or a task listener
-    (``kind="task"``: ``create``) of an activity: the inline handler ``handler`` (``camunda:class``,
+    (``kind="task"``: ``create``, ``assignment``, ``update``, ``complete``, ``delete``,
+    ``timeout``) of an activity: the inline handler ``handler`` (``camunda:class``,
     ``expression``, ``delegateExpression``, Zeebe's job ``type``), or a sandboxed Python ``script``
     (``camunda:script scriptFormat="python"``). It runs on the worker, in the step's attempt: start
-    listeners before the activity's work, end listeners after it."""
+    listeners before the activity's work, end listeners after it; a user task's task listeners in
+    a step of their own (:mod:`bpm.engine.task_listeners`). ``timer``: when a ``timeout`` task
+    listener fires, counted from the task's creation; ``retries``: the attempts of its step
+    (Zeebe's ``retries``; None: the default policy)."""
 
     event: str
     handler: str | None = None
     script: str | None = None
     kind: str = "execution"
+    timer: TimerSpec | None = None
+    retries: int | None = None
 
     @property
     def label(self) -> str:
         """How the trail and errors name it: ``start listener 'audit'``."""
         what = f"'{self.handler}'" if self.handler else "(Python script)"
         return f"{self.event} listener {what}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON in a stored model: the fields added later only when set, so models
+        stored before keep their checksum."""
+        out: dict[str, Any] = {
+            "event": self.event,
+            "handler": self.handler,
+            "script": self.script,
+            "kind": self.kind,
+        }
+        if self.timer is not None:
+            out["timer"] = {"kind": self.timer.kind.value, "expression": self.timer.expression}
+        if self.retries is not None:
+            out["retries"] = self.retries
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Listener:
+        timer = data.get("timer")
+        return cls(
+            data["event"],
+            data.get("handler"),
+            data.get("script"),
+            data.get("kind", "execution"),
+            TimerSpec(TimerKind(timer["kind"]), timer["expression"]) if timer else None,
+            data.get("retries"),
+        )
 
 
 @dataclass(frozen=True)
@@ -211,12 +251,30 @@ class MultiInstance:
 
 
 @dataclass(frozen=True)
+class StandardLoop(MultiInstance):
+    """A standard loop marker (``standardLoopCharacteristics``, BPMN 2.0.2 10.3.8): run
+    the activity again and again, one iteration at a time, while ``condition`` (CEL over
+    the variables, with ``loopCounter`` the iterations done so far) holds, tested before
+    each iteration (``test_before``) or after it, at most ``maximum`` times.
+
+    It runs in the scopes a sequential multi-instance activity has (a body, one inner
+    instance per iteration with the local ``loopCounter``), hence the base class; the
+    multi-instance fields are unused (``bpm.kinds.standard_loop``)."""
+
+    parallel: bool = False
+    condition: str | None = None
+    test_before: bool = False
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
 class Activity(Node):
     """What every activity may carry: a multi-instance marker and variable mappings
     (``inputs`` become local variables of the activity; ``outputs`` are written to the
     enclosing scope when it completes)."""
 
     loop: MultiInstance | None = field(default=None, metadata=SPARSE)
+    """A multi-instance marker, or a :class:`StandardLoop`."""
     inputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     outputs: tuple[VariableMapping, ...] = field(default=(), metadata=SPARSE)
     for_compensation: bool = field(default=False, metadata=SPARSE)
@@ -320,6 +378,12 @@ class UserTask(Activity):
     @property
     def waits(self) -> bool:
         return True
+
+    @property
+    def listens_to_task(self) -> tuple[Listener, ...]:
+        return tuple(x for x in self.listeners if x.kind == "task" and x.event != "create") + tuple(
+            x for x in self.listeners if x.kind == "execution" and x.event == "end"
+        )
 
 
 @dataclass(frozen=True)

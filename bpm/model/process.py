@@ -339,6 +339,8 @@ def _default(f: dataclasses.Field[Any]) -> Any:
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, n.Listener):
+        return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     return value
@@ -380,13 +382,13 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
         elif f.name == "event" and value is not None:
             value = n.EventRef(n.EventKind(value["kind"]), value["name"], value["correlation_key"])
         elif f.name == "loop" and value is not None:
-            value = n.MultiInstance(**value)
+            value = (n.StandardLoop if "test_before" in value else n.MultiInstance)(**value)
         elif f.name in _MAPPING_FIELDS:
             value = tuple(n.VariableMapping(**x) for x in value)
         elif f.name == "form_fields":
             value = tuple(n.FormFieldSpec.from_dict(x) for x in value)
         elif f.name == "listeners":
-            value = tuple(n.Listener(**x) for x in value)
+            value = tuple(n.Listener.from_dict(x) for x in value)
         elif f.name == "binding":
             value = n.CallBinding(value)
         elif isinstance(value, list):

@@ -32,7 +32,9 @@ def check_scopes(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
     yield from _start_events(model)
     for node in model.nodes.values():
         if isinstance(node, n.Activity):
-            if node.loop is not None:
+            if isinstance(node.loop, n.StandardLoop):
+                yield from _standard_loop(node, node.loop)
+            elif node.loop is not None:
                 yield from _multi_instance(node, node.loop, warnings)
             yield from _mappings(node, node.inputs, "input")
             yield from _mappings(node, node.outputs, "output")
@@ -174,6 +176,19 @@ def _multi_instance(
             f"multi-instance '{node.id}' has an output element but no output collection: "
             "name the variable that collects the outputs",
         )
+
+
+def _standard_loop(node: n.Activity, loop: n.StandardLoop) -> Iterator[Problem]:
+    """A condition that compiles, or a maximum: without either it would loop for ever."""
+    if loop.condition is None and loop.maximum is None:
+        yield _at(
+            node,
+            f"the standard loop of '{node.id}' has neither a loopCondition nor a loopMaximum: "
+            "it would run for ever; say while it runs again, or how often at most",
+        )
+    if loop.maximum is not None and loop.maximum < 0:
+        yield _at(node, f"the loopMaximum of '{node.id}' is {loop.maximum}: give a number >= 0")
+    yield from _compiles(node, "the loop condition", loop.condition, condition=True)
 
 
 def _mappings(

@@ -16,6 +16,7 @@ from bpm.runtime import (
     compensation,
     intermediate,
     scopes,
+    task_events,
     throwing,
 )
 from bpm.runtime.hooks import Walk
@@ -134,6 +135,8 @@ def script_task(walker: Walk, tok: Token, node: n.ScriptTask) -> None:
 def user_task(walker: Walk, tok: Token, node: n.UserTask) -> None:
     if not walker.enter_activity(tok):
         return
+    if node.listens_to_task and not task_events.arm(walker, tok, node):
+        return  # a timeout listener's timer could not be computed: an incident, no task
     w = walker.work
     task = w.add(
         UserTask(
@@ -147,6 +150,8 @@ def user_task(walker: Walk, tok: Token, node: n.UserTask) -> None:
         )
     )
     w.transition(tok.id, TokenState.WAITING, blocked=(BlockKind.USER_TASK, task.id))
+    if task.assignee is not None and node.listens_to_task:
+        task_events.told(walker, task, "assignment", user=task.assignee)  # Camunda does too
 
 
 def exclusive_gateway(walker: Walk, tok: Token, node: n.ExclusiveGateway) -> None:

@@ -10,6 +10,7 @@ re-arms it). An error start has no listener: a thrown error finds it in the mode
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,15 @@ EVENT_START = "event_start"
 """Timer kind of an event sub-process's timer start."""
 
 
-def arm(walker: Walk, container: str | None, scope_id: str | None) -> None:
+def arm(
+    walker: Walk, container: str | None, scope_id: str | None, only: Collection[str] | None = None
+) -> None:
     """A listener for each event sub-process drawn in ``container`` that a timer, a
-    message or a signal starts."""
+    message or a signal starts (``only``: of those event sub-processes, for a migration
+    that adds them)."""
     for esp in walker.model.event_subprocesses(container):
+        if only is not None and esp.id not in only:
+            continue
         trigger = walker.model.trigger_of(esp.id)
         if trigger is not None and trigger.event is not None:
             listen(

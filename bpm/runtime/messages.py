@@ -21,6 +21,7 @@ consumed at most once. Nothing here does I/O.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from bpm.errors import BpmError
@@ -119,10 +120,14 @@ def listen(walker: Walk, listener: Token, trigger: n.StartEvent) -> None:
     _wait(walker, listener, trigger.id, trigger.event)
 
 
-def subscribe_boundaries(walker: Walk, tok: Token) -> None:
-    """When an activity is entered: a subscription per message or signal boundary event."""
+def subscribe_boundaries(walker: Walk, tok: Token, only: Collection[str] | None = None) -> None:
+    """When an activity is entered: a subscription per message or signal boundary event
+    (``only``: of those boundary events, for a migration that adds them, whatever the
+    token's state)."""
     for b in walker.model.boundaries.get(tok.node_id, ()):
-        if b.event is None or walker.work.token(tok.id).state is not T.READY:
+        if b.event is None or (only is not None and b.id not in only):
+            continue
+        if only is None and walker.work.token(tok.id).state is not T.READY:
             continue
         sub = subscribe(walker, tok, b.id, b.event)
         if sub is not None:

@@ -222,6 +222,9 @@ class UserTask:
     """Camunda Forms reference: ``key``, ``binding`` (latest, deployment, version), ``version``."""
     owner: str | None = None
     description: str | None = None
+    listening: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    """The task's events whose listeners a worker is still to run, oldest first (each
+    ``{"event": ..., "seq": n, ...}``; see :mod:`bpm.engine.task_listeners`)."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ Kinds of timer rows:
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -116,13 +117,18 @@ def catch_event(walker: Walk, tok: Token, node: n.TimerCatchEvent) -> None:
 # -- boundary timers ----------------------------------------------------------------------
 
 
-def schedule_boundaries(walker: Walk, tok: Token) -> None:
-    """When an activity is entered: one ``timeout`` timer per timer boundary event.
+def schedule_boundaries(walker: Walk, tok: Token, only: Collection[str] | None = None) -> None:
+    """When an activity is entered: one ``timeout`` timer per timer boundary event
+    (``only``: of those boundary events, for a migration that adds them).
 
     Every fire time is resolved before any row is written: if one cannot be (a ``${var}``
     that is not set), the token fails with an incident and no timer is left behind.
     """
-    boundaries = [b for b in walker.model.boundaries.get(tok.node_id, ()) if b.timer is not None]
+    boundaries = [
+        b
+        for b in walker.model.boundaries.get(tok.node_id, ())
+        if b.timer is not None and (only is None or b.id in only)
+    ]
     if not boundaries:
         return
     w = walker.work
@@ -195,7 +201,8 @@ def still_applies(walker: Walk, timer: Timer) -> bool:
     if timer.kind == TIMEOUT:
         node = walker.model.nodes.get(timer.node_id)
         return node is not None and node.host == tok.node_id
-    hook = walker.hooks.timers.get(timer.kind)  # event sub-process starts, gateways
+    # event sub-process starts, gateways, task timeouts (``task_timeout:<listener>``)
+    hook = walker.hooks.timers.get(timer.kind.partition(":")[0])
     return hook is not None and hook.still_waits(walker, tok, timer)
 
 
@@ -222,8 +229,8 @@ def apply(walker: Walk, timer: Timer) -> Timer | None:
         w.to_dispatch.append(tok.id)
     elif timer.kind == TIMEOUT:
         return _boundary_fired(walker, tok, timer)
-    elif timer.kind in walker.hooks.timers:  # event sub-process starts, gateways
-        walker.hooks.timers[timer.kind].fire(walker, tok, timer)
+    elif timer.kind.partition(":")[0] in walker.hooks.timers:  # see still_applies
+        walker.hooks.timers[timer.kind.partition(":")[0]].fire(walker, tok, timer)
     else:  # pragma: no cover - rows are written only by this package
         raise ValueError(f"timer {timer.id} has unknown kind {timer.kind!r}")
     return None

@@ -17,7 +17,16 @@ from typing import Any
 
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
-from bpm.runtime import calls, compensation, inclusive, messages, scopes, timers, variables
+from bpm.runtime import (
+    calls,
+    compensation,
+    inclusive,
+    messages,
+    scopes,
+    task_events,
+    timers,
+    variables,
+)
 from bpm.runtime.hooks import Behaviour, Decider, Hooks, Relatives
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
@@ -95,6 +104,11 @@ class Walker:
                         continue
                     node = self.model.node(tok.node_id)
                     if self._over_budget(tok):
+                        continue
+                    if node.listens_to_task and task_events.open_task(self, tok) is not None:
+                        # its task is open: the task's queued listeners run on a worker
+                        # (a retried incident of a task listener step comes here)
+                        self.work.to_dispatch.append(tok.id)
                         continue
                     if node.listens_first and tok.id not in self.listened:
                         # its listeners run on a worker first (bpm.engine.listeners): the
@@ -252,6 +266,9 @@ class Walker:
             task = w.item(UserTask, tok.blocked_id)
             if task is not None and task.state is UserTaskState.OPEN:
                 w.move(task, UserTaskState.CANCELLED, completed_at=w.now)
+            task_events.closed(self, tok)
+        elif tok.state in (TokenState.READY, TokenState.EXECUTING, TokenState.FAILED):
+            task_events.cancel_listened(self, tok)  # an open task whose listeners run
         elif tok.blocked_kind is BlockKind.EXTERNAL_TASK and tok.blocked_id:
             ext = w.item(ExternalTask, tok.blocked_id)
             if ext is not None and ext.state not in (TaskState.COMPLETED, TaskState.CANCELLED):

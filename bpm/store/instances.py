@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -103,6 +104,21 @@ def user_tasks(
     if assignee is not None:
         q = q.where(ut.c.assignee == assignee)
     return [record_of(UserTask, r._mapping) for r in conn.execute(q)]
+
+
+def open_tasks_of(conn: Connection, tokens: Sequence[tuple[str, str]]) -> dict[str, UserTask]:
+    """The open user tasks of ``(instance id, token id)`` pairs, by token id (one statement,
+    on ``ix_user_task_instance``)."""
+    if not tokens:
+        return {}
+    ut = t.user_task
+    stmt = select(ut).where(
+        ut.c.instance_id.in_(sorted({i for i, _ in tokens})),
+        ut.c.token_id.in_(sorted({tok for _, tok in tokens})),
+        ut.c.state == "open",
+    )
+    found = [record_of(UserTask, r._mapping) for r in conn.execute(stmt)]
+    return {task.token_id: task for task in found}
 
 
 def user_task(conn: Connection, task_id: str) -> UserTask | None:

@@ -303,6 +303,7 @@ user_task = Table(
     Column("form_ref", JSONDoc),
     Column("owner", String(255)),
     Column("description", Text),
+    Column("listening", JSONDoc),  # task events whose listeners are to run (0019)
     Index("ix_user_task_instance", "instance_id"),
     Index("ix_user_task_open", "state", "created_at"),
     Index("ix_user_task_created", "created_at", "id"),
