@@ -45,6 +45,10 @@ def _details(e: HistoryEvent) -> str:
         parts.append(f"calls {p.get('process')} ({p.get('child', '')})")
     if e.type == "listeners_ran":
         parts.append("ran " + ", ".join(p.get("listeners") or []))
+    if e.type == "task_listeners_queued":
+        parts.append(f"{p.get('event')} listeners queued for a worker")
+    if e.type == "task_listeners_done":
+        parts.append("handled " + (", ".join(p.get("events") or []) or "nothing"))
     if e.type == "decision_evaluated":
         into = f" into {p['result_variable']}" if p.get("result_variable") else ""
         parts.append(f"decided {p.get('decision')} v{p.get('version')}{into}")
@@ -58,6 +62,12 @@ def _details(e: HistoryEvent) -> str:
             )  # fmt: skip
             steps.append(f"{ins.get('type')} {target}".strip())
         parts.append(f"by {p.get('by')}: " + ", ".join(steps))
+        if p.get("annotation"):
+            parts.append(str(p["annotation"]))
+    if e.type == "instance_migrated":
+        undo = f" (undo of {p['undo_of']})" if p.get("undo_of") else ""
+        parts.append(f"by {p.get('by')}: {p.get('source')} -> {p.get('target')}{undo}")
+        parts.append(f"operation {p.get('operation')}")
         if p.get("annotation"):
             parts.append(str(p["annotation"]))
     return "; ".join(parts)
