@@ -42,6 +42,10 @@ class Node:
     line: int | None = field(default=None, compare=False)  # where, not what: not compared
     container: str | None = field(default=None, metadata=SPARSE)
     """The sub-process (embedded or event) this node is drawn in; None: the process."""
+    listeners: tuple[Listener, ...] = field(default=(), metadata=SPARSE)
+    """Execution listeners, in document order (see :mod:`bpm.engine.listeners`): an
+    inline task runs them in its own step; on any other node a worker runs them in a
+    step of their own (:mod:`bpm.runtime.listening`)."""
 
     @property
     def waits(self) -> bool:
@@ -49,11 +53,26 @@ class Node:
         return False
 
     @property
+    def runs_listeners(self) -> bool:
+        """Whether the node's own step runs its listeners (an inline task's worker does)."""
+        return False
+
+    @property
     def listens_first(self) -> tuple[Listener, ...]:
         """Listeners a worker runs before a token may enter this node (start execution
         listeners, a user task's create listeners), when the node's own work is not run by
         a worker (an inline task runs its listeners itself)."""
-        return ()
+        if self.runs_listeners:
+            return ()
+        return tuple(x for x in self.listeners if x.event in ("start", "create"))
+
+    @property
+    def listens_last(self) -> tuple[Listener, ...]:
+        """Listeners a worker runs before a token leaves this node (end execution
+        listeners), when the node's own work is not run by a worker."""
+        if self.runs_listeners:
+            return ()
+        return tuple(x for x in self.listeners if x.event == "end")
 
     @property
     def listens_to_task(self) -> tuple[Listener, ...]:
@@ -283,17 +302,10 @@ class Activity(Node):
     default_flow: str | None = field(default=None, metadata=SPARSE)
     """The outgoing flow taken when the activity completes and none of its conditional
     flows is true (BPMN ``default``); see :attr:`ProcessModel.branching`."""
-    listeners: tuple[Listener, ...] = field(default=(), metadata=SPARSE)
-    """Execution listeners, in document order (run by inline steps: see
-    :mod:`bpm.engine.listeners`)."""
 
     @property
     def has_mappings(self) -> bool:
         return bool(self.inputs or self.outputs)
-
-    @property
-    def listens_first(self) -> tuple[Listener, ...]:
-        return tuple(x for x in self.listeners if x.event in ("start", "create"))
 
 
 @dataclass(frozen=True)
@@ -315,8 +327,8 @@ class ServiceTask(Activity):
         return self.topic is not None
 
     @property
-    def listens_first(self) -> tuple[Listener, ...]:
-        return ()  # an inline task runs its listeners in its own step; an external one none
+    def runs_listeners(self) -> bool:
+        return not self.is_external  # an inline task runs them in its own step
 
     @property
     def waits(self) -> bool:
@@ -351,6 +363,10 @@ class ScriptTask(ServiceTask):
         return self.handler == PYTHON_SCRIPT
 
     @property
+    def runs_listeners(self) -> bool:
+        return not self.is_cel and super().runs_listeners  # CEL: evaluated by the engine
+
+    @property
     def waits(self) -> bool:
         return not self.is_cel
 
@@ -378,6 +394,10 @@ class UserTask(Activity):
     @property
     def waits(self) -> bool:
         return True
+
+    @property
+    def listens_last(self) -> tuple[Listener, ...]:
+        return ()  # its end listeners run with the task's complete (listens_to_task)
 
     @property
     def listens_to_task(self) -> tuple[Listener, ...]:
@@ -780,3 +800,6 @@ class Flow:
     condition: str | None = None
     name: str | None = None
     line: int | None = field(default=None, compare=False)
+    listeners: tuple[Listener, ...] = ()
+    """Its ``take`` execution listeners, run when a token follows it (left out of the
+    model's JSON when empty: see :meth:`ProcessModel.to_dict`)."""

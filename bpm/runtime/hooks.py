@@ -112,6 +112,16 @@ class Walk(Protocol):
         keep_scope: bool = True,
     ) -> list[Token]: ...
 
+    def listen_last(
+        self,
+        tok: Token,
+        flows: Iterable[n.Flow] | None = None,
+        *,
+        scope_id: str | None = None,
+        keep_scope: bool = True,
+        again: bool = False,
+    ) -> bool: ...
+
     def continue_tokens(self, tokens: Iterable[Token]) -> None: ...
 
     def cancel_boundaries(self, tok: Token) -> None: ...
