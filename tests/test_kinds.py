@@ -249,6 +249,7 @@ def every_verb() -> ProcessModel:
             ),
         )
         .boundary_cancel("tx_cancelled", "tx")
+        .ad_hoc("adhoc", lambda a: a.task("ah_one").task("ah_two"), completion="three > 2")
         .boundary_compensation("approve_undo", "approve", handler="unapprove")
         .user_task("unapprove", for_compensation=True)
         .end("e")
@@ -277,6 +278,7 @@ def every_verb() -> ProcessModel:
         .flow("sub_message", "e_message")
         .flow("sub_signal", "e_signal")
         .sequence("or_fork", "tx", "or_join")
+        .sequence("or_fork", "adhoc", "or_join")
         .flow("tx_cancelled", "e")
         .build()
     )

@@ -22,6 +22,7 @@ from bpm.cockpit import diagram
 from bpm.cockpit.diagram import Drawing
 from bpm.cockpit.layout import Layout
 from bpm.kinds import (
+    ad_hoc,
     boundary,
     business_rule_task,
     call_activity,
@@ -200,6 +201,7 @@ _ELEMENTS = (
     event_sub_process.KIND,
     call_activity.KIND,
     transaction.KIND,
+    ad_hoc.KIND,
     transaction.CANCEL_END,
     transaction.CANCEL_BOUNDARY,
     timer.CATCH,
