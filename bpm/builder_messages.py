@@ -127,6 +127,83 @@ class MessageMethods(ScopeMethods):
         ``signal`` after the transaction commits."""
         return self._add(n.SignalThrow(id, name, signal=signal))
 
+    def _condition(
+        self, owner: str, condition: str, variable_name: str | None, variable_events: str
+    ) -> n.EventRef:
+        text = ""  # none: refused by the model's checks, naming the event
+        try:
+            text = to_cel(condition) if condition.strip() else ""
+        except ExpressionError as exc:
+            self._problems.append(Problem(f"condition of '{owner}': {exc}", owner))
+        events = tuple(e.strip().lower() for e in variable_events.split(",") if e.strip())
+        bad = [e for e in events if e not in ("create", "update", "delete")]
+        if bad:
+            self._problems.append(
+                Problem(
+                    f"variable_events of '{owner}' names {', '.join(bad)}: give some of "
+                    "create, update, delete",
+                    owner,
+                )
+            )
+        return n.EventRef(
+            n.EventKind.CONDITIONAL,
+            variable_name or "",
+            condition=text,
+            variable_events=tuple(dict.fromkeys(events)),
+        )
+
+    def wait_condition(
+        self,
+        id: str,
+        condition: str,
+        *,
+        variable_name: str | None = None,
+        variable_events: str = "",
+        name: str | None = None,
+    ) -> Self:
+        """An intermediate conditional catch event: the token passes when ``condition``
+        (CEL, ``${JUEL}`` or ``=FEEL``) holds, at once or on a later variable change
+        (only of ``variable_name``, only of the ``variable_events`` given: "create",
+        "update", "delete", comma separated)."""
+        ref = self._condition(id, condition, variable_name, variable_events)
+        return self._add(n.CatchEvent(id, name, event=ref))
+
+    def condition_start(
+        self,
+        id: str,
+        condition: str,
+        *,
+        interrupting: bool = True,
+        variable_name: str | None = None,
+        variable_events: str = "",
+        name: str | None = None,
+    ) -> Self:
+        """A conditional start event of an event sub-process: it starts when ``condition``
+        holds as its scope starts or on a variable change the scope sees."""
+        ref = self._condition(id, condition, variable_name, variable_events)
+        return self._add(n.StartEvent(id, name, event=ref, interrupting=interrupting))
+
+    def boundary_condition(
+        self,
+        id: str,
+        attached_to: str,
+        condition: str,
+        *,
+        interrupting: bool = True,
+        variable_name: str | None = None,
+        variable_events: str = "",
+        name: str | None = None,
+    ) -> Self:
+        """A conditional boundary event on ``attached_to``: fires when ``condition`` holds
+        as the activity is entered or on a variable change it sees (interrupting: the
+        activity is cancelled; otherwise once per change that satisfies it)."""
+        ref = self._condition(id, condition, variable_name, variable_events)
+        return self._add(
+            n.BoundaryEvent(
+                id, name, attached_to=attached_to, cancel_activity=interrupting, event=ref
+            )
+        )
+
     def event_gateway(self, id: str, *, name: str | None = None) -> Self:
         """An event-based gateway: flow it to message, signal or timer catch events (or
         receive tasks); the first that happens wins, the others are cancelled."""

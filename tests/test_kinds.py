@@ -239,6 +239,16 @@ def every_verb() -> ProcessModel:
         .boundary_escalation("sub_escalation", "sub", escalation_code="LATE")
         .boundary_message("sub_message", "sub", "cancel")
         .boundary_signal("sub_signal", "sub", "stop", interrupting=False)
+        .boundary_condition("sub_cond", "sub", "three > 5", interrupting=False)
+        .wait_condition("ready", "${three == 3}", variable_name="three")
+        .event_sub_process(
+            "esp_cond",
+            lambda e: (
+                e.condition_start("on_cond", "three > 9", variable_events="create, update")
+                .end("cond_done")
+                .sequence("on_cond", "cond_done")
+            ),
+        )
         .transaction(
             "tx",
             lambda t: (
@@ -259,6 +269,7 @@ def every_verb() -> ProcessModel:
         .end("e_timer")
         .end("e_message")
         .end("e_signal")
+        .end("e_cond")
         .sequence("s", "charge", "add", "py", "approve", "dish", "nothing", "xor")
         .flow("s_msg", "charge")
         .flow("s_sig", "charge")
@@ -270,13 +281,14 @@ def every_verb() -> ProcessModel:
         .flow("or_fork", "or_join", id="o_b")
         .sequence("or_join", "cplx", "join", "wait", "deadline", "tell", "escalate", "jump")
         .sequence("land", "race")
-        .sequence("race", "paid", "sub", "undo", "e")
+        .sequence("race", "paid", "sub", "undo", "ready", "e")
         .sequence("race", "stock", "reply", "e_terminate")
         .flow("sub_timer", "e_timer")
         .flow("sub_error", "e_compensate")
         .flow("sub_escalation", "e_escalation")
         .flow("sub_message", "e_message")
         .flow("sub_signal", "e_signal")
+        .flow("sub_cond", "e_cond")
         .sequence("or_fork", "tx", "or_join")
         .sequence("or_fork", "adhoc", "or_join")
         .flow("tx_cancelled", "e")

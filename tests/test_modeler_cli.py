@@ -33,7 +33,7 @@ def test_lint_warnings_exit_0_or_1_with_strict() -> None:
     res = bpm_here("lint", path)
     assert res.returncode == 0, res.stdout + res.stderr
     warnings = [line for line in lines(res.stdout) if ": warning: " in line]
-    # asyncBefore, asyncAfter, the end event's executionListener (the task's runs since issue
+    # asyncBefore, asyncAfter, the end event's take listener (listeners run since issue
     # 25; its inputOutput is honoured since issue 10)
     assert len(warnings) == 3 and all(line.startswith(path) for line in warnings)
     assert any("camunda:executionListener" in line and "'end'" in line for line in warnings)

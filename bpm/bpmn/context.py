@@ -31,6 +31,9 @@ class Context:
     """The file's ``bpmn:message`` elements by id."""
     signals: dict[str, Element] = field(default_factory=dict)
     """The file's ``bpmn:signal`` elements by id."""
+    listeners_read: set[str] = field(default_factory=set)
+    """Ids of the elements whose parse function read their execution listeners (the
+    others' are read by the parser for them: :func:`bpm.bpmn.listeners.attach`)."""
 
     def placeholder(self, el: Element) -> n.Node:
         """A bare node for a rejected element; graph checks skip it."""

@@ -16,7 +16,7 @@ from bpm.bpmn.context import Context, base, event_definitions
 from bpm.bpmn.event_refs import catch_variables, escalation_code, link_name
 from bpm.bpmn.extensions import Extensions, read_extensions, warn_attributes
 from bpm.bpmn.mappings import IO_USES
-from bpm.bpmn.messages import EVENT_DEFINITIONS, event_ref, is_event
+from bpm.bpmn.messages import EVENT_DEFINITIONS, catch_definitions, event_ref, is_event
 from bpm.bpmn.namespaces import local, pretty
 from bpm.bpmn.scopes import activity_fields
 from bpm.bpmn.usertasks import (
@@ -133,7 +133,9 @@ def parse_start(el: Element, ctx: Context) -> n.Node:
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
     defs = event_definitions(
-        el, ctx, _TIMER | EVENT_DEFINITIONS | {"errorEventDefinition", _ESCALATION, COMPENSATE}
+        el,
+        ctx,
+        _TIMER | catch_definitions() | {"errorEventDefinition", _ESCALATION, COMPENSATE},
     )
     form_key: str | None = None
     form_ref: dict[str, str] = {}
@@ -232,7 +234,7 @@ def parse_catch(el: Element, ctx: Context) -> n.Node:
     _common(el, ctx)
     node_id, name, line = base(el, ctx)
     before = len(ctx.problems)
-    defs = event_definitions(el, ctx, _TIMER | EVENT_DEFINITIONS | {_LINK})
+    defs = event_definitions(el, ctx, _TIMER | catch_definitions() | {_LINK})
     if defs and local(defs[0]) == _LINK:
         link = link_name(defs[0], el, ctx)
         if not link:
@@ -332,7 +334,7 @@ def parse_boundary(el: Element, ctx: Context) -> n.Node:
     node_id, name, line = base(el, ctx)
     allowed = (
         frozenset({"timerEventDefinition", "errorEventDefinition", _ESCALATION, COMPENSATE})
-        | EVENT_DEFINITIONS
+        | catch_definitions()
         | {_CANCEL}
     )
     before = len(ctx.problems)

@@ -13,7 +13,11 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.context import Context
 from bpm.bpmn.namespaces import JAVA_ENGINE_NS, PREFIXES, ZEEBE_NS, local, split
 
-__all__ = ["Extensions", "read_extensions", "warn_attributes"]
+__all__ = ["ALWAYS_READ", "Extensions", "read_extensions", "warn_attributes"]
+
+ALWAYS_READ = frozenset({"executionListener", "executionListeners"})
+"""Extension elements every element may carry and the parser reads for any kind
+(:func:`bpm.bpmn.listeners.attach`): never warned about here."""
 
 _ENGINE_NS = (*JAVA_ENGINE_NS, ZEEBE_NS)
 
@@ -25,8 +29,6 @@ _REASONS = {
     "exclusive": "the instance lock already runs one step of an instance at a time",
     "jobPriority": "use camunda:taskPriority on external tasks",
     "historyTimeToLive": "retention is global here (BPM_HISTORY_RETENTION_DAYS)",
-    "executionListener": "put the work in a service task",
-    "executionListeners": "put the work in a service task",
     "taskListener": "react to the task over the API instead",
     "taskListeners": "react to the task over the API instead",
     "inputOutput": "variable mappings are honoured on activities only",
@@ -89,7 +91,7 @@ def read_extensions(el: Element, ctx: Context, uses: frozenset[str] = frozenset(
                     for prop in item:
                         if prop.get("name"):
                             out.properties[prop.get("name", "")] = prop.get("value", "")
-                elif name in uses:
+                elif name in uses or name in ALWAYS_READ:
                     out.zeebe[name] = item
                 else:
                     _ignored(ctx, el, item, ns, name)
@@ -112,7 +114,7 @@ def _java_item(
                 out.connector_id = (child.text or "").strip() or None
             elif split(child.tag)[1] == "inputOutput":
                 _ignored(ctx, owner, child, ns, "inputOutput")
-    elif name in uses:
+    elif name in uses or name in ALWAYS_READ:
         out.java[name] = item
         out.java_all.setdefault(name, []).append(item)
     else:

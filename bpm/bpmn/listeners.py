@@ -1,17 +1,19 @@
-"""Execution listeners of the tasks a worker runs (inline service and script tasks).
+"""Execution listeners of every element, of sequence flows and of the process.
 
 * ``<camunda:executionListener event="start|end" class="com.acme.Audit"/>``,
   ``expression="${audit.log(execution)}"``, ``delegateExpression="${audit}"`` (and the same
   in ``activiti:``/``flowable:``): the inline handler of that name, as a service task's
-  binding names one (:func:`bpm.bpmn.bindings.handler_name`);
+  binding names one (:func:`bpm.bpmn.bindings.handler_name`); ``event="take"`` on a
+  sequence flow;
 * ``<camunda:executionListener event="start"><camunda:script scriptFormat="python">...``:
   a Python script, sandboxed (:mod:`bpm.scripts`);
 * Zeebe ``<zeebe:executionListeners><zeebe:executionListener eventType="start"
   type="audit"/>``: the inline handler named by the job type.
 
-What is not run deploys with a warning naming it: other events (``take``), listeners of
-other elements (read by :func:`bpm.bpmn.extensions.read_extensions`), scripts in other
-languages, field injections.
+Tasks read their own (:func:`parse_listeners`, :func:`parse_user_listeners`); the parser reads
+every other element's, the flows' and the process's (:func:`attach`). What is not run deploys
+with a warning naming it: other events, scripts in other languages, field injections, the end
+listeners of an event-based gateway.
 """
 
 from __future__ import annotations
@@ -23,11 +25,19 @@ from bpm.bpmn.bindings import handler_name
 from bpm.bpmn.context import Context
 from bpm.bpmn.events import timer
 from bpm.bpmn.extensions import Extensions
-from bpm.bpmn.namespaces import PREFIXES, split
+from bpm.bpmn.namespaces import JAVA_ENGINE_NS, PREFIXES, ZEEBE_NS, split
 from bpm.model import nodes as n
 from bpm.scripts import is_python
 
-__all__ = ["LISTENER_USES", "USER_TASK_LISTENER_USES", "parse_listeners", "parse_user_listeners"]
+__all__ = [
+    "LISTENER_USES",
+    "USER_TASK_LISTENER_USES",
+    "attach",
+    "parse_flow_listeners",
+    "parse_listeners",
+    "parse_process_listeners",
+    "parse_user_listeners",
+]
 
 LISTENER_USES = frozenset({"executionListener", "executionListeners"})
 """The extension elements an inline task reads for its listeners."""
@@ -60,7 +70,7 @@ def _java(
     ctx: Context,
     item: Element,
     events: frozenset[str] = _EVENTS,
-    runs: str = "only start and end listeners of inline tasks run",
+    runs: str = "elements run start and end listeners, sequence flows take listeners",
 ) -> n.Listener | None:
     label = _label(item)
     event = (item.get("event") or "").strip()
@@ -108,36 +118,91 @@ def _java(
     return None
 
 
-def _zeebe(el: Element, ctx: Context, group: Element) -> list[n.Listener]:
+def _zeebe(
+    el: Element, ctx: Context, group: Element, events: frozenset[str] = _EVENTS
+) -> list[n.Listener]:
     out = []
     for item in group:
         if split(item.tag)[1] != "executionListener":
             continue
         event = (item.get("eventType") or "").strip()
         kind = (item.get("type") or "").strip()
-        if event not in _EVENTS or not kind or kind.startswith("="):
+        if event not in events or not kind or kind.startswith("="):
             ctx.warn(
                 el,
                 item,
                 f"zeebe:executionListener eventType '{event}' type '{kind}' is ignored by "
-                "this engine: only start and end listeners with a fixed type run",
+                f"this engine: only {' and '.join(sorted(events))} listeners with a fixed "
+                "type run here",
             )
             continue
         out.append(n.Listener(event, handler=kind))
     return out
 
 
-def parse_listeners(el: Element, ctx: Context, ext: Extensions) -> tuple[n.Listener, ...]:
-    """The listeners of an inline task, in document order; warnings for what is not run."""
+def parse_listeners(
+    el: Element, ctx: Context, ext: Extensions, events: frozenset[str] = _EVENTS
+) -> tuple[n.Listener, ...]:
+    """The execution listeners of ``el`` among ``events``, in document order; warnings
+    for what is not run."""
+    ctx.listeners_read.add(el.get("id") or "")
     out: list[n.Listener] = []
     for item in ext.java_all.get("executionListener", []):
-        listener = _java(el, ctx, item)
+        listener = _java(el, ctx, item, events)
         if listener is not None:
             out.append(listener)
     group = ext.zeebe.get("executionListeners")
     if group is not None:
-        out.extend(_zeebe(el, ctx, group))
+        out.extend(_zeebe(el, ctx, group, events))
     return tuple(out)
+
+
+def _own(el: Element) -> Extensions:
+    """The listener extension elements of ``el`` (the kind's parse read the others)."""
+    out = Extensions()
+    for ext in el:
+        if split(ext.tag)[1] != "extensionElements":
+            continue
+        for item in ext:
+            ns, name = split(item.tag)
+            if name == "executionListener" and ns in JAVA_ENGINE_NS:
+                out.java_all.setdefault(name, []).append(item)
+            elif name == "executionListeners" and ns == ZEEBE_NS:
+                out.zeebe[name] = item
+    return out
+
+
+_START_ONLY = {"eventBasedGateway": frozenset({"start"})}
+"""Elements whose end listeners cannot run: an event-based gateway is left by the event
+that came first, in the transaction that caught it."""
+
+
+def attach(el: Element, ctx: Context, node: n.Node) -> n.Node:
+    """``node`` with the execution listeners of ``el``, when its kind's parse did not read
+    them (events, gateways, sub-processes, call activities...)."""
+    if (el.get("id") or "") in ctx.listeners_read or node.id in ctx.placeholders:
+        return node
+    ext = _own(el)
+    if not ext.java_all and not ext.zeebe:
+        return node
+    found = parse_listeners(el, ctx, ext, _START_ONLY.get(split(el.tag)[1], _EVENTS))
+    return replace(node, listeners=found) if found else node
+
+
+def parse_flow_listeners(el: Element, ctx: Context) -> tuple[n.Listener, ...]:
+    """A sequence flow's ``take`` listeners."""
+    ext = _own(el)
+    if not ext.java_all and not ext.zeebe:
+        return ()
+    return parse_listeners(el, ctx, ext, frozenset({"take"}))
+
+
+def parse_process_listeners(el: Element, ctx: Context) -> tuple[n.Listener, ...]:
+    """The process's own ``start`` and ``end`` listeners."""
+    ext = _own(el)
+    if not ext.java_all and not ext.zeebe:
+        return ()
+    return parse_listeners(el, ctx, ext)
 
 
 def _timeout_timer(el: Element, ctx: Context, item: Element) -> n.TimerSpec | None:
@@ -187,6 +252,7 @@ def parse_user_listeners(el: Element, ctx: Context, ext: Extensions) -> tuple[n.
     task listeners (as the Camunda 7 events) and execution listeners. ``start`` and
     ``create`` run on a worker before the task is created; the others on a worker while the
     task is open (:mod:`bpm.engine.task_listeners`)."""
+    ctx.listeners_read.add(el.get("id") or "")
     out: list[n.Listener] = []
     runs = "a user task runs its start and end execution listeners"
     for item in ext.java_all.get("executionListener", []):

@@ -171,6 +171,14 @@ class CallMappings:
     all_out: bool = False
     business_key: str | None = None
     inherit_key: bool = False
+    all_in_local: bool = False
+    all_out_local: bool = False
+    local_inputs: list[str] = field(default_factory=list)
+    """Targets of ``camunda:in local="true"``: their source is read from the call
+    activity's own variables only."""
+    local_outputs: list[str] = field(default_factory=list)
+    """Targets of ``camunda:out local="true"``: written into the call activity's own
+    variables (where only its output parameters read them)."""
 
 
 def _business_key(
@@ -187,15 +195,20 @@ def _business_key(
 
 def read_call_mappings(owner: Element, ext: Extensions, ctx: Context) -> CallMappings:
     """``camunda:in`` / ``camunda:out`` of a call activity (``variables="all"``,
-    ``businessKey``, ``source``, ``sourceExpression``, ``target``)."""
+    ``businessKey``, ``source``, ``sourceExpression``, ``target``, ``local``). A
+    ``sourceExpression`` is read as Camunda reads any expression text: without ``${}`` it is
+    the text itself (``sourceExpression="done"`` passes the string ``done``)."""
     out = CallMappings()
     for direction in ("in", "out"):
         for item in ext.java_all.get(direction, []):
+            local = (item.get("local") or "").strip().lower() == "true"
             if (item.get("variables") or "").strip() == "all":
                 if direction == "in":
                     out.all_in = True
+                    out.all_in_local = local
                 else:
                     out.all_out = True
+                    out.all_out_local = local
                 continue
             if direction == "in" and item.get("businessKey") is not None:
                 _business_key(owner, item, item.get("businessKey") or "", ctx, out)
@@ -204,7 +217,7 @@ def read_call_mappings(owner: Element, ext: Extensions, ctx: Context) -> CallMap
             source, expression = item.get("source"), item.get("sourceExpression")
             try:
                 if expression is not None:
-                    cel = to_cel(expression)
+                    cel = cel_value(expression)
                 elif source is not None and source.strip():
                     cel = source.strip()
                 else:
@@ -219,4 +232,6 @@ def read_call_mappings(owner: Element, ext: Extensions, ctx: Context) -> CallMap
                 target = (source or "").strip()
             mapping = n.VariableMapping(target, cel)
             (out.inputs if direction == "in" else out.outputs).append(mapping)
+            if local:
+                (out.local_inputs if direction == "in" else out.local_outputs).append(target)
     return out

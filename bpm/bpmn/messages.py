@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn.context import Context
@@ -12,13 +13,41 @@ from bpm.errors import ExpressionError
 from bpm.expressions import native_feel
 from bpm.model import nodes as n
 
-__all__ = ["EVENT_DEFINITIONS", "event_ref", "is_event", "top_level"]
+__all__ = [
+    "CATCHES",
+    "EVENT_DEFINITIONS",
+    "catch_definitions",
+    "event_ref",
+    "install_catches",
+    "is_event",
+    "top_level",
+]
 
 EVENT_DEFINITIONS = frozenset({"messageEventDefinition", "signalEventDefinition"})
 
+CatchParser = Callable[[Element, Element, Context], n.EventRef | None]
+"""Reads a definition (``defn``, of ``owner``) into the :class:`~bpm.model.nodes.EventRef`
+its catch waits for; reports what it cannot use and returns None."""
+
+CATCHES: dict[str, CatchParser] = {}
+"""Event definitions that only catch (start, intermediate catch, boundary) and wait on a
+subscription like messages do, by tag: filled by the registry of kinds (conditional)."""
+
+
+def install_catches(parsers: Mapping[str, CatchParser]) -> None:
+    """Hand the parser the registry's catch-only definitions (see :data:`CATCHES`)."""
+    CATCHES.clear()
+    CATCHES.update(parsers)
+
+
+def catch_definitions() -> frozenset[str]:
+    """The definitions a start, intermediate catch or boundary event may hold that wait on
+    a subscription (messages, signals and the registry's :data:`CATCHES`)."""
+    return EVENT_DEFINITIONS | frozenset(CATCHES)
+
 
 def is_event(defn: Element) -> bool:
-    return local(defn) in EVENT_DEFINITIONS
+    return local(defn) in EVENT_DEFINITIONS or local(defn) in CATCHES
 
 
 def top_level(root: Element, name: str) -> dict[str, Element]:
@@ -28,6 +57,8 @@ def top_level(root: Element, name: str) -> dict[str, Element]:
 
 def event_ref(defn: Element, owner: Element, ctx: Context) -> n.EventRef | None:
     """The message or signal a definition names; reports a dangling or nameless one."""
+    if (parse := CATCHES.get(local(defn))) is not None:
+        return parse(defn, owner, ctx)
     signal = local(defn) == "signalEventDefinition"
     kind = n.EventKind.SIGNAL if signal else n.EventKind.MESSAGE
     attr = "signalRef" if signal else "messageRef"

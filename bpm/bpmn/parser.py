@@ -10,6 +10,8 @@ from xml.etree.ElementTree import Element
 from bpm.bpmn.compensation import link_handlers
 from bpm.bpmn.elements import ELEMENTS, Context
 from bpm.bpmn.extensions import read_extensions, warn_attributes
+from bpm.bpmn.listeners import attach as attach_listeners
+from bpm.bpmn.listeners import parse_flow_listeners, parse_process_listeners
 from bpm.bpmn.messages import top_level
 from bpm.bpmn.namespaces import BPMN_NS, ZEEBE_NS, java_value, local, pretty, split
 from bpm.bpmn.xmlread import Document, read_xml
@@ -204,6 +206,7 @@ def _parse_process(process: Element, ctx: Context) -> tuple[ProcessModel, list[P
         flows=tuple(flows),
         name=process.get("name") or None,
         version_tag=java_value(process, "versionTag") or zeebe_tag or None,
+        listeners=parse_process_listeners(process, ctx),
     )
     graph, warnings = check_model(model, placeholders=frozenset(ctx.placeholders))
     kinds = {el.get("id"): pretty(el.tag) for el in process.iter() if el.get("id")}
@@ -241,8 +244,10 @@ def _parse_members(parent: Element, container: str | None, ctx: Context, out: _M
             continue
         out.first_line[item.id] = item.line
         if isinstance(item, n.Flow):
-            out.flows.append(item)
+            taken = parse_flow_listeners(el, ctx)
+            out.flows.append(dataclasses.replace(item, listeners=taken) if taken else item)
             continue
+        item = attach_listeners(el, ctx, item)
         if container is not None:
             item = dataclasses.replace(item, container=container)
         if isinstance(item, n.Activity) and el.get("default"):

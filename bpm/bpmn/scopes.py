@@ -152,5 +152,9 @@ def parse_call(el: Element, ctx: Context) -> n.Node:
         all_out=all_out,
         business_key=calls.business_key,
         inherit_key=calls.inherit_key,
+        all_in_local=calls.all_in_local,
+        all_out_local=calls.all_out_local,
+        local_inputs=tuple(calls.local_inputs),
+        local_outputs=tuple(calls.local_outputs),
         **activity_fields(el, ext, ctx),
     )

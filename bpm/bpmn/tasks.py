@@ -59,17 +59,10 @@ def _lease(el: Element, ctx: Context) -> float | None:
 def _listeners(
     el: Element, ctx: Context, ext: Extensions, *, inline: bool
 ) -> tuple[n.Listener, ...]:
-    """The execution listeners of a task run by a worker; on any other, a warning."""
-    found = parse_listeners(el, ctx, ext)
-    if found and not inline:
-        ctx.warn(
-            el,
-            el,
-            f"the execution listeners of '{el.get('id')}' are ignored by this engine: only "
-            "inline tasks (a handler or a Python script run by a worker) run listeners",
-        )
-        return ()
-    return found
+    """The execution listeners of a task: an inline task's worker runs them in its step;
+    any other task's (external, CEL) run in a listener step of their own
+    (:mod:`bpm.runtime.listening`)."""
+    return parse_listeners(el, ctx, ext)
 
 
 def parse_service(el: Element, ctx: Context) -> n.Node:
@@ -131,7 +124,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             **extra,
         )
     if feel is not None:
-        _listeners(el, ctx, ext, inline=False)
+        extra["listeners"] = _listeners(el, ctx, ext, inline=False)
         expression = (feel.get("expression") or "").strip()
         try:
             text = native_feel(expression)
@@ -204,7 +197,7 @@ def parse_script(el: Element, ctx: Context) -> n.Node:
             **extra,
         )
     if is_cel:
-        _listeners(el, ctx, ext, inline=False)
+        extra["listeners"] = _listeners(el, ctx, ext, inline=False)
         return n.ScriptTask(
             node_id,
             name,

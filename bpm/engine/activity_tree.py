@@ -34,7 +34,7 @@ from bpm.kinds import KINDS
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 from bpm.runtime.records import Incident, Instance, Scope, Token
-from bpm.runtime.states import BlockKind, ScopeKind, TokenState
+from bpm.runtime.states import SUBSCRIBED, BlockKind, ScopeKind, TokenState
 from bpm.store import activity_tree as tree_store
 
 MULTI_INSTANCE_BODY = "#multiInstanceBody"
@@ -51,7 +51,7 @@ _REGIONS = frozenset(
         ScopeKind.MULTI_INSTANCE,
     }
 )
-_LISTENS = frozenset({BlockKind.TIMER, BlockKind.MESSAGE, BlockKind.SIGNAL})
+_LISTENS = frozenset({BlockKind.TIMER, *SUBSCRIBED})
 _TRANSIT = frozenset({TokenState.CREATED, TokenState.READY, TokenState.EXECUTING})
 
 

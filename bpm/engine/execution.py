@@ -29,7 +29,7 @@ from bpm import tracing
 from bpm.engine import observed, traced
 from bpm.engine.core import EngineCore, default_worker_id
 from bpm.engine.heartbeat import LeaseKeeper
-from bpm.engine.listeners import enter_after_listeners, listener_step, run_with_listeners
+from bpm.engine.listeners import finish_listener_step, run_with_listeners, step_of
 from bpm.engine.reclaim import holder_died
 from bpm.engine.step_policy import lease_for, policy_for
 from bpm.engine.steps import Claimed, Outcome
@@ -43,8 +43,8 @@ from bpm.engine.traced import StepSpans
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
 from bpm.handlers import LISTENER_STEP, TaskContext
-from bpm.model import nodes as n
 from bpm.observe import StepOutcome
+from bpm.runtime import listening
 from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
 from bpm.runtime.records import Token, UserTask
 from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState, UserTaskState
@@ -57,13 +57,6 @@ from bpm.store import tokens as token_store
 from bpm.store.work import scope_chains
 
 log = logging.getLogger("bpm.execution")
-
-
-def _inline(node: n.Node) -> n.ServiceTask | None:
-    found = n.inline_task(node)
-    if found is None and node.listens_first:
-        return listener_step(node)  # the step that runs its listeners before it is entered
-    return found
 
 
 # -- claim ----------------------------------------------------------------------------------
@@ -107,7 +100,7 @@ def claim(
             node = (
                 task_listener_step(model.node(tok.node_id), task)
                 if task is not None
-                else _inline(model.node(tok.node_id))
+                else step_of(model, model.node(tok.node_id), tok)
             )
             if node is None:
                 log.error("token %s is not at an inline service task; not running it", tok.id)
@@ -192,7 +185,8 @@ def run_handler(core: EngineCore, step: Claimed, worker_id: str) -> Outcome:
                 core.registry, step.task_node, step.task, ctx
             )
         elif step.node.listeners:
-            result, listened = run_with_listeners(core.registry, step.node, ctx, spec.fn)
+            via = listening.pending(tok).via
+            result, listened = run_with_listeners(core.registry, step.node, ctx, spec.fn, flow=via)
         else:
             result = spec.fn(ctx)
     except Exception as exc:  # a handler may raise anything: it is the user's code
@@ -285,7 +279,7 @@ def _apply(
         if step.task is not None:
             finish_task_listeners(walker, current, step.task.id, outcome.task or TaskListened())
         elif step.node.handler == LISTENER_STEP:
-            enter_after_listeners(walker, current)
+            finish_listener_step(walker, current)
         else:
             walker.leave(current)
         return StepOutcome.COMPLETED
@@ -413,7 +407,11 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
             tok = work.tokens[token_id]
             model_node = walker.model.node(tok.node_id)
             task = _open_task(walker, tok) if model_node.listens_to_task else None
-            node = task_listener_step(model_node, task) if task else _inline(model_node)
+            node = (
+                task_listener_step(model_node, task)
+                if task
+                else step_of(walker.model, model_node, tok)
+            )
             spec = core.registry.find(node.handler or "") if node else None
             if tok.state is not TokenState.READY or node is None or spec is None:
                 continue

@@ -39,7 +39,7 @@ from bpm.engine.core import EngineCore
 from bpm.engine.decision_history import Caller
 from bpm.engine.decisions import DecisionCall, Evaluated, prepare_call, record_call
 from bpm.engine.mailbox import deliver_buffered
-from bpm.errors import NotFound
+from bpm.errors import BpmError, NotFound
 from bpm.events import ended_by
 from bpm.expressions_feel import CLOCK as FEEL_CLOCK
 from bpm.kinds import KINDS
@@ -74,6 +74,9 @@ class Unit:
         self._locked = False
         self._walkers: dict[str, Walker] = {}
         self._roots: set[str] = set()  # call trees whose root this transaction holds
+        # The names of each instance's variables as read (or started with): what a later
+        # write creates or updates (conditional events' camunda:variableEvents).
+        self.names_before: dict[str, frozenset[str]] = {}
 
     @property
     def max_depth(self) -> int:
@@ -90,6 +93,7 @@ class Unit:
         """Keep what was locked (a member whose root is not held would be left unused)."""
         for work in found.values():
             self._limits(work)
+            self.names_before.setdefault(work.instance.id, frozenset(work.instance.variables))
             if work.instance.root_id is None:
                 self._roots.add(work.instance.id)
         for iid, work in found.items():
@@ -173,6 +177,7 @@ class Unit:
         )
         self._limits(work)
         self.works[instance.id] = work
+        self.names_before[instance.id] = frozenset(instance.variables)
         if instance.root_id is None:
             self._roots.add(instance.id)
         return work
@@ -219,6 +224,7 @@ class Unit:
                 )
             for iid, other in found.items():
                 self.works.setdefault(iid, other)
+                self.names_before.setdefault(iid, frozenset(other.instance.variables))
             work = self.works[instance_id]
         return self.walker(work)
 
@@ -232,7 +238,14 @@ class Unit:
         if node.binding is n.CallBinding.VERSION:
             return defs_store.by_version(self.conn, key, int(node.version or 0))
         if node.binding is n.CallBinding.VERSION_TAG:
-            return defs_store.by_version_tag(self.conn, key, node.version or "")
+            tagged = defs_store.by_version_tag(self.conn, key, node.version or "")
+            if len(tagged) > 1:
+                # as Camunda 7: a tag two versions carry names no one process to call
+                raise BpmError(
+                    f"versions {tagged[1].version} and {tagged[0].version} of '{key}' both "
+                    f"have version tag '{node.version}': deploy one tag once"
+                )
+            return tagged[0] if tagged else None
         return defs_store.latest(self.conn, key)
 
     def start_child(
@@ -323,6 +336,9 @@ class Unit:
         (only the unit's own, outermost transaction)."""
         # Waits opened in this transaction take the buffered messages meant for them first.
         deliver_buffered(self.conn, list(self.works.values()), self.walker, self.now)
+        settle = KINDS.hooks.settle_unit
+        if settle is not None:  # conditional events: the waits opened, the variables changed
+            settle(lambda: list(self.works.values()), self.walker, self.names_before)
         work_store.flush(self.conn, [w for w in self.works.values() if w.changed], commit=commit)
 
     @property

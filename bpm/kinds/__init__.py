@@ -16,6 +16,7 @@ from functools import cached_property
 from xml.etree.ElementTree import Element
 
 from bpm.bpmn import elements
+from bpm.bpmn import messages as definitions
 from bpm.bpmn.elements import ElementParser, parse_flow
 from bpm.builder import Process
 from bpm.cockpit import diagram
@@ -28,6 +29,7 @@ from bpm.kinds import (
     call_activity,
     compensation,
     complex,
+    conditional,
     end,
     error,
     escalation,
@@ -222,6 +224,7 @@ KINDS = Kinds(
         compensation.TRIGGER,
         link.TRIGGER,
         terminate.TRIGGER,
+        conditional.TRIGGER,
         transaction.TRIGGER,
     ),
     hooks=Hooks(
@@ -235,6 +238,7 @@ KINDS = Kinds(
             ScopeKind.EVENT_SUBPROCESS: eventsub.complete,
             ScopeKind.COMPENSATION: compensating.advance,
         },
+        settle_unit=conditional.settle,
         timers={
             timing.EVENT_START: TimerHooks(eventsub.timer_still_waits, eventsub.fire),
             task_events.TIMEOUT_TIMER: task_events.TIMER_HOOKS,
@@ -247,6 +251,7 @@ KINDS = Kinds(
 """The registry: add a kind here, in its own module."""
 
 elements.install(KINDS.parsers)  # the BPMN parser dispatches by tag through the registry
+definitions.install_catches({conditional.DEFINITION: conditional.parse_definition})
 validate.install(KINDS.checks)  # and the validator runs each kind's own checks
 
 

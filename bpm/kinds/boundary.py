@@ -43,6 +43,7 @@ KIND = ElementKind(
         "boundary_message",
         "boundary_signal",
         "boundary_compensation",
+        "boundary_condition",
     ),
     position="boundary",
     trigger=trigger,

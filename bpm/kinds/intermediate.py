@@ -26,7 +26,7 @@ KIND = ElementKind(
     behave=catch_event,
     activity_type=lambda node: "intermediateCatchEvent",
     draw=draw,
-    build=("receive_message", "receive_signal"),
+    build=("receive_message", "receive_signal", "wait_condition"),
     position="intermediate_catch",
     trigger=trigger,
 )

@@ -37,7 +37,7 @@ KIND = ElementKind(
     behave=start_event,
     activity_type=lambda node: "startEvent",
     draw=draw,
-    build=("start",),
+    build=("start", "condition_start"),
     position="start",
     trigger=trigger,
 )

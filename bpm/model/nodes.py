@@ -42,6 +42,10 @@ class Node:
     line: int | None = field(default=None, compare=False)  # where, not what: not compared
     container: str | None = field(default=None, metadata=SPARSE)
     """The sub-process (embedded or event) this node is drawn in; None: the process."""
+    listeners: tuple[Listener, ...] = field(default=(), metadata=SPARSE)
+    """Execution listeners, in document order (see :mod:`bpm.engine.listeners`): an
+    inline task runs them in its own step; on any other node a worker runs them in a
+    step of their own (:mod:`bpm.runtime.listening`)."""
 
     @property
     def waits(self) -> bool:
@@ -49,11 +53,26 @@ class Node:
         return False
 
     @property
+    def runs_listeners(self) -> bool:
+        """Whether the node's own step runs its listeners (an inline task's worker does)."""
+        return False
+
+    @property
     def listens_first(self) -> tuple[Listener, ...]:
         """Listeners a worker runs before a token may enter this node (start execution
         listeners, a user task's create listeners), when the node's own work is not run by
         a worker (an inline task runs its listeners itself)."""
-        return ()
+        if self.runs_listeners:
+            return ()
+        return tuple(x for x in self.listeners if x.event in ("start", "create"))
+
+    @property
+    def listens_last(self) -> tuple[Listener, ...]:
+        """Listeners a worker runs before a token leaves this node (end execution
+        listeners), when the node's own work is not run by a worker."""
+        if self.runs_listeners:
+            return ()
+        return tuple(x for x in self.listeners if x.event == "end")
 
     @property
     def listens_to_task(self) -> tuple[Listener, ...]:
@@ -283,17 +302,10 @@ class Activity(Node):
     default_flow: str | None = field(default=None, metadata=SPARSE)
     """The outgoing flow taken when the activity completes and none of its conditional
     flows is true (BPMN ``default``); see :attr:`ProcessModel.branching`."""
-    listeners: tuple[Listener, ...] = field(default=(), metadata=SPARSE)
-    """Execution listeners, in document order (run by inline steps: see
-    :mod:`bpm.engine.listeners`)."""
 
     @property
     def has_mappings(self) -> bool:
         return bool(self.inputs or self.outputs)
-
-    @property
-    def listens_first(self) -> tuple[Listener, ...]:
-        return tuple(x for x in self.listeners if x.event in ("start", "create"))
 
 
 @dataclass(frozen=True)
@@ -315,8 +327,8 @@ class ServiceTask(Activity):
         return self.topic is not None
 
     @property
-    def listens_first(self) -> tuple[Listener, ...]:
-        return ()  # an inline task runs its listeners in its own step; an external one none
+    def runs_listeners(self) -> bool:
+        return not self.is_external  # an inline task runs them in its own step
 
     @property
     def waits(self) -> bool:
@@ -351,6 +363,10 @@ class ScriptTask(ServiceTask):
         return self.handler == PYTHON_SCRIPT
 
     @property
+    def runs_listeners(self) -> bool:
+        return not self.is_cel and super().runs_listeners  # CEL: evaluated by the engine
+
+    @property
     def waits(self) -> bool:
         return not self.is_cel
 
@@ -378,6 +394,10 @@ class UserTask(Activity):
     @property
     def waits(self) -> bool:
         return True
+
+    @property
+    def listens_last(self) -> tuple[Listener, ...]:
+        return ()  # its end listeners run with the task's complete (listens_to_task)
 
     @property
     def listens_to_task(self) -> tuple[Listener, ...]:
@@ -499,7 +519,10 @@ class CallActivity(Activity):
     ``call_inputs`` become the child's variables (all of the caller's with ``all_in``);
     ``call_outputs`` are copied back when it completes (all of the child's with
     ``all_out``). ``business_key``: CEL for the child's business key; ``inherit_key``
-    passes the caller's own."""
+    passes the caller's own. Camunda's ``local="true"``: ``all_in_local`` and the targets in
+    ``local_inputs`` read only the call activity's own variables (its input parameters),
+    ``all_out_local`` and the targets in ``local_outputs`` are written into them (read by
+    its output parameters, gone when it ends)."""
 
     json_name: ClassVar[str] = "call_activity"
     tag: ClassVar[str] = "callActivity"
@@ -513,6 +536,10 @@ class CallActivity(Activity):
     all_out: bool = False
     business_key: str | None = None
     inherit_key: bool = False
+    all_in_local: bool = field(default=False, metadata=SPARSE)
+    all_out_local: bool = field(default=False, metadata=SPARSE)
+    local_inputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
+    local_outputs: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
     @property
     def waits(self) -> bool:
@@ -689,10 +716,12 @@ class CancelEndEvent(Node):
 
 
 class EventKind(StrEnum):
-    """What an event waits for or throws besides timers and errors."""
+    """What an event waits for or throws besides timers and errors (each a trigger kind
+    of :mod:`bpm.kinds` whose waits are subscriptions)."""
 
     MESSAGE = "message"
     SIGNAL = "signal"
+    CONDITIONAL = "conditional"
 
 
 @dataclass(frozen=True)
@@ -701,11 +730,19 @@ class EventRef:
 
     ``correlation_key``: for a message, CEL over the variables evaluated when the wait
     opens (Zeebe's ``zeebe:subscription correlationKey``); the message must carry the same
-    value to be correlated. Signals are broadcast and have none."""
+    value to be correlated. Signals are broadcast and have none.
+
+    A conditional event (``bpm.kinds.conditional``) fires when ``condition`` (CEL) holds,
+    evaluated when its wait opens and on each variable change its scope sees; ``name`` is
+    the one variable whose changes count (``camunda:variableName``; "" for any) and
+    ``variable_events`` the changes that count (``create``, ``update``, ``delete``; empty
+    for all). Both are left out of the model's JSON when unset."""
 
     kind: EventKind
     name: str
     correlation_key: str | None = None
+    condition: str | None = field(default=None, metadata=SPARSE)
+    variable_events: tuple[str, ...] = field(default=(), metadata=SPARSE)
 
 
 @dataclass(frozen=True)
@@ -783,3 +820,6 @@ class Flow:
     condition: str | None = None
     name: str | None = None
     line: int | None = field(default=None, compare=False)
+    listeners: tuple[Listener, ...] = ()
+    """Its ``take`` execution listeners, run when a token follows it (left out of the
+    model's JSON when empty: see :meth:`ProcessModel.to_dict`)."""

@@ -53,6 +53,9 @@ class ProcessModel:
     name: str | None = None
     version_tag: str | None = None
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    listeners: tuple[n.Listener, ...] = ()
+    """The process's own execution listeners: ``start`` ones run before its first
+    token enters the start event, ``end`` ones before the instance completes."""
 
     @cached_property
     def outgoing(self) -> Mapping[str, tuple[n.Flow, ...]]:
@@ -296,14 +299,38 @@ class ProcessModel:
             if inline and not engine_run:
                 assert isinstance(node, n.ServiceTask) and node.handler
                 out.setdefault(node.handler, []).append(node.id)
-            if isinstance(node, n.Activity):
-                for listener in node.listeners:
-                    if listener.handler:
-                        out.setdefault(listener.handler, []).append(node.id)
+            for listener in node.listeners:
+                if listener.handler:
+                    out.setdefault(listener.handler, []).append(node.id)
+        for flow in self.flows:
+            for listener in flow.listeners:
+                if listener.handler:
+                    out.setdefault(listener.handler, []).append(flow.id)
+        for listener in self.listeners:
+            if listener.handler:
+                out.setdefault(listener.handler, []).append(self.key)
         return out
 
     def node(self, node_id: str) -> n.Node:
         return self.nodes[node_id]
+
+    @cached_property
+    def _flows_by_id(self) -> Mapping[str, n.Flow]:
+        return {f.id: f for f in self.flows}
+
+    def flow(self, flow_id: str) -> n.Flow | None:
+        """The sequence flow ``flow_id`` (None: no such flow)."""
+        return self._flows_by_id.get(flow_id)
+
+    @cached_property
+    def listens(self) -> bool:
+        """Whether any execution listener runs outside an inline task's own step (the
+        walker's listener checks are skipped for a model without: nearly every one)."""
+        return bool(
+            self.listeners
+            or any(f.listeners for f in self.flows)
+            or any(x.listens_first or x.listens_last for x in self.nodes.values())
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form; ``from_dict`` restores an equal model."""
@@ -312,8 +339,11 @@ class ProcessModel:
             "name": self.name,
             "version_tag": self.version_tag,
             "nodes": [_node_to_dict(x) for x in self.nodes.values()],
-            "flows": [dataclasses.asdict(f) for f in self.flows],
-        }
+            "flows": [_flow_to_dict(f) for f in self.flows],
+            # listeners only when there are some: the checksum of models without is unchanged
+            **({"listeners": [x.to_dict() for x in self.listeners]}
+               if self.listeners else {}),
+        }  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProcessModel:
@@ -323,13 +353,27 @@ class ProcessModel:
             name=data.get("name"),
             version_tag=data.get("version_tag"),
             nodes={x.id: x for x in nodes},
-            flows=tuple(n.Flow(**f) for f in data["flows"]),
+            flows=tuple(_flow_from_dict(f) for f in data["flows"]),
+            listeners=tuple(n.Listener.from_dict(x) for x in data.get("listeners", ())),
         )
 
     def checksum(self) -> str:
         """A digest of the executable content, used to detect a changed redeploy."""
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _flow_to_dict(flow: n.Flow) -> dict[str, Any]:
+    out = dataclasses.asdict(flow)
+    del out["listeners"]
+    if flow.listeners:  # as nodes.SPARSE: models without take listeners keep their checksum
+        out["listeners"] = [x.to_dict() for x in flow.listeners]
+    return out
+
+
+def _flow_from_dict(data: Mapping[str, Any]) -> n.Flow:
+    listeners = tuple(n.Listener.from_dict(x) for x in data.get("listeners", ()))
+    return n.Flow(**{**data, "listeners": listeners})
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -346,6 +390,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _sparse(value: Any) -> dict[str, Any]:
+    """A value's fields, less its sparse ones left at their default (nodes.SPARSE)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        if not (f.metadata.get("sparse") and item == _default(f)):
+            out[f.name] = list(item) if isinstance(item, tuple) else item
+    return out
+
+
 def _node_to_dict(node: n.Node) -> dict[str, Any]:
     out: dict[str, Any] = {"type": _KIND_OF[type(node)]}
     for f in dataclasses.fields(node):
@@ -356,7 +410,9 @@ def _node_to_dict(node: n.Node) -> dict[str, Any]:
             value = value.to_dict()
         elif isinstance(value, n.TimerSpec):
             value = {"kind": value.kind.value, "expression": value.expression}
-        elif isinstance(value, n.MultiInstance | n.EventRef):
+        elif isinstance(value, n.EventRef):
+            value = _sparse(value)
+        elif isinstance(value, n.MultiInstance):
             value = dataclasses.asdict(value)
         elif isinstance(value, Mapping):
             value = dict(value)
@@ -380,7 +436,13 @@ def _node_from_dict(data: Mapping[str, Any]) -> n.Node:
         elif f.name == "kind" and cls is n.EndEvent:
             value = n.EndKind(value)
         elif f.name == "event" and value is not None:
-            value = n.EventRef(n.EventKind(value["kind"]), value["name"], value["correlation_key"])
+            value = n.EventRef(
+                n.EventKind(value["kind"]),
+                value["name"],
+                value["correlation_key"],
+                value.get("condition"),
+                tuple(value.get("variable_events", ())),
+            )
         elif f.name == "loop" and value is not None:
             value = (n.StandardLoop if "test_before" in value else n.MultiInstance)(**value)
         elif f.name in _MAPPING_FIELDS:

@@ -403,14 +403,16 @@ def _exclusive(
 
 
 def _tasks(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
+    for flow in model.flows:
+        yield from _listener_scripts(flow.id, flow.listeners, flow.line)
+    yield from _listener_scripts(model.key, model.listeners, None)
     for node in model.nodes.values():
+        yield from _listener_scripts(node.id, node.listeners, node.line)
         if isinstance(node, n.ScriptTask) and node.is_cel:
             yield from _cel_script(node)
             continue
         if isinstance(node, n.ScriptTask) and node.is_python:
             yield from _python_script(node)
-        if isinstance(node, n.Activity):
-            yield from _listener_scripts(node)
         if not isinstance(node, n.ServiceTask):
             continue
         if node.handler is not None and node.topic is not None:
@@ -470,14 +472,17 @@ def _python_script(node: n.ScriptTask) -> Iterator[Problem]:
         yield _at(node, f"Python script of '{node.id}' is refused: {exc}")
 
 
-def _listener_scripts(node: n.Activity) -> Iterator[Problem]:
-    for listener in node.listeners:
+def _listener_scripts(
+    owner: str, listeners: tuple[n.Listener, ...], line: int | None
+) -> Iterator[Problem]:
+    """The Python listener scripts of a node, flow or process, compiled (refused at deploy)."""
+    for listener in listeners:
         if listener.script is None:
             continue
         try:
             compile_python(listener.script)
         except ScriptError as exc:
-            yield _at(node, f"the {listener.label} of '{node.id}' is refused: {exc}")
+            yield Problem(f"the {listener.label} of '{owner}' is refused: {exc}", owner, line)
 
 
 def _starts(model: ProcessModel, warnings: list[str]) -> None:

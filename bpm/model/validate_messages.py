@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from bpm.errors import ExpressionError, Problem
-from bpm.expressions import compile_expression
+from bpm.expressions import compile_condition, compile_expression
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
 
 # What may follow an event-based gateway: the events it races.
-_RACERS = (n.CatchEvent, n.ReceiveTask, n.TimerCatchEvent)
+_RACERS = (n.CatchEvent, n.ReceiveTask, n.TimerCatchEvent)  # a conditional catch too
 
 
 def _at(node: n.Node, message: str) -> Problem:
@@ -21,7 +21,9 @@ def check_messages(model: ProcessModel) -> Iterator[Problem]:
     """Names present, correlation keys that compile, gateways followed by events only."""
     for node in model.nodes.values():
         ref = getattr(node, "event", None)
-        if isinstance(ref, n.EventRef):
+        if isinstance(ref, n.EventRef) and ref.kind is n.EventKind.CONDITIONAL:
+            yield from _conditional(node, ref)
+        elif isinstance(ref, n.EventRef):
             if not ref.name.strip():
                 yield _at(
                     node,
@@ -37,6 +39,24 @@ def check_messages(model: ProcessModel) -> Iterator[Problem]:
             yield _at(node, f"signal throw event '{node.id}' has no signal name")
         if isinstance(node, n.EventBasedGateway):
             yield from _gateway(model, node)
+
+
+def _conditional(node: n.Node, ref: n.EventRef) -> Iterator[Problem]:
+    """A conditional event's condition (bpm.kinds.conditional): present, compiling."""
+    if not (ref.condition or "").strip():
+        yield _at(node, f"conditional event '{node.id}' has no condition: give it one, e.g. x > 5")
+        return
+    try:
+        compile_condition(ref.condition or "")
+    except ExpressionError as exc:
+        yield _at(node, f"the condition of conditional event '{node.id}': {exc}")
+    if isinstance(node, n.StartEvent) and node.container is None:
+        yield _at(  # Camunda's POST /condition is not built: nothing would ever start it
+            node,
+            f"conditional start event '{node.id}' starts the process itself, which this "
+            "engine does not run: put it in an event sub-process, or start instances with a "
+            "message start event",
+        )
 
 
 def _gateway(model: ProcessModel, node: n.EventBasedGateway) -> Iterator[Problem]:

@@ -200,6 +200,10 @@ def _mappings(
         yield from _compiles(node, f"{kind} '{mapping.target}'", mapping.source)
 
 
+_VARIABLE = re.compile(r"^[$#]\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}$")
+"""``${name}``: a version (tag) read from a variable when the call activity is reached."""
+
+
 def _call(node: n.CallActivity) -> Iterator[Problem]:
     if not node.called_element.strip():
         yield _at(
@@ -207,11 +211,14 @@ def _call(node: n.CallActivity) -> Iterator[Problem]:
             f"call activity '{node.id}' has no calledElement: name the process it starts "
             '(calledElement="processKey", or zeebe:calledElement processId="...")',
         )
-    if node.binding is n.CallBinding.VERSION and not (node.version or "").strip().isdigit():
+    version = (node.version or "").strip()
+    if node.binding is n.CallBinding.VERSION and not (
+        version.isdigit() or _VARIABLE.match(version)
+    ):
         yield _at(
             node,
             f"call activity '{node.id}' binds a version but '{node.version or ''}' is not a "
-            "version number: set calledElementVersion to a number",
+            "version number: set calledElementVersion to a number (or ${variable})",
         )
     if node.binding is n.CallBinding.VERSION_TAG and not (node.version or "").strip():
         yield _at(node, f"call activity '{node.id}' binds a version tag but names none")

@@ -15,6 +15,7 @@ from bpm.runtime import (
     calls,
     compensation,
     intermediate,
+    listening,
     scopes,
     task_events,
     throwing,
@@ -54,6 +55,8 @@ def end_event(walker: Walk, tok: Token, node: n.EndEvent) -> None:
     instance at the top); an error or escalation end event throws to the nearest catcher
     (:mod:`bpm.runtime.throwing`), and ends the path when nothing catches it."""
     w = walker.work
+    if walker.model.listens and walker.listen_last(tok, (), again=True):
+        return  # its end listeners run on a worker first; then this runs again
     if node.kind is n.EndKind.COMPENSATE:
         compensation.end_event(walker, tok, node)
         return
@@ -239,6 +242,9 @@ def parallel_gateway(walker: Walk, tok: Token, node: n.ParallelGateway) -> None:
 def _arrival(walker: Walk, tok: Token, node: n.Node) -> str:
     """The id of the flow ``tok`` came to the join by: the flow from the node of the token
     that made it (in memory: a token reaches a join in the transaction that made it)."""
+    via = listening.pending(tok).via  # it waited for its listeners: the parent is gone
+    if via is not None:
+        return via
     parent = walker.work.tokens.get(tok.parent_id) if tok.parent_id else None
     if parent is not None:
         for flow in walker.model.incoming[node.id]:

@@ -17,14 +17,15 @@ between: see :mod:`bpm.engine.unit`) and creates the child. Everything else here
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bpm.errors import BpmError
 from bpm.expressions import is_feel
 from bpm.model import nodes as n
 from bpm.runtime import variables as v
-from bpm.runtime.records import Token
-from bpm.runtime.states import BlockKind, InstanceState, TokenState
+from bpm.runtime.records import Scope, Token
+from bpm.runtime.states import BlockKind, InstanceState, ScopeKind, TokenState
 from bpm.runtime.work import new_id
 from bpm.timeexpr import variable_name
 
@@ -48,6 +49,21 @@ def _called_key(node: n.CallActivity, seen: dict[str, Any]) -> str:
     return value
 
 
+def _bound_version(node: n.CallActivity, seen: dict[str, Any]) -> n.CallActivity:
+    """The call activity with its ``calledElementVersion`` / ``calledElementVersionTag``
+    read from the variable a ``${name}`` names (Camunda evaluates them when reached)."""
+    name = variable_name(node.version or "")
+    if name is None:
+        return node
+    value = seen.get(name)
+    if node.binding is n.CallBinding.VERSION:
+        if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+            raise BpmError(f"variable '{name}' holds {value!r}, not a version number")
+    elif not isinstance(value, str) or not value:
+        raise BpmError(f"variable '{name}' holds {value!r}, not a version tag")
+    return replace(node, version=str(value))
+
+
 def _mapped(mappings: tuple[n.VariableMapping, ...], variables: dict[str, Any]) -> dict[str, Any]:
     """The values of a call activity's ``camunda:in`` / ``camunda:out``: a ``source`` naming
     a variable that was never set gives null, as Camunda 7's getVariable does (an
@@ -58,6 +74,67 @@ def _mapped(mappings: tuple[n.VariableMapping, ...], variables: dict[str, Any]) 
         if name is not None and name not in seen:
             seen[name] = None
     return v.evaluate(mappings, seen)
+
+
+def _own_scope(walker: Walk, tok: Token, node: n.CallActivity) -> Scope | None:
+    """The call activity's own variables (its input/output parameters), if it has them."""
+    scope = walker.work.scope(tok.scope_id) if tok.scope_id else None
+    if scope is not None and scope.kind is ScopeKind.ACTIVITY and scope.node_id == node.id:
+        return scope
+    return None
+
+
+def _local(walker: Walk, tok: Token) -> dict[str, Any]:
+    """Camunda's ``getVariablesLocal()`` of the call activity's execution: the variables of
+    the innermost scope it runs in (its own parameters, else its sub-process's, else the
+    instance's)."""
+    for scope in v.chain(walker.work, tok.scope_id):
+        if not scope.is_fork:
+            return dict(scope.variables)
+    return dict(walker.work.instance.variables)
+
+
+def _inputs(walker: Walk, tok: Token, node: n.CallActivity, seen: dict[str, Any]) -> dict[str, Any]:
+    """What the child starts with: ``camunda:in`` (``local="true"``: read from the call
+    activity's own variables only)."""
+    local = _local(walker, tok) if node.all_in_local or node.local_inputs else {}
+    variables = dict(local if node.all_in_local else seen) if node.all_in else {}
+    wide = tuple(m for m in node.call_inputs if m.target not in node.local_inputs)
+    narrow = tuple(m for m in node.call_inputs if m.target in node.local_inputs)
+    variables.update(_mapped(wide, seen))
+    if narrow:
+        variables.update(_mapped(narrow, local))
+    return variables
+
+
+def pass_outputs(caller: Walk, tok: Token, node: n.CallActivity, results: dict[str, Any]) -> None:
+    """Write the child's ``camunda:out`` into the caller, as Camunda 7 does: a local one
+    (``local="true"``) into the call activity's own variables, any other as
+    ``execution.setVariable`` from the call activity sets it: into its own variables if it
+    has one of that name, else out past them (so its output parameters do not hold it
+    back). Raises :class:`BpmError` when a mapping fails."""
+    outputs = dict(results) if node.all_out else {}
+    outputs.update(_mapped(node.call_outputs, results))
+    local_names = set(outputs) if node.all_out_local else set()
+    local_names |= {m.target for m in node.call_outputs if m.target in node.local_outputs}
+    if node.all_out_local:  # camunda:out source=... without local still goes out
+        local_names -= {m.target for m in node.call_outputs if m.target not in node.local_outputs}
+    own = _own_scope(caller, tok, node)
+    inside = {k: x for k, x in outputs.items() if k in local_names or (own and k in own.variables)}
+    outside = {k: x for k, x in outputs.items() if k not in inside}
+    if inside:
+        v.write(
+            caller.work,
+            caller.model,
+            tok.scope_id,
+            inside,
+            source=node.id,
+            token_id=tok.id,
+            local=True,
+        )
+    if outside:
+        scope_id = own.parent_id if own is not None else tok.scope_id
+        v.write(caller.work, caller.model, scope_id, outside, source=node.id, token_id=tok.id)
 
 
 def call_activity(walker: Walk, tok: Token, node: n.CallActivity) -> None:
@@ -79,17 +156,17 @@ def call_activity(walker: Walk, tok: Token, node: n.CallActivity) -> None:
                 f"called {depth} levels deep; a process that calls itself needs a way out "
                 "(raise EngineConfig.max_call_depth if the depth is meant)"
             )
-        definition = relatives.called_definition(node, key, work.instance.definition_id)
+        bound = _bound_version(node, seen)
+        definition = relatives.called_definition(bound, key, work.instance.definition_id)
         if definition is None:
             raise BpmError(
                 f"no process '{key}' is deployed for binding {node.binding.value}"
-                + (f" {node.version}" if node.version else "")
+                + (f" {bound.version}" if bound.version else "")
                 + ": deploy it, then retry the incident"
             )
         if definition.suspended:
             raise BpmError(f"process '{key}' is suspended: activate it, then retry the incident")
-        variables = dict(seen) if node.all_in else {}
-        variables.update(_mapped(node.call_inputs, seen))
+        variables = _inputs(walker, tok, node, seen)
         business_key = work.instance.business_key if node.inherit_key else None
         if node.business_key is not None:
             value = v.evaluate([n.VariableMapping("key", node.business_key)], seen)["key"]
@@ -134,11 +211,8 @@ def child_completed(child: Walk) -> None:
         return
     node = caller.model.node(tok.node_id)
     assert isinstance(node, n.CallActivity)
-    results = inst.variables
     try:
-        outputs = dict(results) if node.all_out else {}
-        outputs.update(_mapped(node.call_outputs, results))
-        v.write(caller.work, caller.model, tok.scope_id, outputs, source=node.id, token_id=tok.id)
+        pass_outputs(caller, tok, node, inst.variables)
     except BpmError as exc:
         caller.work.transition(tok.id, TokenState.READY)
         caller.fail_token(

@@ -18,7 +18,16 @@ from bpm.runtime.records import ProcessDefinition, Scope, Timer, Token
 from bpm.runtime.states import ScopeKind, TokenState
 from bpm.runtime.work import InstanceWork
 
-__all__ = ["Behaviour", "Decided", "Decider", "Hooks", "Relatives", "TimerHooks", "Walk"]
+__all__ = [
+    "Behaviour",
+    "Decided",
+    "Decider",
+    "Hooks",
+    "Relatives",
+    "SettleUnit",
+    "TimerHooks",
+    "Walk",
+]
 
 
 class StartEventSubProcess(Protocol):
@@ -26,6 +35,19 @@ class StartEventSubProcess(Protocol):
 
     def __call__(
         self, walker: Walk, trigger: n.StartEvent, region: str | None, *, parent_token: str | None
+    ) -> None: ...
+
+
+class SettleUnit(Protocol):
+    """Runs when a unit of work is about to be written, over every instance it changed
+    (``works``: asked again, as firing may change more), each walked by ``walker_of``;
+    ``before``: the names of each loaded instance's variables as it was read."""
+
+    def __call__(
+        self,
+        works: Callable[[], Iterable[InstanceWork]],
+        walker_of: Callable[[InstanceWork], Walk],
+        before: Mapping[str, frozenset[str]],
     ) -> None: ...
 
 
@@ -49,7 +71,8 @@ class Hooks:
     ``start_event_subprocess`` runs one; ``start_loop`` opens a multi-instance body;
     ``release_joins`` fires an inclusive join nothing can reach any more (True: it did);
     ``settlers`` complete a scope no token is left in, by its kind; ``timers`` fire the
-    timers of the kinds they name.
+    timers of the kinds they name; ``settle_unit`` runs before a unit of work is written
+    (conditional events evaluate the variable changes of the unit there).
     """
 
     arm: Callable[[Walk, str | None, str | None], None]
@@ -59,6 +82,7 @@ class Hooks:
     release_joins: Callable[[Walk], bool]
     settlers: Mapping[ScopeKind, Callable[[Walk, Scope], None]] = field(default_factory=dict)
     timers: Mapping[str, TimerHooks] = field(default_factory=dict)
+    settle_unit: SettleUnit | None = None
 
 
 class Walk(Protocol):
@@ -87,6 +111,16 @@ class Walk(Protocol):
         scope_id: str | None = None,
         keep_scope: bool = True,
     ) -> list[Token]: ...
+
+    def listen_last(
+        self,
+        tok: Token,
+        flows: Iterable[n.Flow] | None = None,
+        *,
+        scope_id: str | None = None,
+        keep_scope: bool = True,
+        again: bool = False,
+    ) -> bool: ...
 
     def continue_tokens(self, tokens: Iterable[Token]) -> None: ...
 

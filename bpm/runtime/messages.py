@@ -51,7 +51,11 @@ MESSAGE_INCIDENT = "failedMessageSubscription"
 #: Timer kind of a timer event after an event-based gateway.
 GATEWAY_TIMER = "event_gateway"
 
-_BLOCK = {n.EventKind.MESSAGE: BlockKind.MESSAGE, n.EventKind.SIGNAL: BlockKind.SIGNAL}
+_BLOCK = {
+    n.EventKind.MESSAGE: BlockKind.MESSAGE,
+    n.EventKind.SIGNAL: BlockKind.SIGNAL,
+    n.EventKind.CONDITIONAL: BlockKind.CONDITION,
+}
 
 
 def key_text(value: Any) -> str:

@@ -53,6 +53,9 @@ class Token:
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
     error: str | None = None
+    listening: str | None = None
+    """Where the token stands with the execution listeners a worker runs for it (JSON
+    text, :mod:`bpm.runtime.listening`); None for nearly every token."""
 
     @property
     def token_id(self) -> str:

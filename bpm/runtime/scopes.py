@@ -24,6 +24,7 @@ from bpm.runtime import variables as v
 from bpm.runtime.records import Scope, Token
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
+    SUBSCRIBED,
     BlockKind,
     ScopeKind,
     ScopeState,
@@ -90,7 +91,7 @@ def inside(work: InstanceWork, tok: Token, scope_id: str) -> bool:
     return any(s.id == scope_id for s in v.chain(work, tok.scope_id))
 
 
-_LISTENS = frozenset({BlockKind.TIMER, BlockKind.MESSAGE, BlockKind.SIGNAL})
+_LISTENS = frozenset({BlockKind.TIMER, *SUBSCRIBED})
 
 
 def is_listener(walker: Walk, tok: Token) -> bool:

@@ -44,9 +44,15 @@ class BlockKind(StrEnum):
     JOIN = "join"
     MESSAGE = "message"
     SIGNAL = "signal"
+    CONDITION = "condition"  # a conditional catch event (or listener) waits for its condition
     EVENT_GATEWAY = "event_gateway"  # the events after an event-based gateway race
     SCOPE = "scope"  # a sub-process or multi-instance body it opened is running
     CALL_ACTIVITY = "call_activity"  # the instance it called is running
+
+
+SUBSCRIBED = frozenset({BlockKind.MESSAGE, BlockKind.SIGNAL, BlockKind.CONDITION})
+"""Waits on one open subscription (``blocked_id``): cancelled with it, listeners if at an
+event sub-process's start."""
 
 
 class ScopeKind(StrEnum):

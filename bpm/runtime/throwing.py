@@ -21,14 +21,16 @@ error, and an incident is the place for it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from bpm.errors import BpmError
 from bpm.model import nodes as n
 from bpm.runtime import scopes
 from bpm.runtime import variables as v
-from bpm.runtime.calls import waiting_caller
+from bpm.runtime.calls import pass_outputs, waiting_caller
 from bpm.runtime.records import Token
 from bpm.runtime.states import ScopeKind
 
@@ -191,6 +193,8 @@ def throw(
     if catcher is None:
         return None
     at = catcher.walker
+    if at is not walker and kind is EventKind.ERROR:
+        _outputs_on_the_way(walker, at)
     values = caught_values(catcher.node, tok, code, message, kind)
     if catcher.boundary is not None:
         take_boundary(at, catcher.token, catcher.boundary, values, message)
@@ -207,6 +211,25 @@ def throw(
     if at is not walker:
         at.run()
     return catcher
+
+
+def _outputs_on_the_way(thrower: Walk, catcher: Walk) -> None:
+    """An error caught in a calling instance: each call activity it leaves on the way up
+    passes its child's outputs first (``camunda:out``), as Camunda 7 does (its
+    ``OutputVariablesPropagator``), so the catcher's path sees them. A mapping that fails
+    passes nothing (the error is still caught)."""
+    cur: Walk | None = thrower
+    while cur is not None and cur is not catcher and cur.relatives is not None:
+        inst = cur.work.instance
+        caller = cur.relatives.walker_of(inst.parent_id) if inst.parent_id else None
+        call = waiting_caller(caller, inst.id, inst.parent_token_id) if caller else None
+        if caller is None or call is None:
+            return
+        # a token waiting for a called instance is at a call activity
+        node = cast(n.CallActivity, caller.model.node(call.node_id))
+        with suppress(BpmError):
+            pass_outputs(caller, call, node, cur.work.instance.variables)
+        cur = caller
 
 
 def caught_values(

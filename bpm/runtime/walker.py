@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from bpm.model import nodes as n
@@ -21,6 +22,7 @@ from bpm.runtime import (
     calls,
     compensation,
     inclusive,
+    listening,
     messages,
     scopes,
     task_events,
@@ -31,6 +33,7 @@ from bpm.runtime.hooks import Behaviour, Decider, Hooks, Relatives
 from bpm.runtime.records import ExternalTask, Incident, Timer, Token, UserTask
 from bpm.runtime.states import (
     LIVE_TOKEN_STATES,
+    SUBSCRIBED,
     BlockKind,
     IncidentState,
     InstanceState,
@@ -80,10 +83,18 @@ class Walker:
         self._steps = 0
         # Tokens whose node's listeners ran in this transaction: they enter the node now.
         self.listened: set[str] = set()
+        # Tokens whose node's end listeners ran in this transaction: they leave it now.
+        self.ended: set[str] = set()
+        # The process's end listeners ran: the instance may complete.
+        self.process_ended = False
 
     def begin(self, start_node_id: str) -> Token:
         """A new instance's first token (and its event sub-processes' listeners), walked."""
         first = self.work.create_token(start_node_id, scope_id=None, parent_id=None)
+        if listening.process_listeners(self.model, "start"):
+            first = self.work.set_listening(
+                first.id, listening.encode(listening.Pending(process="start"))
+            )
         if self.model.scoped:
             self.hooks.arm(self, None, None)
         self.run([first.id])
@@ -110,10 +121,8 @@ class Walker:
                         # (a retried incident of a task listener step comes here)
                         self.work.to_dispatch.append(tok.id)
                         continue
-                    if node.listens_first and tok.id not in self.listened:
-                        # its listeners run on a worker first (bpm.engine.listeners): the
-                        # token stays Ready, published after commit, as an inline step
-                        self.work.to_dispatch.append(tok.id)
+                    listens = self.model.listens and tok.id not in self.listened
+                    if listens and self._listen_first(tok, node):
                         continue
                     if self.model.scoped:
                         entered = scopes.enter(self, tok, node)
@@ -126,6 +135,72 @@ class Walker:
         finally:
             self._running = False
         self.settle_instance()
+
+    def _listen_first(self, tok: Token, node: n.Node) -> bool:
+        """Leave ``tok`` Ready for a worker to run the listeners due before it enters
+        ``node`` (:mod:`bpm.runtime.listening`), published after commit as an inline step
+        is; False when there are none (or the node's own step runs them)."""
+        state = listening.pending(tok)
+        if state.phase == listening.LAST:  # walked again (an incident retried): as it was
+            self.work.to_dispatch.append(tok.id)
+            return True
+        # a multi-instance body: its inner instances run the element's listeners
+        body = getattr(node, "loop", None) is not None and not self.is_inner(tok)
+        if node.runs_listeners and not body:
+            return False  # the inline task's step runs the flow's take listeners too
+        start = bool(node.listens_first) and not body
+        take = listening.take_listeners(self.model, state.via)
+        if not (start or take or state.process == "start"):
+            return False
+        self.work.set_listening(
+            tok.id, listening.encode(replace(state, phase=listening.FIRST, start=start))
+        )
+        self.work.to_dispatch.append(tok.id)
+        return True
+
+    def listen_last(
+        self,
+        tok: Token,
+        flows: Iterable[n.Flow] | None = None,
+        *,
+        scope_id: str | None = None,
+        keep_scope: bool = True,
+        again: bool = False,
+    ) -> bool:
+        """Leave the token at ``tok``'s node Ready for a worker to run the node's end
+        listeners before it leaves (along ``flows``, as :meth:`leave` would); False when
+        there are none, or they ran. ``again``: afterwards the node's behaviour runs again
+        (an end event, which leaves by no flow)."""
+        node = self.model.node(tok.node_id)
+        if tok.id in self.ended or not node.listens_last:
+            return False
+        if getattr(node, "loop", None) is not None and not self.is_inner(tok):
+            return False  # a multi-instance body: its inner instances ran them
+        state = listening.Pending(
+            phase=listening.LAST,
+            flows=None if flows is None else tuple(f.id for f in flows),
+            scope_id=scope_id,
+            keep_scope=keep_scope,
+            again=again,
+        )
+        self._park_last(tok, state)
+        return True
+
+    def _park_last(self, tok: Token, state: listening.Pending) -> None:
+        w = self.work
+        tok = w.token(tok.id)
+        if tok.state is TokenState.COMPLETED:
+            # a join completed the arrivals: a token of its own runs the listeners, in
+            # the scope the next tokens go to
+            scope = tok.scope_id if state.keep_scope else state.scope_id
+            tok = w.create_token(tok.node_id, scope_id=scope, parent_id=tok.id)
+            if not state.keep_scope:
+                state = replace(state, keep_scope=True)
+        elif tok.state is TokenState.WAITING:
+            # a task, sub-process or call that was leaving: what it waited for is done
+            tok = w.transition(tok.id, TokenState.READY)
+        w.set_listening(tok.id, listening.encode(state))
+        w.to_dispatch.append(tok.id)
 
     def _over_budget(self, tok: Token) -> bool:
         """Count one step at ``tok``'s node; past the bound, fail the token with an
@@ -184,7 +259,13 @@ class Walker:
         """Complete ``tok`` and put a new Ready token on each flow (all outgoing by default).
 
         Leaving an activity with its own scope applies its output mappings first; an
-        inner instance of a multi-instance activity follows no flow (the body does)."""
+        inner instance of a multi-instance activity follows no flow (the body does). A
+        node with end listeners (that no inline step ran) waits for a worker to run them
+        first: nothing is returned then (:meth:`listen_last`)."""
+        if self.model.listens and self.listen_last(
+            tok, flows, scope_id=scope_id, keep_scope=keep_scope
+        ):
+            return []
         scope = tok.scope_id if keep_scope else scope_id
         follow = True
         if keep_scope and self.model.scoped:
@@ -223,6 +304,11 @@ class Walker:
         out = []
         for flow in chosen:
             new = self.work.create_token(flow.target, scope_id=scope, parent_id=tok.id)
+            target = self.model.nodes.get(flow.target) if self.model.listens else None
+            if flow.listeners or (target is not None and target.listens_first):
+                # the flow it came by: its take listeners, and a join's arrival, later
+                via = listening.Pending(via=flow.id)
+                new = self.work.set_listening(new.id, listening.encode(via))
             out.append(new)
             self._queue.append(new.id)
         return out
@@ -279,7 +365,7 @@ class Walker:
                     lock_expires_at=None,
                     updated_at=w.now,
                 )
-        elif tok.blocked_kind in (BlockKind.MESSAGE, BlockKind.SIGNAL) and tok.blocked_id:
+        elif tok.blocked_kind in SUBSCRIBED and tok.blocked_id:
             messages.cancel(self, tok.blocked_id)
         elif tok.blocked_kind is BlockKind.EVENT_GATEWAY:
             messages.cancel_of_token(self, tok)
@@ -316,9 +402,26 @@ class Walker:
             self.hooks.disarm(self, None)
         elif live:
             return
+        if not self.process_ended and self._listen_process_end():
+            return
         w.set_state(InstanceState.COMPLETED)
         if w.instance.parent_id is not None:
             calls.child_completed(self)
+
+    def _listen_process_end(self) -> bool:
+        """The process's end listeners run on a worker before the instance completes: a
+        token at the node the last token ended at waits for one (False: none to run)."""
+        if not listening.process_listeners(self.model, "end"):
+            return False
+        ended = [t for t in self.work.tokens.values() if t.state is TokenState.COMPLETED]
+        if not ended:
+            return False  # nothing ended in this transaction: completed some other way
+        last = max(ended, key=lambda t: t.updated_at)
+        tok = self.work.create_token(last.node_id, scope_id=None, parent_id=last.id)
+        state = listening.Pending(phase=listening.LAST, process="end", flows=())
+        self.work.set_listening(tok.id, listening.encode(state))
+        self.work.to_dispatch.append(tok.id)
+        return True
 
     def fail_token(self, tok: Token, error: str, *, incident_type: str = "failedGateway") -> None:
         """A node could not proceed (no gateway flow matched, a timer could not be set, the

@@ -260,6 +260,13 @@ class InstanceWork(ScopeChanges):
         )
         return new
 
+    def set_listening(self, token_id: str, listening: str | None) -> Token:
+        """Say which execution listeners a worker runs for the token (no state change:
+        see :mod:`bpm.runtime.listening`)."""
+        new = replace(self.tokens[token_id], listening=listening)
+        self.token_changes.put(token_id, new)
+        return new
+
     def record_claim(self, tok: Token) -> None:
         """Record the claim of an Executing token (once), before its attempt's outcome."""
         if tok.id not in self._claims_recorded:

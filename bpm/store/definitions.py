@@ -36,16 +36,17 @@ def by_version(conn: Connection, key: str, version: int) -> ProcessDefinition | 
     return definition_from_row(row) if row else None
 
 
-def by_version_tag(conn: Connection, key: str, tag: str) -> ProcessDefinition | None:
-    """The latest version of ``key`` with version tag ``tag``."""
+def by_version_tag(conn: Connection, key: str, tag: str) -> list[ProcessDefinition]:
+    """The versions of ``key`` with version tag ``tag``, latest first (at most two: one is
+    the answer, two make the tag ambiguous)."""
     pd = t.process_definition
-    row = conn.execute(
+    rows = conn.execute(
         select(*_RECORD)
         .where(pd.c.key == key, pd.c.version_tag == tag)
         .order_by(pd.c.version.desc())
-        .limit(1)
-    ).first()
-    return definition_from_row(row) if row else None
+        .limit(2)
+    ).all()
+    return [definition_from_row(row) for row in rows]
 
 
 def in_deployment(

@@ -149,6 +149,8 @@ token = Table(
     Column("error", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # execution listeners a worker runs for the token (migration 0020)
+    Column("listening", Text),
     Index("ix_token_instance", "instance_id"),
     Index(
         "ix_token_ready",
