@@ -90,6 +90,9 @@ class LocalLoop:
         work += self.engine.fire_due_schedules()
         work += self.engine.reclaim_expired_leases()
         work += self.engine.redispatch_stale_ready()
+        # batch chunks: nothing publishes them here, the loop claims them itself (one per
+        # tick at most, so a big batch never keeps timers and steps waiting)
+        work += self.engine.batches.run_ready(limit=1)
         return work + self.run_ready(budget)
 
     def _sleep_until_wakeup(self, cap: timedelta) -> None:

@@ -60,6 +60,12 @@ def _details(e: HistoryEvent) -> str:
         parts.append(f"by {p.get('by')}: " + ", ".join(steps))
         if p.get("annotation"):
             parts.append(str(p["annotation"]))
+    if e.type == "instance_migrated":
+        undo = f" (undo of {p['undo_of']})" if p.get("undo_of") else ""
+        parts.append(f"by {p.get('by')}: {p.get('source')} -> {p.get('target')}{undo}")
+        parts.append(f"operation {p.get('operation')}")
+        if p.get("annotation"):
+            parts.append(str(p["annotation"]))
     return "; ".join(parts)
 
 

@@ -18,9 +18,10 @@ from celery.exceptions import CDeprecationWarning
 
 from bpm.contrib.celery import RUN_TOKEN, WorkerSettings, install
 from bpm.contrib.celery.beat_tasks import SWEEPS
+from bpm.contrib.celery.publisher import RUN_BATCH_CHUNK
 from bpm.contrib.celery.tasks import EngineRoutes
 
-ENGINE_TASKS = (RUN_TOKEN, *SWEEPS)
+ENGINE_TASKS = (RUN_TOKEN, RUN_BATCH_CHUNK, *SWEEPS)
 
 
 def _router(name: str, *_: Any, **__: Any) -> dict[str, str] | None:

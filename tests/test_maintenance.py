@@ -98,7 +98,8 @@ def test_the_upkeep_jobs_take_back_publish_and_purge(database_url: str) -> None:
     eng, q = ready_engine(database_url)
     try:
         jobs = {j.name: j for j in upkeep_jobs(eng, purge=timedelta(hours=1))}
-        assert set(jobs) == {"reclaim", "redispatch", "purge"}
+        assert set(jobs) == {"reclaim", "redispatch", "purge", "batches"}
+        assert jobs["batches"].run() == 0  # no batch, and this dispatcher takes no chunks
         inst = eng.start("one")
         (tok,) = eng.get_instance(inst.id).tokens
         q.queue.clear()
@@ -111,7 +112,7 @@ def test_the_upkeep_jobs_take_back_publish_and_purge(database_url: str) -> None:
         published = len(q.published)
         assert jobs["redispatch"].run() >= 1 and len(q.published) > published
         assert jobs["purge"].run() == 0  # nothing has ended 30 days ago
-        assert upkeep_jobs(eng, reclaim=None, redispatch=None, purge=None) == []
+        assert upkeep_jobs(eng, reclaim=None, redispatch=None, purge=None, batches=None) == []
     finally:
         eng.close()
 

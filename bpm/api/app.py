@@ -38,6 +38,7 @@ from bpm.api.errors import error_response
 from bpm.api.headers import SecurityHeaders
 from bpm.api.keyless import DEFAULT_BURST, DEFAULT_RATE, KeylessLimit
 from bpm.api.longpoll import LongPollHub
+from bpm.api.routes_batches import router as batches_router
 from bpm.api.routes_cockpit import STATIC
 from bpm.api.routes_cockpit import pages as cockpit_pages
 from bpm.api.routes_cockpit import router as cockpit_router
@@ -285,6 +286,7 @@ def create_app(
     app.include_router(decision_history_router, prefix=PREFIX)
     app.include_router(process_router, prefix=PREFIX)
     app.include_router(modification_router, prefix=PREFIX)
+    app.include_router(batches_router, prefix=PREFIX)
     app.include_router(migration_router, prefix=PREFIX)
     app.include_router(messages_router, prefix=PREFIX)
     app.include_router(task_router, prefix=PREFIX)

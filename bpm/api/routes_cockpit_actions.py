@@ -81,21 +81,23 @@ async def terminate(instance_id: str, request: Request, caller: Operator) -> Res
     check_id(instance_id, "instance id")
     body: TerminateBody = await _body(request, TerminateBody, 8 * 1024)
     reason = body.reason or f"terminated by {_who(caller)}"
-    inst = await run_in_threadpool(lambda: engine_of(request).terminate(instance_id, reason=reason))
+    inst = await run_in_threadpool(
+        lambda: engine_of(request).terminate(instance_id, reason=reason, by=_who(caller))
+    )
     return JSONResponse(j.instance_row_json(inst))
 
 
 @router.post("/instances/{instance_id}/suspend")
 async def suspend(instance_id: str, request: Request, caller: Operator) -> Response:
     check_id(instance_id, "instance id")
-    inst = await run_in_threadpool(engine_of(request).suspend, instance_id)
+    inst = await run_in_threadpool(lambda: engine_of(request).suspend(instance_id, by=_who(caller)))
     return JSONResponse(j.instance_row_json(inst))
 
 
 @router.post("/instances/{instance_id}/resume")
 async def resume(instance_id: str, request: Request, caller: Operator) -> Response:
     check_id(instance_id, "instance id")
-    inst = await run_in_threadpool(engine_of(request).resume, instance_id)
+    inst = await run_in_threadpool(lambda: engine_of(request).resume(instance_id, by=_who(caller)))
     return JSONResponse(j.instance_row_json(inst))
 
 
@@ -115,7 +117,9 @@ async def set_variables(instance_id: str, request: Request, caller: Operator) ->
 @router.post("/incidents/{incident_id}/retry")
 async def retry_incident(incident_id: str, request: Request, caller: Operator) -> Response:
     check_id(incident_id, "incident id")
-    inc = await run_in_threadpool(engine_of(request).retry_incident, incident_id)
+    inc = await run_in_threadpool(
+        lambda: engine_of(request).retry_incident(incident_id, by=_who(caller))
+    )
     return JSONResponse(j.incident_json(inc))
 
 
@@ -140,7 +144,7 @@ async def bulk_retry(request: Request, caller: Operator) -> Response:
         results = []
         for incident_id in dict.fromkeys(ids):
             try:
-                engine.retry_incident(incident_id)
+                engine.retry_incident(incident_id, by=_who(caller))
                 results.append({"id": incident_id, "retried": True})
             except BpmError as exc:  # one stale incident must not stop the others
                 results.append({"id": incident_id, "retried": False, "error": str(exc)})
@@ -170,7 +174,7 @@ async def unlock(task_id: str, request: Request, caller: Operator) -> Response:
         task = engine.external_task(task_id)
         if task.state is not TaskState.LOCKED:
             raise InvalidOperation(f"external task {task_id} is {task.state.value}, not locked")
-        engine.unlock_external_task(task_id)
+        engine.unlock_external_task(task_id, by=_who(caller))
         return j.external_task_json(engine.external_task(task_id))
 
     return JSONResponse(await run_in_threadpool(run))

@@ -183,7 +183,7 @@ async def _fetch_and_lock(
             traces = await run_in_threadpool(engine.start_traces, [t.instance_id for t in tasks])
         body, kept = bounded_json(tasks, by_topic, limit, who, ids, traces)
         for extra in tasks[kept:]:  # over the byte budget: give them back at once
-            await run_in_threadpool(engine.unlock_external_task, extra.id)
+            await run_in_threadpool(engine.unlock_external_task, extra.id, record=False)
         if span is not None:
             span.set_attribute("bpm.locked", kept)
             span.set_attribute("bpm.external_task_ids", [t.id for t in tasks[:kept]])
@@ -217,7 +217,7 @@ async def _fetch_and_lock(
                     hub.pass_on(waiter.topics)  # a full batch: more may be free
                 if gone.done():  # nobody to hand them to: give them back
                     for t in tasks:
-                        await run_in_threadpool(engine.unlock_external_task, t.id)
+                        await run_in_threadpool(engine.unlock_external_task, t.id, record=False)
                     return Response(status_code=NO_CONTENT)
                 return await render(tasks)
             remaining = deadline - loop.time()
@@ -332,7 +332,7 @@ async def unlock(task_id: str, request: Request, who: Who) -> Response:
     may_release = _ids(request).may_release(who)
     await run_in_threadpool(
         lambda: _engine(request).unlock_external_task(
-            task_id, topics=who.topics, may_release=may_release
+            task_id, topics=who.topics, may_release=may_release, by=who.name
         )
     )
     return Response(status_code=NO_CONTENT)
@@ -344,7 +344,7 @@ async def set_retries(task_id: str, body: b.RetriesBody, request: Request, who: 
     may_release = _ids(request).may_release(who)
     await run_in_threadpool(
         lambda: _engine(request).set_external_task_retries(
-            task_id, body.retries, topics=who.topics, may_release=may_release
+            task_id, body.retries, topics=who.topics, may_release=may_release, by=who.name
         )
     )
     return Response(status_code=NO_CONTENT)

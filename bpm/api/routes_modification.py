@@ -17,6 +17,7 @@ from bpm.api.auth import Principal, principal
 from bpm.api.camunda_params import Params, page
 from bpm.api.errors import ApiError, bad_request
 from bpm.api.schemas import CountDto
+from bpm.api.schemas_batches import BatchDto, batch_json
 from bpm.api.variables import format_date, from_camunda
 from bpm.engine import ActivityInstance, Engine, TransitionInstance
 from bpm.engine.modification import (
@@ -155,11 +156,12 @@ def instruction_of(index: int, dto: s.ModificationInstructionDto) -> Instruction
 @router.post(
     "/process-instance/{instance_id}/modification",
     status_code=204,
-    responses=oa.errors(400, 404),
+    responses={200: {"model": BatchDto, "description": "async: the batch"}, **oa.errors(400, 404)},
 )
 async def modify(instance_id: str, body: s.ModificationDto, request: Request, who: Who) -> Response:
     """Start and cancel activities in one transaction; a bad instruction answers 400
-    naming it and changes nothing."""
+    naming it and changes nothing. With ``async: true``: a batch of one (200, the batch),
+    applied by a worker."""
     who.check_unrestricted("modify instances")
     engine = _engine(request)
     try:
@@ -169,6 +171,14 @@ async def modify(instance_id: str, body: s.ModificationDto, request: Request, wh
     if inst.ended:
         raise _missing(instance_id)
     instructions = [instruction_of(i, dto) for i, dto in enumerate(body.instructions)]
+    if body.async_:
+        created = await run_in_threadpool(
+            lambda: engine.batches.modify(
+                [instance_id], instructions, skip_io_mappings=bool(body.skipIoMappings),
+                annotation=body.annotation, by=who.name,
+            )
+        )  # fmt: skip
+        return JSONResponse(batch_json(created))
     await run_in_threadpool(
         lambda: engine.modify(
             instance_id,
@@ -187,7 +197,7 @@ USER_OPERATION_FILTERS = (
     ("processInstanceId", "string"), ("processDefinitionId", "string"),
     ("processDefinitionKey", "string"), ("operationType", "string"), ("entityType", "string"),
     ("userId", "string"), ("category", "string"), ("afterTimestamp", "date"),
-    ("beforeTimestamp", "date"),
+    ("beforeTimestamp", "date"), ("batchId", "string"),
 )  # fmt: skip
 USER_OPERATION_SORTS = ("timestamp",)
 
@@ -203,6 +213,7 @@ def _log_query(request: Request) -> OperationLogQuery:
         entity_type=p.text("entityType"),
         user_id=p.text("userId"),
         category=p.text("category"),
+        batch_id=p.text("batchId"),
         after=p.date("afterTimestamp"),
         before=p.date("beforeTimestamp"),
         ascending=sorting[0][1] if sorting else True,
@@ -224,6 +235,7 @@ def user_operation_dto(e: OperationLogEntry) -> s.UserOperationLogEntryDto:
         orgValue=e.org_value,
         newValue=e.new_value,
         rootProcessInstanceId=e.instance_id,
+        batchId=e.batch_id,
         category=e.category,
         annotation=e.annotation,
     )
@@ -236,7 +248,8 @@ def user_operation_dto(e: OperationLogEntry) -> s.UserOperationLogEntryDto:
     openapi_extra=oa.query(USER_OPERATION_FILTERS, oa.PAGING, oa.sorting(USER_OPERATION_SORTS)),
 )
 async def user_operations(request: Request, who: Who) -> Response:
-    """What operators did (modifications so far), oldest first; paged in SQL."""
+    """What operators did (modifications, batches, variable changes, suspensions,
+    retries, terminations, unlocks), oldest first; paged in SQL."""
     who.check_unrestricted("read the operation log")
     at = page(request.query_params)
     q = _log_query(request)

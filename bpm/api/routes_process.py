@@ -152,8 +152,28 @@ async def delete_instance(instance_id: str, request: Request, who: Who) -> Respo
     _admin(who, "delete instances")
     await _running(request, instance_id)
     await run_in_threadpool(
-        lambda: _engine(request).terminate(instance_id, reason="deleted over REST")
+        lambda: _engine(request).terminate(instance_id, reason="deleted over REST", by=who.name)
     )
+    return Response(status_code=204)
+
+
+@router.put(
+    "/process-instance/{instance_id}/suspended",
+    status_code=204,
+    responses=oa.errors(400, 404),
+)
+async def suspend_instance(
+    instance_id: str, body: s.SuspendedBody, request: Request, who: Who
+) -> Response:
+    """Suspend (``{"suspended": true}``) or activate a running instance; suspending a
+    suspended one (or activating an active one) changes nothing."""
+    _admin(who, "suspend instances")
+    inst = await _running(request, instance_id)
+    engine = _engine(request)
+    if body.suspended and inst.state is InstanceState.ACTIVE:
+        await run_in_threadpool(lambda: engine.suspend(instance_id, by=who.name))
+    elif not body.suspended and inst.state is InstanceState.SUSPENDED:
+        await run_in_threadpool(lambda: engine.resume(instance_id, by=who.name))
     return Response(status_code=204)
 
 

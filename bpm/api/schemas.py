@@ -43,6 +43,12 @@ class CountDto(Dto):
     count: int
 
 
+class SuspendedBody(RequestDto):
+    """``{"suspended": true|false}`` (Camunda's ``SuspensionStateDto``)."""
+
+    suspended: bool
+
+
 class VariableValueDto(Dto):
     value: Any = None
     type: str = Field(description="String, Integer, Long, Double, Boolean, Date, Json, Null...")

@@ -145,6 +145,13 @@ class ModificationInstructionDto(RequestDto):
 class ModificationDto(RequestDto):
     """Camunda's ``ProcessInstanceModificationDto``."""
 
+    async_: bool | None = Field(
+        None,
+        alias="async",
+        description="Not in Camunda's body of this path: true makes it a batch of one "
+        "(answered 200 with the BatchDto; Camunda's /modification-async twin)",
+    )
+
     instructions: list[ModificationInstructionDto] = Field(
         min_length=1, max_length=MAX_INSTRUCTIONS
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import signal
 from datetime import timedelta
@@ -216,7 +217,9 @@ def _operator(action: str) -> Any:
     ) -> None:
         with user_errors():
             engine = _engine(db)
-            inst = getattr(engine, action)(resolve_id(engine, "instance", instance_id))
+            inst = getattr(engine, action)(
+                resolve_id(engine, "instance", instance_id), by=f"cli:{getpass.getuser()}"
+            )
             console.print(f"{inst.id}: {inst.state.value}", highlight=False)
 
     command.__doc__ = f"{action.capitalize()} an instance."

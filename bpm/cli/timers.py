@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import signal
 import threading
 import time
@@ -149,7 +150,9 @@ def retry(
     """Run an incident's failed step again, with a fresh set of attempts."""
     with user_errors():
         engine = open_engine(db)
-        inc = engine.retry_incident(resolve_id(engine, "incident", incident_id))
+        inc = engine.retry_incident(
+            resolve_id(engine, "incident", incident_id), by=f"cli:{getpass.getuser()}"
+        )
         console.print(
             f"retrying {inc.node_id} of instance {inc.instance_id} (incident {inc.id} {inc.state})",
             highlight=False,

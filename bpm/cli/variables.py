@@ -3,6 +3,7 @@ variables, e.g. to fix one before ``bpm retry``."""
 
 from __future__ import annotations
 
+import getpass
 import json
 from typing import Annotated
 
@@ -91,7 +92,7 @@ def set_vars(
         variables = parse_vars(assignments, what="assignment")
         engine = open_engine(db)
         inst = engine.set_variables(
-            resolve_id(engine, "instance", instance_id), variables, by="bpm vars set"
+            resolve_id(engine, "instance", instance_id), variables, by=f"cli:{getpass.getuser()}"
         )
         for name in variables:
             shown = json.dumps(inst.variables.get(name))

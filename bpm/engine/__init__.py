@@ -840,13 +840,18 @@ class Engine:
         topics: Collection[str] | None = None,
         may_release: Callable[[str], bool] | None = None,
         by: str | None = None,
+        record: bool = True,
         now: datetime | None = None,
     ) -> None:
-        """Give a locked task back at once (in the operation log with ``by``).
+        """Give a locked task back at once (in the operation log with ``by``; not with
+        ``record=False``: the API giving back tasks it locked but could not hand over).
 
         ``may_release``: whether the caller may end a live lock held by that worker id
         (``Forbidden`` otherwise); None: anyone may."""
-        _ext.unlock(self.core, task_id, topics=topics, may_release=may_release, by=by, now=now)
+        _ext.unlock(
+            self.core, task_id, topics=topics, may_release=may_release, by=by, record=record,
+            now=now,
+        )  # fmt: skip
 
     def set_external_task_retries(
         self,

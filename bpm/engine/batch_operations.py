@@ -235,6 +235,26 @@ class OperationBatches(Batches):
             now=now,
         )
 
+    def modify_now(
+        self,
+        instance_ids: Sequence[str],
+        instructions: Sequence[Instruction],
+        *,
+        skip_io_mappings: bool = False,
+        annotation: str | None = None,
+        by: str | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """The same modification of every instance in ONE transaction, no batch: the
+        first instance it cannot be applied to raises (naming it) and nothing changes."""
+        params = {
+            "instructions": [instruction_json(i) for i in instructions],
+            "skipIoMappings": skip_io_mappings,
+        }
+        return self.apply_now(
+            MODIFICATION, instance_ids, params, by=by, annotation=annotation, now=now
+        )
+
     def delete_instances(
         self,
         instance_ids: Sequence[str],

@@ -369,6 +369,43 @@ class Batches:
             fn()
         return len(chunk.items) - len(failures)
 
+    def apply_now(
+        self,
+        type: str,
+        items: Sequence[str],
+        params: Mapping[str, Any] | None = None,
+        *,
+        by: str | None = None,
+        annotation: str | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """Apply ``type`` to every item at once, in ONE transaction, without a batch: the
+        first item that fails raises :class:`InvalidOperation` naming it, and nothing is
+        written (Camunda's synchronous many-instance calls). Returns how many."""
+        kind = batch_types.get(type)
+        ids = list(dict.fromkeys(items))
+        if not ids:
+            raise InvalidOperation("give at least one item")
+        if len(ids) > MAX_CHUNK_SIZE:
+            raise InvalidOperation(
+                f"{len(ids)} items at once; give at most {MAX_CHUNK_SIZE}, or use a batch"
+            )
+        given = dict(params or {})
+        checked = dict(kind.check(given)) if kind.check is not None else given
+        at = self.core.now(now)
+        with self.core.db.begin() as conn:
+            txs = ChunkTransactions(conn)
+            engine = self._bind(replace(self.core, transactions=txs))
+            for item in sorted(ids):
+                reason = _apply_one(
+                    conn, kind.run, BatchItem(engine, item, checked, "", by, annotation, at)
+                )
+                if reason is not None:
+                    raise InvalidOperation(f"{item}: {reason}")
+        for fn in txs.later:
+            fn()
+        return len(ids)
+
     def claimable(self, *, now: datetime | None = None, limit: int = 100) -> list[str]:
         """Chunks that could be claimed now (ready, or under an expired lease)."""
         with self.core.db.connect() as conn:

@@ -356,6 +356,7 @@ def unlock(
     topics: Collection[str] | None = None,
     may_release: Callable[[str], bool] | None = None,
     by: str | None = None,
+    record: bool = True,
     now: datetime | None = None,
 ) -> None:
     """Give a locked task back to ready at once (as in Camunda; a live lock only when
@@ -366,9 +367,10 @@ def unlock(
         if task.state in _CLOSED:
             raise not_found(task_id)
         check_release(task, may_release, "unlock", unit.now)
-        oplog.write(unit.conn, unit.now, "Unlock", "ExternalTask", by=by,
-                    instance=work.instance,
-                    changes=(("externalTaskId", None, task.id),))  # fmt: skip
+        if record:
+            oplog.write(unit.conn, unit.now, "Unlock", "ExternalTask", by=by,
+                        instance=work.instance,
+                        changes=(("externalTaskId", None, task.id),))  # fmt: skip
         if task.state is not TaskState.LOCKED:
             if task.worker_id is not None:  # a failed attempt's worker, kept until now
                 work.change(task, event="external_task_unlocked", worker_id=None)

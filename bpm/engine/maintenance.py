@@ -72,10 +72,12 @@ def upkeep_jobs(
     redispatch: timedelta | None = timedelta(seconds=5),
     purge: timedelta | None = timedelta(hours=1),
     retention: timedelta | None = timedelta(days=30),
+    batches: timedelta | None = timedelta(seconds=5),
 ) -> list[Job]:
     """The engine's upkeep, each job at its interval (None: not run): expired leases and
     external-task locks taken back (``reclaim``), stale Ready steps published again
-    (``redispatch``), ended instances older than ``retention`` purged (``purge``)."""
+    (``redispatch``), ended instances older than ``retention`` purged (``purge``), batch
+    chunks whose message was lost or whose worker died published again (``batches``)."""
     jobs = []
     if reclaim is not None:
 
@@ -91,6 +93,12 @@ def upkeep_jobs(
             return sweep(engine.redispatch_stale_ready, REDISPATCH_BATCH)
 
         jobs.append(Job("redispatch", redispatch, publish_again, "published {n} stale steps"))
+    if batches is not None:
+
+        def publish_chunks() -> int:
+            return sweep(engine.batches.redispatch_stalled, REDISPATCH_BATCH)
+
+        jobs.append(Job("batches", batches, publish_chunks, "published {n} stalled batch chunks"))
     if purge is not None and retention is not None:
         keep = retention
 

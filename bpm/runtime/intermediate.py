@@ -37,8 +37,9 @@ def escalate(walker: Walk, tok: Token, code: str, node_id: str) -> None:
             "interrupting": catcher.interrupting if catcher else None,
         },
     )
-    if catcher is not None:
-        throw(walker, tok, code, f"escalation {code} from {node_id}", EventKind.ESCALATION)
+    # thrown even when nobody catches it: the call activities it passes still pass their
+    # outputs up (throwing.throw), as in Camunda 7
+    throw(walker, tok, code, f"escalation {code} from {node_id}", EventKind.ESCALATION)
 
 
 def escalation_throw_event(walker: Walk, tok: Token, node: n.EscalationThrowEvent) -> None:

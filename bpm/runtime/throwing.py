@@ -191,9 +191,11 @@ def throw(
     caller decides what that means)."""
     catcher = find(walker, tok, code, kind)
     if catcher is None:
+        if kind is EventKind.ESCALATION:  # not caught: it still passed every caller
+            _outputs_on_the_way(walker, None)
         return None
     at = catcher.walker
-    if at is not walker and kind is EventKind.ERROR:
+    if at is not walker:
         _outputs_on_the_way(walker, at)
     values = caught_values(catcher.node, tok, code, message, kind)
     if catcher.boundary is not None:
@@ -213,11 +215,12 @@ def throw(
     return catcher
 
 
-def _outputs_on_the_way(thrower: Walk, catcher: Walk) -> None:
-    """An error caught in a calling instance: each call activity it leaves on the way up
-    passes its child's outputs first (``camunda:out``), as Camunda 7 does (its
+def _outputs_on_the_way(thrower: Walk, catcher: Walk | None) -> None:
+    """An error or escalation caught in a calling instance (``catcher``; None: an
+    escalation nobody catches, which goes up to the root): each call activity it passes on
+    the way up passes its child's outputs first (``camunda:out``), as Camunda 7 does (its
     ``OutputVariablesPropagator``), so the catcher's path sees them. A mapping that fails
-    passes nothing (the error is still caught)."""
+    passes nothing (the event is still caught)."""
     cur: Walk | None = thrower
     while cur is not None and cur is not catcher and cur.relatives is not None:
         inst = cur.work.instance

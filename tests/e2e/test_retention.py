@@ -109,6 +109,7 @@ def test_beat_reads_the_upkeep_intervals_and_the_retention(monkeypatch: pytest.M
         "redispatch": timedelta(seconds=2),
         "purge": None,  # 0 disables
         "retention": timedelta(days=30),
+        "batches": timedelta(seconds=5),
     }
     # The upkeep runs on beat's threads, not as tasks on the workers' queue.
     assert set(beat_schedule({})) == set()

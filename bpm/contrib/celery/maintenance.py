@@ -4,9 +4,10 @@ When the beat of an installed app starts, threads start in it that take back exp
 leases and external-task locks (``BPM_BEAT_RECLAIM_SECONDS``, default 5), publish again
 Ready steps whose message was lost (``BPM_BEAT_REDISPATCH_SECONDS``, default 5) and purge
 ended instances older than the retention (``BPM_BEAT_PURGE_SECONDS``, default 3600;
-``BPM_HISTORY_RETENTION_DAYS``, default 30); 0 turns a job off. They run in beat, as the
-timer waiter does (:mod:`.waiter`), not as tasks on the workers' queue, so a backlog there
-cannot delay them; two beats do nothing twice (see the engine module).
+``BPM_HISTORY_RETENTION_DAYS``, default 30) and publish again batch chunks whose message
+was lost or whose worker died (``BPM_BEAT_BATCH_SECONDS``, default 5); 0 turns a job off.
+They run in beat, as the timer waiter does (:mod:`.waiter`), not as tasks on the workers'
+queue, so a backlog there cannot delay them; two beats do nothing twice (see the engine module).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def intervals(source: Mapping[str, str] | None = None) -> dict[str, timedelta | 
         "redispatch": every("BPM_BEAT_REDISPATCH_SECONDS", 5.0, source),
         "purge": every("BPM_BEAT_PURGE_SECONDS", 3600.0, source),
         "retention": retention(source),
+        "batches": every("BPM_BEAT_BATCH_SECONDS", 5.0, source),
     }
 
 

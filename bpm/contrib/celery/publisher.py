@@ -44,6 +44,8 @@ from celery import Celery
 from bpm import tracing
 
 RUN_TOKEN = "bpm.run_token"
+#: The task that claims and applies one batch chunk (bpm/engine/batches.py).
+RUN_BATCH_CHUNK = "bpm.run_batch_chunk"
 # How long a process that ends waits for its queued publishes (background mode).
 EXIT_FLUSH_SECONDS = 5.0
 DEFAULT_QUEUE = "bpm"
@@ -126,8 +128,8 @@ class CeleryPublisher:
         # publishes them, so the caller never waits for an import, a connect or a broker.
         self.background = background
         self._cond = threading.Condition()
-        # (token id, trace headers) to send, in order
-        self._pending: list[tuple[str, Mapping[str, str] | None]] = []
+        # (token id, trace headers, task name) to send, in order
+        self._pending: list[tuple[str, Mapping[str, str] | None, str]] = []
         self._busy = False
         self._sender: threading.Thread | None = None
         self._sender_pid = 0
@@ -206,20 +208,28 @@ class CeleryPublisher:
         With ``background`` this only queues the ids (microseconds): the publishing thread
         sends them, and a broker that is down costs the caller nothing at all.
         """
-        ids = list(token_ids)
+        self._queue(token_ids, self.task_name)
+
+    def dispatch_chunks(self, chunk_ids: Sequence[str]) -> None:
+        """Publish one ``bpm.run_batch_chunk`` message per batch chunk, as :meth:`dispatch`
+        does steps (a lost or duplicated one is harmless: the chunk's lease decides)."""
+        self._queue(chunk_ids, RUN_BATCH_CHUNK)
+
+    def _queue(self, ids_given: Sequence[str], task: str) -> None:
+        ids = list(ids_given)
         if not ids:
             return
         tracer = tracing.tracer()
         headers = tracer.inject(tracer.current()) if tracer is not None else None
         if not self.background:
-            self._send([(token_id, headers) for token_id in ids])
+            self._send([(token_id, headers, task) for token_id in ids])
             return
         if self.broker_down:
             with self._lock:
                 self.stats.skipped += len(ids)
             return
         with self._cond:
-            self._pending.extend((token_id, headers) for token_id in ids)
+            self._pending.extend((token_id, headers, task) for token_id in ids)
             self._cond.notify_all()
         self._ensure_sender()
 
@@ -272,10 +282,10 @@ class CeleryPublisher:
     ) -> None:
         """Publish in the calling thread (what the background thread does), with
         ``trace_headers`` (W3C trace context) on every message."""
-        self._send([(token_id, trace_headers) for token_id in token_ids])
+        self._send([(token_id, trace_headers, self.task_name) for token_id in token_ids])
 
-    def _send(self, pending: Sequence[tuple[str, Mapping[str, str] | None]]) -> None:
-        ids = [token_id for token_id, _ in pending]
+    def _send(self, pending: Sequence[tuple[str, Mapping[str, str] | None, str]]) -> None:
+        ids = [token_id for token_id, _, _ in pending]
         if not ids:
             return
         warming = self._warming
@@ -290,10 +300,10 @@ class CeleryPublisher:
             amqp: Any = self.app.amqp
             queue = amqp.queues[self.queue]
             with self.app.producer_or_acquire() as producer:
-                for token_id, trace_headers in pending:
+                for token_id, trace_headers, task in pending:
                     # Celery's own message (protocol 2) without send_task's bookkeeping
                     # (result handles, signals, routing lookups): a third of its cost.
-                    message = amqp.as_task_v2(str(uuid.uuid4()), self.task_name, args=(token_id,))
+                    message = amqp.as_task_v2(str(uuid.uuid4()), task, args=(token_id,))
                     headers = message.headers
                     if trace_headers:
                         headers = {**headers, **trace_headers}

@@ -19,7 +19,7 @@ from celery import Celery, Task
 
 from bpm import tracing
 from bpm.contrib.celery import beat_tasks
-from bpm.contrib.celery.publisher import RUN_TOKEN
+from bpm.contrib.celery.publisher import RUN_BATCH_CHUNK, RUN_TOKEN
 from bpm.contrib.celery.runtime import Installation
 from bpm.contrib.celery.unreachable import backing_off
 
@@ -103,6 +103,16 @@ def register(installation: Installation) -> dict[str, Task]:  # type: ignore[typ
                 return installation.engine().run_token(token_id)
 
     add(RUN_TOKEN, run_token)
+
+    def run_batch_chunk(self: Task, chunk_id: str) -> int:  # type: ignore[type-arg]
+        """Claim and apply one batch chunk in one transaction; returns how many items it
+        applied (0: not ours to run: done, held under a live lease, its batch suspended
+        or deleted). A redelivered or duplicated message therefore does nothing; a chunk
+        whose worker died is published again by beat once its lease expired."""
+        with backing_off(self, publish_again=False):
+            return installation.engine().batches.run_chunk(chunk_id)
+
+    add(RUN_BATCH_CHUNK, run_batch_chunk)
     for name, sweep in beat_tasks.SWEEPS.items():
         add(name, _sweep_task(installation, sweep))
     route(app, installation.queue, frozenset(tasks))
