@@ -22,6 +22,9 @@ from bpm.timeexpr import TimerError, feel_timer_value, is_feel, parse_date, pars
 
 __all__ = ["Recurrence", "recurrence"]
 
+# A JUEL expression that is one string literal (``${'2036-11-14T11:12:22'}``): Camunda
+# evaluates it with no execution, so it needs no instance either.
+_LITERAL = re.compile(r"""^[$#]\{\s*(?:'(?P<single>[^']*)'|"(?P<double>[^"]*)")\s*\}$""")
 _CYCLE = re.compile(r"^R(?P<repeat>\d*)/(?:(?P<start>[^/P][^/]*)/)?(?P<interval>P[^/]+)$")
 
 
@@ -70,6 +73,9 @@ def recurrence(spec: TimerSpec, *, sunday_zero: bool = False) -> Recurrence:
     text = spec.expression.strip()
     if is_feel(text):  # Zeebe evaluates a timer start's FEEL at deploy, with no variables
         text = feel_timer_value(spec, {})
+    literal = _LITERAL.match(text)
+    if literal is not None:
+        text = (literal["single"] if literal["single"] is not None else literal["double"]).strip()
     if "${" in text or "#{" in text or text.startswith("="):
         raise TimerError(
             f"timer start '{text}' reads an expression, but no instance (and no variable) "

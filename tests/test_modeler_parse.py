@@ -308,6 +308,7 @@ def test_timer_start_events_parse_and_schedule(
     ("text", "fragment"),
     [
         ("${when}", "no instance (and no variable) exists"),
+        ("${'R/PT1H' + when}", "no instance (and no variable) exists"),
         ("0 0 9 15 * MON", "restricts both the day of month and the day of week"),
         ("0 0 9 ? * MON#2", "is not supported"),
         ("0 0 25 * * ?", "out of range"),
@@ -322,6 +323,22 @@ def test_timer_start_events_that_cannot_run_are_refused(text: str, fragment: str
     )
     problems = refused(doc(body))
     assert problems[0].element_id == "tick" and fragment in problems[0].message
+
+
+@pytest.mark.parametrize("text", ["${'R2/PT1H'}", '#{ "R2/PT1H" }'])
+def test_a_timer_start_reading_one_string_literal_is_that_literal(text: str) -> None:
+    # Camunda's StartTimerEventTest.testExpressionStartTimerEvent: ${'2036-11-14T11:12:22'}
+    from bpm.recurrence import recurrence
+
+    body = (
+        '<bpmn:startEvent id="tick"><bpmn:timerEventDefinition><bpmn:timeCycle>'
+        f"{text}</bpmn:timeCycle></bpmn:timerEventDefinition></bpmn:startEvent>"
+        '<bpmn:sequenceFlow id="f_tick" sourceRef="tick" targetRef="work" />'
+    )
+    timer = parse_bpmn(doc(body)).timer_starts[0].timer
+    assert timer is not None
+    rec = recurrence(timer)
+    assert rec.repeat == 2 and rec.interval == timedelta(hours=1)
 
 
 def test_zeebe_cron_weekdays_count_from_sunday_zero() -> None:

@@ -607,6 +607,46 @@ def test_cron_cycles_on_intermediate_and_boundary_timers(kit: BpmTest) -> None:
     assert kit.engine.timers(inst.id) == []
 
 
+CRON_EVENT_SUB_PROCESS = """<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+  <process id="cron_esp" isExecutable="true">
+    <startEvent id="s"/>
+    <sequenceFlow id="f1" sourceRef="s" targetRef="work"/>
+    <userTask id="work"/>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="e"/>
+    <endEvent id="e"/>
+    <subProcess id="esp" triggeredByEvent="true">
+      <startEvent id="tick" isInterrupting="false">
+        <timerEventDefinition><timeCycle>0 */30 * * * ?</timeCycle></timerEventDefinition>
+      </startEvent>
+      <sequenceFlow id="f3" sourceRef="tick" targetRef="nudge"/>
+      <userTask id="nudge"/>
+    </subProcess>
+  </process>
+</definitions>"""
+
+
+def test_a_cron_cycle_starts_a_non_interrupting_event_sub_process_at_every_match(
+    kit: BpmTest,
+) -> None:
+    # Camunda's StartTimerEventTest.testNonInterruptingTimeCycleInEventSubProcess: it was an
+    # incident ("not a supported cycle") when the instance started
+    kit.deploy(CRON_EVENT_SUB_PROCESS)
+    inst = kit.start("cron_esp")  # 09:00
+    assert_that(inst).has_no_incidents()
+    (timer,) = kit.engine.timers(inst.id)
+    assert timer.fire_at == datetime(2030, 1, 1, 9, 30, tzinfo=UTC)
+    kit.advance_to(datetime(2030, 1, 1, 10, 0, tzinfo=UTC))  # 09:30 and 10:00
+    assert tasks(kit, inst) == ["nudge", "nudge", "work"]
+    (pending,) = kit.engine.timers(inst.id)
+    assert pending.fire_at == datetime(2030, 1, 1, 10, 30, tzinfo=UTC)
+    for task in kit.engine.user_tasks(inst.id):
+        kit.engine.complete_user_task(task.id, {})
+        kit.run()
+    assert_that(inst).is_completed()
+    assert kit.engine.timers(inst.id) == []
+
+
 def test_a_cron_that_does_not_parse_is_refused_and_nothing_deploys(kit: BpmTest) -> None:
     before = kit.engine.definitions()
     with pytest.raises(DeploymentError, match="wait"):

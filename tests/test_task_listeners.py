@@ -283,3 +283,188 @@ def test_a_listener_that_sets_a_bad_priority_changes_nothing(database_url: str) 
     assert engine.get_instance(inst.id).variables == {"n": 1}
     (task,) = engine.user_tasks(instance_id=inst.id)
     assert (task.assignee, task.priority) == ("ann", 50)
+
+
+BOUNDARY = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:camunda="http://camunda.org/schema/1.0/bpmn" id="d" targetNamespace="t">
+  <bpmn:process id="expiring" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:userTask id="approve" camunda:assignee="ann">
+      <bpmn:extensionElements>
+        <camunda:taskListener event="delete" class="com.acme.OnDelete"/>
+        <camunda:executionListener event="end">
+          <camunda:script scriptFormat="python">closed = task["id"] is not None</camunda:script>
+        </camunda:executionListener>
+        <camunda:taskListener event="assignment">
+          <camunda:script scriptFormat="python">task["assignee"] = "desk-" + task["assignee"]
+seen_assignee = task["assignee"]</camunda:script>
+        </camunda:taskListener>
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:boundaryEvent id="late" attachedToRef="approve">
+      <bpmn:timerEventDefinition><bpmn:timeDuration>PT2H</bpmn:timeDuration></bpmn:timerEventDefinition>
+    </bpmn:boundaryEvent>
+    <bpmn:endEvent id="e"/>
+    <bpmn:endEvent id="expired"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="approve"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="e"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="late" targetRef="expired"/>
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def deleting_registry(seen: list[str], fail: set[str] | None = None) -> HandlerRegistry:
+    reg = HandlerRegistry()
+    failing = fail if fail is not None else set()
+
+    def on_delete(ctx: TaskContext) -> dict[str, Any]:
+        seen.append(f"delete:{ctx.task['assignee']}")
+        if "delete" in failing:
+            raise RuntimeError("audit log is down")
+        return {"deleted": True}
+
+    reg.register("com.acme.OnDelete", on_delete)
+    return reg
+
+
+def test_a_python_listener_changes_the_task_and_a_cancelled_task_runs_delete_listeners(
+    database_url: str,
+) -> None:
+    seen: list[str] = []
+    engine, q = make_engine(database_url, deleting_registry(seen))
+    engine.deploy(BOUNDARY)
+    inst = engine.start("expiring", now=T0)
+    drain(engine, q)  # the assignment script (in the sandbox): task["assignee"] applies
+    (task,) = engine.user_tasks(instance_id=inst.id)
+    assert task.assignee == "desk-ann"
+    assert engine.get_instance(inst.id).variables == {"seen_assignee": "desk-ann"}
+    assert engine.fire_due_timers(now=T0 + timedelta(hours=2)) == 1  # interrupts the task
+    assert engine.user_tasks(instance_id=inst.id) == []
+    assert engine.get_instance(inst.id).state is InstanceState.ACTIVE  # delete listeners first
+    drain(engine, q)
+    assert seen == ["delete:desk-ann"]
+    done = engine.get_instance(inst.id)
+    assert done.state is InstanceState.COMPLETED
+    assert done.variables == {"seen_assignee": "desk-ann", "deleted": True, "closed": True}
+
+
+def test_a_failing_delete_listener_is_an_incident_and_retrying_it_ends_the_instance(
+    database_url: str,
+) -> None:
+    seen: list[str] = []
+    failing = {"delete"}
+    engine, q = make_engine(database_url, deleting_registry(seen, failing))
+    engine.deploy(BOUNDARY)
+    inst = engine.start("expiring", now=T0)
+    drain(engine, q)
+    engine.fire_due_timers(now=T0 + timedelta(hours=2))
+    drain(engine, q)
+    assert seen == ["delete:desk-ann"] * 3
+    (incident,) = engine.incidents(inst.id)
+    assert incident.node_id == "approve"
+    assert "delete listener 'com.acme.OnDelete'" in (incident.message or "")
+    assert "deleted" not in engine.get_instance(inst.id).variables
+    failing.clear()  # fixed
+    engine.retry_incident(incident.id, now=T0)
+    drain(engine, q)
+    assert engine.user_tasks(instance_id=inst.id) == []  # no task was made again
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    assert engine.get_instance(inst.id).variables["deleted"] is True
+
+
+def test_a_terminated_instance_runs_no_delete_listeners_and_leaves_nothing_live(
+    database_url: str,
+) -> None:
+    seen: list[str] = []
+    engine, q = make_engine(database_url, deleting_registry(seen))
+    engine.deploy(BOUNDARY)
+    inst = engine.start("expiring", now=T0)
+    drain(engine, q)
+    engine.terminate(inst.id, now=T0)
+    assert drain(engine, q) == 0 and seen == []
+    after = engine.get_instance(inst.id)
+    assert after.state is InstanceState.TERMINATED
+    assert not [t for t in after.tokens if t.state in (TokenState.READY, TokenState.WAITING)]
+
+
+ZEEBE = """<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL"
+  xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" id="d" targetNamespace="t">
+  <bpmn:process id="z" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:userTask id="approve">
+      <bpmn:extensionElements>
+        <zeebe:userTask/>
+        <zeebe:assignmentDefinition assignee="ann"/>
+        <zeebe:taskListeners>
+          <zeebe:taskListener eventType="assigning" type="z-assign"/>
+          <zeebe:taskListener eventType="completing" type="z-check" retries="1"/>
+          <zeebe:taskListener eventType="updating" type="=dynamic"/>
+        </zeebe:taskListeners>
+      </bpmn:extensionElements>
+    </bpmn:userTask>
+    <bpmn:endEvent id="e"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="approve"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="approve" targetRef="e"/>
+  </bpmn:process>
+</bpmn:definitions>
+"""
+
+
+def test_zeebe_task_listeners_run_as_their_job_type_and_completing_may_deny(
+    database_url: str,
+) -> None:
+    parsed = parse_bpmn(ZEEBE)
+    node = parsed.node("approve")
+    assert isinstance(node, n.UserTask)
+    assert [(x.event, x.handler, x.retries) for x in node.listeners] == [
+        ("assignment", "z-assign", None),
+        ("complete", "z-check", 1),
+    ]
+    assert any("type '=dynamic' is ignored" in w for w in parsed.warnings)
+    seen: list[str] = []
+    reg = HandlerRegistry()
+    reg.register("z-assign", lambda ctx: seen.append("assign") or {"a": 1})
+
+    def check(ctx: TaskContext) -> dict[str, Any]:
+        seen.append(f"check:{ctx.variables.get('ok')}")
+        if not ctx.variables.get("ok"):
+            ctx.deny("not ok")
+        if ctx.variables.get("ok") == "boom":
+            raise RuntimeError("boom")
+        return {"checked": True}
+
+    reg.register("z-check", check)
+    engine, q = make_engine(database_url, reg)
+    engine.deploy(ZEEBE)
+    inst = engine.start("z", now=T0)
+    drain(engine, q)
+    (task,) = engine.user_tasks(instance_id=inst.id)
+    engine.complete_user_task(task.id, {"ok": False}, now=T0)
+    drain(engine, q)
+    assert engine.user_tasks(instance_id=inst.id)[0].id == task.id  # denied: still open
+    engine.complete_user_task(task.id, {"ok": "boom"}, now=T0)
+    drain(engine, q)
+    (incident,) = engine.incidents(inst.id)  # retries="1": one attempt, then the incident
+    assert incident.node_id == "approve" and "boom" in (incident.message or "")
+    assert seen == ["assign", "check:False", "check:boom"]
+    assert engine.get_instance(inst.id).variables == {"a": 1}
+
+
+def test_a_modification_that_moves_the_token_runs_the_delete_listeners(
+    database_url: str,
+) -> None:
+    from bpm.engine.modification import Cancel, StartBefore
+
+    seen: list[str] = []
+    engine, q = make_engine(database_url, deleting_registry(seen))
+    engine.deploy(BOUNDARY)
+    inst = engine.start("expiring", now=T0)
+    drain(engine, q)
+    engine.modify(inst.id, [StartBefore("expired"), Cancel(activity_id="approve")], now=T0)
+    assert engine.user_tasks(instance_id=inst.id) == []
+    drain(engine, q)
+    assert seen == ["delete:desk-ann"]
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED

@@ -10,6 +10,10 @@
 * Zeebe ``<zeebe:executionListeners><zeebe:executionListener eventType="start"
   type="audit"/>``: the inline handler named by the job type.
 
+A user task's (:func:`parse_user_listeners`) also: ``start`` and ``end`` execution listeners,
+``camunda:taskListener`` of every event (``timeout`` with the ``timerEventDefinition`` inside
+it), Zeebe's ``zeebe:taskListeners`` as those events.
+
 Tasks read their own (:func:`parse_listeners`, :func:`parse_user_listeners`); the parser reads
 every other element's, the flows' and the process's (:func:`attach`). What is not run deploys
 with a warning naming it: other events, scripts in other languages, field injections, the end

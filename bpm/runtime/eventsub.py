@@ -11,7 +11,7 @@ re-arms it). An error start has no listener: a thrown error finds it in the mode
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bpm.errors import BpmError
@@ -20,9 +20,9 @@ from bpm.runtime import scopes
 from bpm.runtime.messages import listen
 from bpm.runtime.records import Scope, Timer, Token
 from bpm.runtime.states import BlockKind, ScopeKind, ScopeState, TokenState
-from bpm.runtime.timers import TIMER_INCIDENT, cycle_of, fire_time
+from bpm.runtime.timers import TIMER_INCIDENT, cron_spec, cycle_of, fire_time
 from bpm.runtime.variables import evaluate, visible, write
-from bpm.timeexpr import TimerError
+from bpm.timeexpr import TimerError, next_cron
 
 if TYPE_CHECKING:
     from bpm.runtime.hooks import Walk
@@ -62,7 +62,9 @@ def _schedule(walker: Walk, listener: Token, trigger: n.StartEvent, *, first: bo
         fire_at = fire_time(trigger.timer, seen, work.now)
         repeat_left: int | None = None
         interval_ms: int | None = None
-        if trigger.timer.kind is n.TimerKind.CYCLE and not trigger.interrupting:
+        cyclic = trigger.timer.kind is n.TimerKind.CYCLE and not trigger.interrupting
+        # A cron repeats by its own rule (the next match, when this one fires).
+        if cyclic and cron_spec(trigger.timer, seen) is None:
             repeat, interval = cycle_of(trigger.timer, seen)
             interval_ms = int(interval / timedelta(milliseconds=1))
             repeat_left = None if repeat is None else repeat - 1
@@ -108,9 +110,32 @@ def fire(walker: Walk, listener: Token, timer: Timer) -> None:
             TokenState.WAITING,
             blocked=(BlockKind.TIMER, following.id),
         )
+    elif (following_at := _next_cron(walker, listener, trigger, timer)) is not None:
+        # A cron: the listener waits for the next match, for as long as the scope runs.
+        following = work.add_timer(listener, trigger.id, EVENT_START, following_at)
+        work.transition(listener.id, TokenState.READY)
+        work.transition(
+            listener.id,
+            TokenState.WAITING,
+            blocked=(BlockKind.TIMER, following.id),
+        )
     else:
         work.transition(listener.id, TokenState.COMPLETED, payload={"timer": timer.id})
     start(walker, trigger, region, parent_token=listener.id)
+
+
+def _next_cron(
+    walker: Walk, listener: Token, trigger: n.StartEvent, timer: Timer
+) -> datetime | None:
+    """The next match of a non-interrupting cron start's cycle, None when it has none (or
+    its timer is no cron)."""
+    if trigger.timer is None or trigger.timer.kind is not n.TimerKind.CYCLE:
+        return None
+    try:
+        cron = cron_spec(trigger.timer, visible(walker.work, listener.scope_id))
+        return None if cron is None else next_cron(cron, max(timer.fire_at, walker.work.now))
+    except TimerError:
+        return None  # it fired once; a cron with no later match ends here
 
 
 def start(

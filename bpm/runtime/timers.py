@@ -73,7 +73,7 @@ def cycle_of(spec: n.TimerSpec, variables: dict[str, Any]) -> tuple[int | None, 
     return parse_cycle(text)
 
 
-def _cron(spec: n.TimerSpec, variables: dict[str, Any]) -> Cron | None:
+def cron_spec(spec: n.TimerSpec, variables: dict[str, Any]) -> Cron | None:
     """The cron of a cycle spec written as one (literal or in a ``${var}``), else None."""
     name = variable_name(spec.expression)
     text: Any = spec.expression if name is None else variables.get(name)
@@ -143,7 +143,7 @@ def schedule_boundaries(walker: Walk, tok: Token, only: Collection[str] | None =
             if (
                 b.timer.kind is n.TimerKind.CYCLE
                 and not b.cancel_activity
-                and _cron(b.timer, seen) is None  # a cron repeats by its own rule
+                and cron_spec(b.timer, seen) is None  # a cron repeats by its own rule
             ):
                 repeat, interval = cycle_of(b.timer, seen)
                 interval_ms = int(interval / timedelta(milliseconds=1))
@@ -252,7 +252,7 @@ def _boundary_fired(walker: Walk, tok: Token, timer: Timer) -> Timer | None:
         following = _schedule_timeout(w, tok, node, nxt, left, timer.interval_ms)
     elif node.timer is not None and node.timer.kind is n.TimerKind.CYCLE:
         try:
-            cron = _cron(node.timer, walker.variables(tok))
+            cron = cron_spec(node.timer, walker.variables(tok))
             if cron is not None:  # every match, for as long as the activity runs
                 nxt = next_cron(cron, max(timer.fire_at, w.now))
                 following = _schedule_timeout(w, tok, node, nxt, None, None)
