@@ -140,7 +140,16 @@ def _zeebe(
                 "type run here",
             )
             continue
-        out.append(n.Listener(event, handler=kind))
+        retries: int | None = None
+        text = (item.get("retries") or "").strip()
+        if text:
+            if not text.isdigit() or int(text) < 1:
+                ctx.report_in(
+                    el, item, f"zeebe:executionListener retries '{text}' must be a count >= 1"
+                )
+                continue
+            retries = int(text)
+        out.append(n.Listener(event, handler=kind, retries=retries))
     return out
 
 
