@@ -599,7 +599,10 @@ class Engine:
     def complete_user_task(
         self, task_id: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
     ) -> Instance:
-        """Complete an open user task; returns its instance as the completion left it."""
+        """Complete an open user task; returns its instance as the completion left it. A
+        task with ``complete`` task listeners (or events whose listeners are still queued)
+        is completed by a worker after them (:mod:`bpm.engine.task_listeners`): the
+        completion is queued and the instance returned as it was."""
         return _inst.complete_user_task(self.core, task_id, variables, now=now)
 
     def update_user_task(
