@@ -491,7 +491,7 @@ class Engine:
         """Process instance migration (Camunda's migration API): ``generate``, ``validate``,
         ``dry_run``, ``execute`` and ``undo``; see :mod:`bpm.engine.migration_ops` and
         ``docs/migration.md``."""
-        return Migrations(self.core)
+        return Migrations(self.core, self.batches)
 
     def operation_log(
         self, query: OperationLogQuery | None = None, *, offset: int = 0, limit: int | None = None
