@@ -45,6 +45,10 @@ def _details(e: HistoryEvent) -> str:
         parts.append(f"calls {p.get('process')} ({p.get('child', '')})")
     if e.type == "listeners_ran":
         parts.append("ran " + ", ".join(p.get("listeners") or []))
+    if e.type == "task_listeners_queued":
+        parts.append(f"{p.get('event')} listeners queued for a worker")
+    if e.type == "task_listeners_done":
+        parts.append("handled " + (", ".join(p.get("events") or []) or "nothing"))
     if e.type == "decision_evaluated":
         into = f" into {p['result_variable']}" if p.get("result_variable") else ""
         parts.append(f"decided {p.get('decision')} v{p.get('version')}{into}")

@@ -341,3 +341,129 @@ def test_what_is_not_run_deploys_with_a_warning(database_url: str) -> None:
     warnings = engine.create_deployment(xml).warnings
     assert any("event 'start' is ignored" in w and "'f1'" in w for w in warnings)
     assert any("groovy camunda:executionListener is not run" in w for w in warnings)
+
+
+KINDS = (
+    HEAD
+    + """
+  <bpmn:process id="child" isExecutable="true">
+    <bpmn:startEvent id="cs"/>
+    <bpmn:sequenceFlow id="cf" sourceRef="cs" targetRef="ce"/>
+    <bpmn:endEvent id="ce">"""
+    + ext(listener("end", "rec"))
+    + """</bpmn:endEvent>
+  </bpmn:process>
+  <bpmn:process id="kinds" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="call"/>
+    <bpmn:callActivity id="call" calledElement="child">"""
+    + ext(listener("start", "rec"), listener("end", "rec"))
+    + """</bpmn:callActivity>
+    <bpmn:sequenceFlow id="f2" sourceRef="call" targetRef="wait"/>
+    <bpmn:intermediateCatchEvent id="wait">"""
+    + ext(listener("start", "rec"), listener("end", "rec"))
+    + """<bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration>
+      </bpmn:timerEventDefinition>
+    </bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f3" sourceRef="wait" targetRef="review"/>
+    <bpmn:userTask id="review">"""
+    + ext(listener("start", "rec"))
+    + """<bpmn:multiInstanceLoopCharacteristics isSequential="false">
+        <bpmn:loopCardinality>2</bpmn:loopCardinality>
+      </bpmn:multiInstanceLoopCharacteristics>
+    </bpmn:userTask>
+    <bpmn:boundaryEvent id="late" attachedToRef="review">"""
+    + ext(listener("start", "rec"), listener("end", "rec"))
+    + """<bpmn:timerEventDefinition><bpmn:timeDuration>PT2H</bpmn:timeDuration>
+      </bpmn:timerEventDefinition>
+    </bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f4" sourceRef="review" targetRef="e"/>
+    <bpmn:sequenceFlow id="f5" sourceRef="late" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>
+"""
+)
+
+
+def test_call_activity_timer_events_multi_instance_and_boundary_listeners(
+    database_url: str,
+) -> None:
+    calls: list[str] = []
+    engine, q = make_engine(database_url, registry(calls))
+    assert not [w for w in engine.create_deployment(KINDS).warnings if "istener" in w]
+    t0 = engine.core.now()
+    inst = engine.start("kinds", now=t0)
+    drain(engine, q)
+    # the call's start listener, the child's end event, the call's end, the timer's start
+    assert calls == ["call:start", "ce:end", "call:end", "wait:start"]
+    assert engine.fire_due_timers(now=t0 + timedelta(minutes=59)) == 0
+    # (the timer was set when the step that ran its start listener finished: a moment later)
+    assert engine.fire_due_timers(now=t0 + timedelta(hours=1, minutes=5)) == 1
+    drain(engine, q)
+    # the timer's end listener, then the start listener once per inner instance (not the body)
+    assert calls[4:] == ["wait:end", "review:start", "review:start"]
+    assert len(engine.user_tasks(instance_id=inst.id)) == 2
+    assert engine.fire_due_timers(now=t0 + timedelta(hours=4)) == 1  # the boundary: late
+    drain(engine, q)
+    assert calls[7:] == ["late:start", "late:end"]
+    assert engine.user_tasks(instance_id=inst.id) == []
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+
+
+def test_zeebe_retries_and_an_event_gateway_warning(database_url: str) -> None:
+    calls: list[str] = []
+    xml = FULL.replace(
+        listener("start", "rec") + listener("end", "flip"),
+        '<zeebe:executionListeners><zeebe:executionListener eventType="start" type="rec" '
+        'retries="2"/></zeebe:executionListeners>',
+    )
+    engine, q = make_engine(database_url, registry(calls, fail="gw:start"))
+    engine.deploy(xml)
+    inst = engine.start("all", {"skip": False})
+    drain(engine, q)
+    assert calls.count("gw:start") == 2  # Zeebe's retries: the step's attempts
+    (incident,) = engine.incidents(inst.id)
+    assert incident.node_id == "gw"
+    bad = xml.replace('retries="2"', 'retries="none"')
+    with pytest.raises(DeploymentError, match="retries 'none' must be a count"):
+        engine.deploy(bad)
+    gateway = (
+        HEAD
+        + """
+  <bpmn:process id="eg" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="g"/>
+    <bpmn:eventBasedGateway id="g">"""
+        + ext(listener("start", "rec"), listener("end", "rec"))
+        + """</bpmn:eventBasedGateway>
+    <bpmn:sequenceFlow id="f2" sourceRef="g" targetRef="w"/>
+    <bpmn:intermediateCatchEvent id="w">"""
+        + ext(listener("start", "rec"), listener("end", "rec"))
+        + """<bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration>
+      </bpmn:timerEventDefinition>
+    </bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f3" sourceRef="w" targetRef="e"/>
+    <bpmn:sequenceFlow id="f4" sourceRef="g" targetRef="w2"/>
+    <bpmn:intermediateCatchEvent id="w2">
+      <bpmn:timerEventDefinition><bpmn:timeDuration>PT3H</bpmn:timeDuration>
+      </bpmn:timerEventDefinition>
+    </bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f5" sourceRef="w2" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>
+"""
+    )
+    warnings = engine.create_deployment(gateway).warnings
+    assert any("event 'end' is ignored" in w and "'g'" in w for w in warnings)
+    assert any("start listeners of 'w' are ignored" in w for w in warnings)
+    calls.clear()
+    t0 = engine.core.now()
+    other = engine.start("eg", now=t0)
+    drain(engine, q)
+    assert calls == ["g:start"]
+    engine.fire_due_timers(now=t0 + timedelta(hours=1, minutes=5))
+    drain(engine, q)
+    assert calls == ["g:start", "w:end"]
+    assert engine.get_instance(other.id).state is InstanceState.COMPLETED

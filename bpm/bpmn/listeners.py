@@ -10,6 +10,10 @@
 * Zeebe ``<zeebe:executionListeners><zeebe:executionListener eventType="start"
   type="audit"/>``: the inline handler named by the job type.
 
+A user task's (:func:`parse_user_listeners`) also: ``start`` and ``end`` execution listeners,
+``camunda:taskListener`` of every event (``timeout`` with the ``timerEventDefinition`` inside
+it), Zeebe's ``zeebe:taskListeners`` as those events.
+
 Tasks read their own (:func:`parse_listeners`, :func:`parse_user_listeners`); the parser reads
 every other element's, the flows' and the process's (:func:`attach`). What is not run deploys
 with a warning naming it: other events, scripts in other languages, field injections, the end
@@ -136,7 +140,16 @@ def _zeebe(
                 "type run here",
             )
             continue
-        out.append(n.Listener(event, handler=kind))
+        retries: int | None = None
+        text = (item.get("retries") or "").strip()
+        if text:
+            if not text.isdigit() or int(text) < 1:
+                ctx.report_in(
+                    el, item, f"zeebe:executionListener retries '{text}' must be a count >= 1"
+                )
+                continue
+            retries = int(text)
+        out.append(n.Listener(event, handler=kind, retries=retries))
     return out
 
 

@@ -36,6 +36,7 @@ from bpm.engine.steps import Claimed, Outcome
 from bpm.engine.task_listeners import (
     TaskListened,
     finish_task_listeners,
+    listened_by,
     run_task_listeners,
     task_listener_step,
 )
@@ -44,10 +45,10 @@ from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, BpmnError, StepFailed
 from bpm.handlers import LISTENER_STEP, TaskContext
 from bpm.observe import StepOutcome
-from bpm.runtime import listening
+from bpm.runtime import listening, task_events
 from bpm.runtime.failure import IMMEDIATE, Failure, exhausted, fail_attempt
-from bpm.runtime.records import Token, UserTask
-from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState, UserTaskState
+from bpm.runtime.records import Token
+from bpm.runtime.states import RUNNING_INSTANCE_STATES, BlockKind, TokenState
 from bpm.runtime.throwing import find, throw
 from bpm.runtime.variables import overlay
 from bpm.runtime.walker import Walker
@@ -84,14 +85,18 @@ def claim(
         # a step in a scope sees its local variables
         chains = scope_chains(conn, scoped, {tok.instance_id for tok in in_scopes})
         # a Ready token at a user task whose task is open runs the task's queued listeners
-        tasks = instance_store.open_tasks_of(
+        # (or, its parent's task cancelled, the delete listeners)
+        at_tasks = [
+            tok
+            for tok, _, definition_id, _ in got
+            if core.model(conn, definition_id).node(tok.node_id).listens_to_task
+        ]
+        found = instance_store.listened_tasks_of(
             conn,
-            [
-                (tok.instance_id, tok.id)
-                for tok, _, definition_id, _ in got
-                if core.model(conn, definition_id).node(tok.node_id).listens_to_task
-            ],
+            [(tok.instance_id, tok.id) for tok in at_tasks]
+            + [(tok.instance_id, tok.parent_id) for tok in at_tasks if tok.parent_id],
         )
+        tasks = {tok.id: task for tok in at_tasks if (task := listened_by(found, tok))}
         for tok, variables, definition_id, business_key in got:
             if tok.scope_id in scoped:
                 variables = overlay(variables, chains, tok.scope_id)
@@ -406,7 +411,7 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
                 return out
             tok = work.tokens[token_id]
             model_node = walker.model.node(tok.node_id)
-            task = _open_task(walker, tok) if model_node.listens_to_task else None
+            task = task_events.listened_task(walker, tok) if model_node.listens_to_task else None
             node = (
                 task_listener_step(model_node, task)
                 if task
@@ -438,14 +443,6 @@ def _claim_next(unit: Unit, walkers: list[Walker], worker_id: str, keep: int) ->
                 )
             )
     return out
-
-
-def _open_task(walker: Walker, tok: Token) -> UserTask | None:
-    """The open user task of a token at a user task (a task listener step), if any."""
-    for task in walker.work.items_of(UserTask, tok.id):
-        if task.state is UserTaskState.OPEN:
-            return task
-    return None
 
 
 def run_token(

@@ -29,6 +29,7 @@ from bpm.errors import BpmnError, StepFailed
 from bpm.handlers import LISTENER_STEP, HandlerRegistry, TaskContext
 from bpm.model import nodes as n
 from bpm.model.process import ProcessModel
+from bpm.retry import RetryPolicy
 from bpm.runtime import listening
 from bpm.runtime.failure import IMMEDIATE
 from bpm.runtime.records import Token
@@ -115,14 +116,18 @@ def run_with_listeners(
 def listener_step(node: n.Node, listeners: tuple[n.Listener, ...] | None = None) -> n.ServiceTask:
     """The inline step a worker claims to run ``listeners`` (by default the start listeners
     of ``node``: a node whose own work no worker runs): a stand-in service task of the
-    node's id whose handler (``bpm:listeners``) does nothing."""
+    node's id whose handler (``bpm:listeners``) does nothing. Its retry policy: the fewest
+    Zeebe ``retries`` among them, else an external task's own, else the default."""
+    chosen = node.listens_first if listeners is None else listeners
+    counts = [x.retries for x in chosen if x.retries is not None]
+    retry: RetryPolicy | None = getattr(node, "retry", None)
     return n.ServiceTask(
         node.id,
         node.name,
         node.line,
         handler=LISTENER_STEP,
-        listeners=node.listens_first if listeners is None else listeners,
-        retry=getattr(node, "retry", None),  # an external task's policy is its listeners'
+        listeners=chosen,
+        retry=RetryPolicy(max_attempts=min(counts)) if counts else retry,
     )
 
 

@@ -75,6 +75,30 @@ class TaskListenerFailed(Exception):
     """A task listener raised, or set something a task cannot hold."""
 
 
+def listened_by(tasks: list[UserTask], tok: Token) -> UserTask | None:
+    """Of the tasks read for claimed steps, the one whose listeners ``tok`` runs: its open
+    task, or the cancelled task of its parent whose delete listeners it runs (the task with
+    only that event queued)."""
+    for task in tasks:
+        if task.token_id == tok.id and task.state is UserTaskState.OPEN:
+            return task
+    for task in tasks:
+        if (
+            task.token_id == tok.parent_id
+            and task.state is UserTaskState.CANCELLED
+            and task_events.runs_delete_of(task, tok.id)
+        ):
+            return _deleting(task, tok)
+    return None
+
+
+def _deleting(task: UserTask, tok: Token) -> UserTask:
+    return replace(
+        task,
+        listening=tuple(e for e in task.listening if e.get("token") == tok.id),
+    )
+
+
 def task_listener_step(node: n.Node, task: UserTask) -> n.ServiceTask:
     """The inline step a worker claims to run the listeners of ``task``'s queued events:
     a stand-in service task of the user task's id (handler ``bpm:listeners``, which does
@@ -223,7 +247,16 @@ def finish_task_listeners(walker: Walker, tok: Token, task_id: str, did: TaskLis
     (a ``complete`` ran), or make it run the events queued meanwhile, or wait on the task."""
     work = walker.work
     task = work.item(UserTask, task_id)
-    assert task is not None and task.state is UserTaskState.OPEN  # the token held the lease
+    assert task is not None  # the token held the lease: its task is as it left it
+    if task.state is UserTaskState.CANCELLED:  # its delete listeners ran: the token ends
+        work.change(
+            task,
+            event="task_listeners_done",
+            payload={"events": list(did.events)},
+            listening=tuple(e for e in task.listening if e.get("token") != tok.id),
+        )
+        work.transition(tok.id, TokenState.COMPLETED)
+        return
     left = tuple(e for e in task.listening if int(e.get("seq", 0)) > did.seq)
     if did.changes:
         changed = {k: v for k, v in did.changes.items() if getattr(task, k) != v}

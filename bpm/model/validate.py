@@ -405,6 +405,14 @@ def _exclusive(
 def _tasks(model: ProcessModel, warnings: list[str]) -> Iterator[Problem]:
     for flow in model.flows:
         yield from _listener_scripts(flow.id, flow.listeners, flow.line)
+        source, target = model.nodes.get(flow.source), model.nodes.get(flow.target)
+        if isinstance(source, n.EventBasedGateway) and target and target.listens_first:
+            # the event that comes first passes its node in the transaction that caught it
+            warnings.append(
+                f"the start listeners of '{target.id}' are ignored by this engine: an event "
+                f"after the event-based gateway '{source.id}' is passed when its event comes; "
+                "put them on the gateway, or its end listeners on the event"
+            )
     yield from _listener_scripts(model.key, model.listeners, None)
     for node in model.nodes.values():
         yield from _listener_scripts(node.id, node.listeners, node.line)

@@ -91,6 +91,7 @@ class Walk(Protocol):
 
     work: InstanceWork
     model: ProcessModel
+    terminating: bool
     relatives: Relatives | None
     decider: Decider | None
     hooks: Hooks

@@ -29,12 +29,16 @@ __all__ = [
     "arm",
     "assigned",
     "cancel_listened",
+    "cancelled",
     "check_open_for_change",
     "closed",
     "completes_on_worker",
+    "deleting_task",
+    "listened_task",
     "listeners_of",
     "open_task",
     "queue",
+    "runs_delete_of",
     "told",
     "updated",
 ]
@@ -54,7 +58,7 @@ def listeners_of(node: n.Node, entry: dict[str, Any]) -> tuple[n.Listener, ...]:
         every = getattr(node, "listeners", ())
         return (every[index],) if isinstance(index, int) and 0 <= index < len(every) else ()
     chosen = tuple(x for x in listeners if x.kind == "task" and x.event == event)
-    if event == "complete":
+    if event in ("complete", "delete"):  # the execution ends either way
         chosen += tuple(x for x in listeners if x.kind == "execution" and x.event == "end")
     return chosen
 
@@ -165,8 +169,53 @@ def cancel_listened(walker: Walk, tok: Token) -> None:
         return
     task = open_task(walker, tok)
     if task is not None:
-        walker.work.move(task, UserTaskState.CANCELLED, completed_at=walker.work.now, listening=())
+        task = walker.work.move(
+            task, UserTaskState.CANCELLED, completed_at=walker.work.now, listening=()
+        )
         closed(walker, tok)
+        cancelled(walker, tok, task)
+
+
+def cancelled(walker: Walk, tok: Token, task: UserTask) -> None:
+    """``task`` was cancelled with its token (an interrupting boundary event, a
+    modification, an event sub-process): its ``delete`` listeners (and the user task's
+    ``end`` execution listeners) run on a worker, in a token of their own at the user task
+    (child of the ended one, in no scope: the instance does not complete before they ran).
+    Not when every token ends (a termination): the instance ends with the task."""
+    node = walker.model.nodes.get(task.node_id)
+    if walker.terminating or node is None or not listeners_of(node, {"event": "delete"}):
+        return
+    w = walker.work
+    runner = w.create_token(node.id, scope_id=None, parent_id=tok.id)
+    seq = max((int(e.get("seq", 0)) for e in task.listening), default=0) + 1
+    w.change(
+        task,
+        event="task_listeners_queued",
+        payload={"event": "delete", "seq": seq, "token": runner.id},
+        listening=({"event": "delete", "seq": seq, "token": runner.id},),
+    )
+    w.to_dispatch.append(runner.id)  # created Ready
+
+
+def deleting_task(walker: Walk, tok: Token) -> UserTask | None:
+    """The cancelled task whose delete listeners ``tok`` runs, if it is such a token."""
+    if tok.parent_id is None:
+        return None
+    for task in walker.work.items_of(UserTask, tok.parent_id):
+        if task.state is UserTaskState.CANCELLED and runs_delete_of(task, tok.id):
+            return task
+    return None
+
+
+def runs_delete_of(task: UserTask, token_id: str) -> bool:
+    """Whether ``token_id`` is the token running ``task``'s delete listeners."""
+    return any(e.get("event") == "delete" and e.get("token") == token_id for e in task.listening)
+
+
+def listened_task(walker: Walk, tok: Token) -> UserTask | None:
+    """The task whose queued listeners a Ready token at a user task runs: its open task,
+    or the cancelled one whose delete listeners it runs."""
+    return open_task(walker, tok) or deleting_task(walker, tok)
 
 
 def open_task(walker: Walk, tok: Token) -> UserTask | None:

@@ -103,10 +103,14 @@ def _start_code(trigger: n.StartEvent, kind: EventKind) -> tuple[bool, str | Non
 
 
 def _event_start(
-    walker: Walk, container: str | None, code: str, kind: EventKind
+    walker: Walk, container: str | None, code: str, kind: EventKind, skip: str | None = None
 ) -> n.StartEvent | None:
+    """The start event of an event sub-process of ``container`` that catches ``code`` (one
+    with the code wins over a catch-all), but not of ``skip`` (the one it came from)."""
     catch_all = None
     for esp in walker.model.event_subprocesses(container):
+        if esp.id == skip:
+            continue
         trigger = walker.model.trigger_of(esp.id)
         if trigger is None:
             continue
@@ -143,20 +147,18 @@ def find(
         return found
     work = walker.work
     scope_id = scopes.outer_scope_id(work, tok)
-    # Leaving an event sub-process, the event sub-processes of its parent scope are passed
-    # over: the throw goes to the scope around that parent (its boundary events, and
-    # outwards), never back into the event sub-process that threw (which would catch its
-    # own error for ever).
-    from_event_subprocess = False
+    # Leaving an event sub-process, that one is passed over (it would catch its own error
+    # for ever); the other event sub-processes of its parent scope may catch it, as in
+    # Camunda 7 (EscalationEventSubprocessTest.testThrowEscalationEventToEventSubprocess).
+    leaving: str | None = None
     while True:
         region = scopes.region_of(work, scope_id)
-        if not from_event_subprocess and (
-            region is None or region.kind in (ScopeKind.SUBPROCESS, ScopeKind.EVENT_SUBPROCESS)
-        ):
-            start = _event_start(walker, region.node_id if region else None, code, kind)
+        if region is None or region.kind in (ScopeKind.SUBPROCESS, ScopeKind.EVENT_SUBPROCESS):
+            container = region.node_id if region else None
+            start = _event_start(walker, container, code, kind, skip=leaving)
             if start is not None:
                 return Catcher(walker, tok, start=start, region=region.id if region else None)
-        from_event_subprocess = False
+        leaving = None
         if region is None:
             break
         if region.kind in (ScopeKind.SUBPROCESS, ScopeKind.MULTI_INSTANCE):
@@ -168,7 +170,7 @@ def find(
                 return found
             scope_id = scopes.outer_scope_id(work, opener)
         else:
-            from_event_subprocess = region.kind is ScopeKind.EVENT_SUBPROCESS
+            leaving = region.node_id if region.kind is ScopeKind.EVENT_SUBPROCESS else None
             scope_id = region.parent_id
     inst = work.instance
     if inst.parent_id is None or walker.relatives is None:

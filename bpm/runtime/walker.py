@@ -83,6 +83,9 @@ class Walker:
         self._steps = 0
         # Tokens whose node's listeners ran in this transaction: they enter the node now.
         self.listened: set[str] = set()
+        # True while every token is ended (terminate): a task cancelled then runs no
+        # delete listeners (the instance ends with it)
+        self.terminating = False
         # Tokens whose node's end listeners ran in this transaction: they leave it now.
         self.ended: set[str] = set()
         # The process's end listeners ran: the instance may complete.
@@ -116,7 +119,7 @@ class Walker:
                     node = self.model.node(tok.node_id)
                     if self._over_budget(tok):
                         continue
-                    if node.listens_to_task and task_events.open_task(self, tok) is not None:
+                    if node.listens_to_task and task_events.listened_task(self, tok) is not None:
                         # its task is open: the task's queued listeners run on a worker
                         # (a retried incident of a task listener step comes here)
                         self.work.to_dispatch.append(tok.id)
@@ -351,7 +354,8 @@ class Walker:
         if tok.blocked_kind is BlockKind.USER_TASK and tok.blocked_id:
             task = w.item(UserTask, tok.blocked_id)
             if task is not None and task.state is UserTaskState.OPEN:
-                w.move(task, UserTaskState.CANCELLED, completed_at=w.now)
+                task = w.move(task, UserTaskState.CANCELLED, completed_at=w.now)
+                task_events.cancelled(self, tok, task)
             task_events.closed(self, tok)
         elif tok.state in (TokenState.READY, TokenState.EXECUTING, TokenState.FAILED):
             task_events.cancel_listened(self, tok)  # an open task whose listeners run
@@ -383,10 +387,14 @@ class Walker:
                     w.move(incident, IncidentState.DELETED, resolved_at=w.now)
 
     def terminate_all(self, reason: str, *, except_token: str | None = None) -> None:
-        for tok in self.work.live_tokens():
-            current = self.work.tokens[tok.id]  # ending a scope ends the tokens inside it
-            if current.id != except_token and current.state in LIVE_TOKEN_STATES:
-                self.stop_token(current, payload={"reason": reason})
+        self.terminating = True
+        try:
+            for tok in self.work.live_tokens():
+                current = self.work.tokens[tok.id]  # ending a scope ends the tokens inside it
+                if current.id != except_token and current.state in LIVE_TOKEN_STATES:
+                    self.stop_token(current, payload={"reason": reason})
+        finally:
+            self.terminating = False
         self.work.to_dispatch.clear()
 
     def settle_instance(self) -> None:

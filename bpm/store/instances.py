@@ -106,19 +106,18 @@ def user_tasks(
     return [record_of(UserTask, r._mapping) for r in conn.execute(q)]
 
 
-def open_tasks_of(conn: Connection, tokens: Sequence[tuple[str, str]]) -> dict[str, UserTask]:
-    """The open user tasks of ``(instance id, token id)`` pairs, by token id (one statement,
-    on ``ix_user_task_instance``)."""
+def listened_tasks_of(conn: Connection, tokens: Sequence[tuple[str, str]]) -> list[UserTask]:
+    """The open or cancelled user tasks of ``(instance id, token id)`` pairs (one statement,
+    on ``ix_user_task_instance``): the tasks whose listeners claimed steps may run."""
     if not tokens:
-        return {}
+        return []
     ut = t.user_task
     stmt = select(ut).where(
         ut.c.instance_id.in_(sorted({i for i, _ in tokens})),
         ut.c.token_id.in_(sorted({tok for _, tok in tokens})),
-        ut.c.state == "open",
+        ut.c.state.in_(("open", "cancelled")),
     )
-    found = [record_of(UserTask, r._mapping) for r in conn.execute(stmt)]
-    return {task.token_id: task for task in found}
+    return [record_of(UserTask, r._mapping) for r in conn.execute(stmt)]
 
 
 def user_task(conn: Connection, task_id: str) -> UserTask | None:
