@@ -171,3 +171,58 @@ def test_no_subscriptions(kit: BpmTest) -> None:
     # WithCondition's error: nothing to evaluate
     with pytest.raises(InvalidOperation, match="no subscriptions were found"):
         kit.engine.evaluate_conditions({"foo": 1})
+
+
+# -- EventSubProcessStartConditionalEventTest, more; BoundaryConditionalEventTest, parallel --
+
+ESP_VARIABLE = MODELS / "EventSubProcessStartConditionalEventTest.testVariableCondition.bpmn20.xml"
+ESP_NON_INTERRUPTING = (
+    MODELS
+    / "EventSubProcessStartConditionalEventTest.testNonInterruptingVariableCondition.bpmn20.xml"
+)
+ESP_FALSE = MODELS / "EventSubProcessStartConditionalEventTest.testFalseCondition.bpmn20.xml"
+PARALLEL = MODELS / "BoundaryConditionalEventTest.testParallelVariableCondition.bpmn20.xml"
+
+
+def test_event_sub_process_false_condition(kit: BpmTest) -> None:
+    # EventSubProcessStartConditionalEventTest.testFalseCondition (${false})
+    kit.deploy(ESP_FALSE)
+    inst = kit.start(KEY)
+    kit.engine.set_variables(inst.id, {"variable": 1})
+    assert names(kit, inst.id) == ["Before Condition"]
+
+
+def test_event_sub_process_variable_condition(kit: BpmTest) -> None:
+    # EventSubProcessStartConditionalEventTest.testVariableCondition
+    kit.deploy(ESP_VARIABLE)
+    inst = kit.start(KEY)
+    assert names(kit, inst.id) == ["Before Condition"]
+    kit.engine.set_variables(inst.id, {"variable": 1})
+    assert names(kit, inst.id) == ["After Condition"]
+
+
+def test_event_sub_process_variable_condition_and_starting_with_var(kit: BpmTest) -> None:
+    # EventSubProcessStartConditionalEventTest.testVariableConditionAndStartingWithVar
+    kit.deploy(ESP_VARIABLE)
+    inst = kit.start(KEY, {"variable": 1})
+    assert names(kit, inst.id) == ["After Condition"]
+
+
+def test_event_sub_process_non_interrupting_variable_condition(kit: BpmTest) -> None:
+    # EventSubProcessStartConditionalEventTest.testNonInterruptingVariableCondition
+    kit.deploy(ESP_NON_INTERRUPTING)
+    inst = kit.start(KEY)
+    assert names(kit, inst.id) == ["Before Condition"] and len(conditional(kit)) == 1
+    kit.engine.set_variables(inst.id, {"variable": 1})
+    assert len(kit.engine.user_tasks(inst.id)) == 2 and len(conditional(kit)) == 1
+
+
+def test_boundary_parallel_set_variable_on_execution(kit: BpmTest) -> None:
+    # BoundaryConditionalEventTest.testParallelSetVariableOnExecutionCondition: a variable
+    # of the instance triggers both boundaries; the instance ends
+    kit.deploy(PARALLEL)
+    inst = kit.start(KEY)
+    assert len(kit.engine.user_tasks(inst.id)) == 2 and len(conditional(kit)) == 2
+    kit.engine.set_variables(inst.id, {"variable": 1})
+    assert kit.engine.user_tasks(inst.id) == []
+    assert kit.engine.get_instance(inst.id).state is InstanceState.COMPLETED
