@@ -14,6 +14,7 @@ from bpm.engine import batch_types
 from bpm.engine.batch_types import BatchItem, BatchType
 from bpm.engine.modification import Cancel, StartBefore
 from bpm.errors import InvalidOperation, NotFound
+from bpm.local import LocalLoop
 from bpm.store import batches as store
 from bpm.store.batches import BatchQuery
 from bpm.store.operation_log import OperationLogQuery
@@ -213,3 +214,21 @@ def test_a_registered_type_runs_in_the_chunk_transaction(database_url: str) -> N
     assert all(engine.get_instance(i).variables["marked"] == 7 for i in ids)
     assert [f.reason for f in engine.batches.failures(batch.id)] == ["refused by the type"]
     assert "test-mark" in batch_types.names()
+
+
+def test_the_embedded_loop_runs_batches_without_a_broker(sqlite_database_url: str) -> None:
+    """One process, SQLite, no Celery: the local loop claims the chunks itself."""
+    engine = Engine(sqlite_database_url)
+    engine.upgrade()
+    try:
+        loop = LocalLoop(engine)
+        ids = waiting(engine, 5)
+        batch = engine.batches.set_variables(ids, {"fixed": True}, chunk_size=2)
+        ticks = 0
+        while engine.batches.get(batch.id).ended_at is None and ticks < 10:
+            loop.tick()
+            ticks += 1
+        assert ticks == 3  # one chunk per tick: timers and steps keep their turn
+        assert all(engine.get_instance(i).variables["fixed"] is True for i in ids)
+    finally:
+        engine.close()

@@ -336,3 +336,41 @@ def test_sub_processes_and_multi_instance_bodies_move_with_their_scopes(
     assert open_tasks(engine, inst.id) == ["after"]
     assert pending_timers(engine, inst.id) == {}
     assert live_nodes(engine, inst.id) == ["after"]
+
+
+def test_a_migration_batch_moves_each_instance_once_and_reports_those_it_cannot(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, _ = both
+    v1 = engine.deploy(order())
+    ids = [engine.start("order", now=T0).id for _ in range(5)]
+    stuck = ids[2]
+    for iid in ids:
+        if iid != stuck:
+            engine.complete_user_task(task_of(engine, iid, "review"), now=T0)
+    v2 = engine.deploy(order(review=False))
+    plan = engine.migration.generate(v1.id, v2.id)
+    bad = MigrationPlan(v1.id, v2.id, (MigrationInstruction("nope", "charge"),))
+    before = table_dump(engine)
+    with pytest.raises(MigrationPlanError):
+        engine.migration.execute_async(bad, ids, now=T0)
+    assert table_dump(engine) == before  # no batch
+    batch = engine.migration.execute_async(
+        plan, query=InstanceSelection(definition_id=v1.id), by="ops", chunk_size=2, now=T0
+    )
+    assert batch.type == "instance-migration"
+    assert engine.batches.run_ready(now=T0) == 4
+    assert engine.batches.run_ready(now=T0) == 0  # every chunk once
+    (failure,) = engine.batches.failures(batch.id)
+    assert failure.item == stuck and "'review'" in failure.reason
+    moved = [i for i in ids if engine.get_instance(i).definition_id == v2.id]
+    assert sorted(moved) == sorted(i for i in ids if i != stuck)
+    for iid in moved:
+        events = [e for e in engine.history(iid) if e.type == "instance_migrated"]
+        assert len(events) == 1 and events[0].payload["operation"] == batch.id
+    log = engine.operation_log(OperationLogQuery(operation_type="Migrate", user_id="ops"))
+    assert sorted(e.instance_id for e in log if e.instance_id) == sorted(moved)
+    # the batch id undoes the whole batch
+    back = engine.migration.undo(batch.id, now=T0)
+    assert sorted(back.undone) == sorted(moved)
+    assert all(engine.get_instance(i).definition_id == v1.id for i in ids)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bpm.cli import api as _api  # noqa: F401  (registers commands)
+from bpm.cli import batches as _batches  # noqa: F401  (registers commands)
 from bpm.cli import doctor as _doctor  # noqa: F401  (registers commands)
 from bpm.cli import instances as _instances  # noqa: F401  (registers commands)
 from bpm.cli import lint as _lint  # noqa: F401  (registers commands)

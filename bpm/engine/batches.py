@@ -239,8 +239,10 @@ class Batches:
     # -- operating -----------------------------------------------------------------------
     def _running(self, conn: Connection, batch_id: str) -> Batch:
         found = store.get(conn, batch_id, for_update=True)
-        if found is None or found.state not in store.RUNNING_STATES:
+        if found is None:
             raise NotFound(f"batch {batch_id} does not exist")
+        if found.state not in store.RUNNING_STATES:
+            raise NotFound(f"batch {batch_id} is not running: it is {found.state}")
         return found
 
     def suspend(
