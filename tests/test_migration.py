@@ -374,3 +374,60 @@ def test_a_migration_batch_moves_each_instance_once_and_reports_those_it_cannot(
     back = engine.migration.undo(batch.id, now=T0)
     assert sorted(back.undone) == sorted(moved)
     assert all(engine.get_instance(i).definition_id == v1.id for i in ids)
+
+
+def test_event_sub_processes_and_the_compensation_log_move(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    """v1: book (user, compensated by cancel_booking) -> pay (user) -> compensate -> e, an
+    event sub-process started by message 'abort'; v2 adds one started by message 'audit'
+    and renames the handler: the completed booking is compensated by v2's handler."""
+    engine, _ = both
+
+    def model(v2: bool) -> Any:
+        handler = "undo_booking" if v2 else "cancel_booking"
+        p = (
+            Process("trip")
+            .start("s")
+            .user_task("book")
+            .boundary_compensation("comp", "book", handler=handler)
+            .user_task(handler, for_compensation=True)
+            .user_task("pay")
+            .compensate("undo")
+            .user_task("after")
+            .end("e")
+            .sequence("s", "book", "pay", "undo", "after", "e")
+            .event_sub_process(
+                "aborting",
+                lambda b: b.message_start("abort", "abort").end("ae").sequence("abort", "ae"),
+            )
+        )
+        if v2:
+            p = p.event_sub_process(
+                "auditing",
+                lambda b: (
+                    b.message_start("audit", "audit", interrupting=False)
+                    .user_task("look")
+                    .end("le")
+                    .sequence("audit", "look", "le")
+                ),
+            )
+        return p
+
+    v1 = engine.deploy(model(False))
+    inst = engine.start("trip", now=T0)
+    engine.complete_user_task(task_of(engine, inst.id, "book"), now=T0)
+    assert open_subscriptions(engine, inst.id) == ["abort"]
+    v2 = engine.deploy(model(True))
+    plan = engine.migration.generate(v1.id, v2.id)
+    assert ("cancel_booking", "cancel_booking") not in {
+        (i.source, i.target) for i in plan.instructions
+    }
+    engine.migration.execute(plan, [inst.id], now=T0)
+    # the listener of v1 moved, v2's new event sub-process is armed
+    assert open_subscriptions(engine, inst.id) == ["abort", "audit"]
+    assert len(engine.correlate("audit", now=T0)) == 1
+    assert open_tasks(engine, inst.id) == ["look", "pay"]
+    # compensation runs v2's handler for the booking completed on v1
+    engine.complete_user_task(task_of(engine, inst.id, "pay"), now=T0)
+    assert open_tasks(engine, inst.id) == ["look", "undo_booking"]
