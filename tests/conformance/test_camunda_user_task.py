@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bpm.handlers import TaskContext
 from bpm.testing import BpmTest
-from tests.conformance.scopes_kit import deploy, open_tasks
+from tests.conformance.scopes_kit import complete_task, deploy, ended, open_tasks
 
 
 @pytest.mark.parametrize(
@@ -141,3 +142,69 @@ def test_mixed_candidate_user_definition(kit: BpmTest) -> None:
     for user in ("kermit", "fozzie", "gonzo"):
         assert len(candidates_of(kit, user)) == 1
     assert candidates_of(kit, "mispiggy") == []
+
+
+# -- UserTaskTest ----------------------------------------------------------------------------
+
+MEMBERS = {"fozzie": ("accountancy",), "kermit": ("management",)}
+"""UserTaskTest.setUp's identity service: who is in which group."""
+
+
+def candidate_tasks(kit: BpmTest, user: str) -> list[str]:
+    """``taskCandidateUser(user)``: open tasks naming the user, or one of their groups."""
+    groups = MEMBERS.get(user, ())
+    return [
+        t.id
+        for t in open_tasks(kit)
+        if user in t.candidate_users or any(g in t.candidate_groups for g in groups)
+    ]
+
+
+def test_query_sorting_with_parameter(kit: BpmTest) -> None:
+    # UserTaskTest.testQuerySortingWithParameter
+    deploy(kit, "UserTaskTest.testQuerySortingWithParameter.bpmn20.xml")
+    pi = kit.start("oneTaskProcess")
+    assert len(open_tasks(kit, pi.id)) == 1
+
+
+def test_complete_after_parallel_gateway(kit: BpmTest) -> None:
+    # UserTaskTest.testCompleteAfterParallelGateway: the create listener (field injection
+    # expression="some expression value") sets the task-local validationRule
+    def create_listener(ctx: TaskContext) -> None:
+        ctx.set_local("validationRule", "some expression value")
+
+    kit.handler(
+        "org.camunda.bpm.engine.test.bpmn.usertask.UserTaskTestCreateTaskListener", create_listener
+    )
+    deploy(kit, "UserTaskTest.testCompleteAfterParallelGateway.bpmn20.xml")
+    kit.start("ForkProcess")
+    assert len(open_tasks(kit)) == 2
+    (task,) = [t for t in open_tasks(kit) if t.node_id == "SimpleUser"]
+    complete_task(kit, task)
+
+
+def test_complex_scenario_with_subprocesses_and_parallel_gateways(kit: BpmTest) -> None:
+    # UserTaskTest.testComplexScenarioWithSubprocessesAndParallelGateways;
+    # camunda:expression="${true}" runs as the inline handler "true"
+    kit.handler("true", lambda ctx: None)
+    deploy(kit, "UserTaskTest.testComplexScenarioWithSubprocessesAndParallelGateways.bpmn")
+    kit.start("processWithSubProcessesAndParallelGateways")
+    assert len(open_tasks(kit)) == 13
+
+
+def test_simple_process(kit: BpmTest) -> None:
+    # UserTaskTest.testSimpleProcess: candidates by group, a claim, the next group's task
+    deploy(kit, "UserTaskTest.testSimpleProcess.bpmn20.xml")
+    pi = kit.start("financialReport")
+    (task_id,) = candidate_tasks(kit, "fozzie")
+    (task,) = [t for t in open_tasks(kit) if t.id == task_id]
+    assert task.name == "Write monthly financial report"
+    kit.engine.claim_user_task(task.id, "fozzie")
+    assert len(kit.engine.user_tasks(assignee="fozzie")) == 1
+    complete_task(kit, task)
+    assert candidate_tasks(kit, "fozzie") == []
+    (task_id,) = candidate_tasks(kit, "kermit")
+    (task,) = [t for t in open_tasks(kit) if t.id == task_id]
+    assert task.name == "Verify monthly financial report"
+    complete_task(kit, task)
+    assert ended(kit, pi.id)
