@@ -84,6 +84,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         self._problems: list[Problem] = []
         self._containers: list[str] = []  # the sub-processes being built, innermost last
         self._origins: dict[str, str] = {}  # element id -> the call that made it, for problems
+        self._listens: list[tuple[str, str, str]] = []  # (element id, event, handler): listen()
 
     # -- nodes ---------------------------------------------------------------------------
 
@@ -348,11 +349,7 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
                 self._problems.append(
                     Problem(f"listener event '{event}' is not run: use 'start' or 'end'", id)
                 )
-            elif not inline:
-                self._problems.append(
-                    Problem("listeners run on inline tasks only (a handler or Python)", id)
-                )
-            else:
+            else:  # an inline task's step runs them; an external task's, a step of their own
                 out.append(n.Listener(event, handler=handler))
         return tuple(out)
 
@@ -546,10 +543,48 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
 
     # -- result --------------------------------------------------------------------------
 
+    def listen(self, id: str, event: str, handler: str) -> Self:
+        """An execution listener: the inline handler ``handler`` runs on ``event`` of the
+        element ``id`` (``start``, ``end``), of the flow ``id`` (``take``) or, with the
+        process's key, of the process (``start``, ``end``); see ``bpm.engine.listeners``.
+        Calls add up, in order, after those given to a verb's ``listeners=``."""
+        self._listens.append((id, event, handler))
+        return self
+
+    def _apply_listens(
+        self, nodes: dict[str, n.Node], problems: list[Problem]
+    ) -> tuple[tuple[n.Flow, ...], tuple[n.Listener, ...]]:
+        flows = {f.id: f for f in self._flows}
+        own: list[n.Listener] = []
+        for id, event, handler in self._listens:
+            at_flow = id in flows and id not in nodes
+            wanted = ("take",) if at_flow else ("start", "end")
+            if event not in wanted:
+                what = "a flow" if at_flow else "an element or the process"
+                problems.append(
+                    Problem(f"listener event '{event}' of {what} is not run: use {wanted}", id)
+                )
+            elif id in nodes:
+                node = nodes[id]
+                nodes[id] = dataclasses.replace(
+                    node, listeners=(*node.listeners, n.Listener(event, handler=handler))
+                )
+            elif at_flow:
+                flow = flows[id]
+                flows[id] = dataclasses.replace(
+                    flow, listeners=(*flow.listeners, n.Listener(event, handler=handler))
+                )
+            elif id == self.key:
+                own.append(n.Listener(event, handler=handler))
+            else:
+                problems.append(Problem(f"listen('{id}', ...) names no element or flow", id))
+        return tuple(flows[f.id] for f in self._flows), tuple(own)
+
     def build(self) -> ProcessModel:
         """The validated :class:`ProcessModel`, or a :class:`DeploymentError` listing all."""
         problems = list(self._problems)
         nodes = dict(self._nodes)
+        flows, listeners = self._apply_listens(nodes, problems)
         for gateway_id, flow_id in self._defaults.items():
             node = nodes.get(gateway_id)
             # Whatever kind of node has a default flow (gateways that choose, activities)
@@ -571,9 +606,10 @@ class Process(MessageMethods, EventMethods, CompensationMethods):
         model = ProcessModel(
             key=self.key,
             nodes=nodes,
-            flows=tuple(self._flows),
+            flows=flows,
             name=self.name,
             version_tag=self.version_tag,
+            listeners=listeners,
         )
         found, warnings = check_model(model)
         problems += found

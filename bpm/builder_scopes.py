@@ -174,6 +174,39 @@ class ScopeMethods:
             body(self)
         return self
 
+    def ad_hoc(
+        self,
+        id: str,
+        body: Callable[[Self], object],
+        *,
+        completion: str | None = None,
+        sequential: bool = False,
+        cancel_remaining: bool = True,
+        active_elements: str | None = None,
+        name: str | None = None,
+        inputs: Mappings | None = None,
+        outputs: Mappings | None = None,
+    ) -> Self:
+        """An ad-hoc sub-process: ``body`` adds its activities (no start event); those
+        without incoming flows start (or those the expression ``active_elements`` lists),
+        all at once or one after the other (``sequential``); ``completion`` ends it early,
+        cancelling what still runs (``cancel_remaining``)."""
+        self._add(
+            n.AdHocSubProcess(
+                id,
+                name,
+                inputs=self._mappings(id, inputs),
+                outputs=self._mappings(id, outputs),
+                completion_condition=self._cel(id, "completion", completion),
+                sequential=sequential,
+                cancel_remaining=cancel_remaining,
+                active_elements=self._cel(id, "active_elements", active_elements),
+            )
+        )
+        with self._inside(id):
+            body(self)
+        return self
+
     def cancel_end(self, id: str, *, name: str | None = None) -> Self:
         """A cancel end event (inside :meth:`transaction` only): cancels the transaction."""
         return self._add(n.CancelEndEvent(id, name))

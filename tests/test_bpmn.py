@@ -243,10 +243,13 @@ BAD_CASES: list[tuple[str, str, str, str, str]] = [
     ),
     (
         "ad-hoc-sub-process",
-        between('<bpmn:adHocSubProcess id="ah" />', "ah"),
+        between(
+            '<bpmn:adHocSubProcess id="ah"><bpmn:startEvent id="ah_s" /></bpmn:adHocSubProcess>',
+            "ah",
+        ),
         "ah",
         'id="ah"',
-        "ad-hoc sub processes",
+        "holds start event 'ah_s'",
     ),
     (
         "script-cel-empty",

@@ -267,12 +267,15 @@ def test_bad_conditional_events_are_refused_naming_the_element(
     assert engine.definitions() == before  # nothing deployed
 
 
-def test_a_conditional_start_of_the_process_itself_is_refused(engine: Engine) -> None:
-    before = engine.definitions()
-    p = Process("top").condition_start("cs", "x > 5").end("e").sequence("cs", "e")
-    with pytest.raises(DeploymentError, match="conditional start event 'cs' starts the process"):
-        engine.deploy(p)
-    assert engine.definitions() == before
+def test_a_conditional_start_of_the_process_starts_instances_when_evaluated(
+    engine: Engine,
+) -> None:
+    p = Process("top").condition_start("cs", "x > 5").user_task("t").end("e")
+    engine.deploy(p.sequence("cs", "t", "e"))
+    assert engine.evaluate_conditions({"x": 1}, now=T0) == []
+    (inst,) = engine.evaluate_conditions({"x": 9}, business_key="k", now=T0)
+    assert inst.business_key == "k" and engine.get_instance(inst.id).variables == {"x": 9}
+    assert open_tasks(engine, inst.id) == ["t"]
 
 
 def test_builder_refuses_an_empty_condition() -> None:

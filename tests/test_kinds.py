@@ -259,6 +259,7 @@ def every_verb() -> ProcessModel:
             ),
         )
         .boundary_cancel("tx_cancelled", "tx")
+        .ad_hoc("adhoc", lambda a: a.task("ah_one").task("ah_two"), completion="three > 2")
         .boundary_compensation("approve_undo", "approve", handler="unapprove")
         .user_task("unapprove", for_compensation=True)
         .end("e")
@@ -289,6 +290,7 @@ def every_verb() -> ProcessModel:
         .flow("sub_signal", "e_signal")
         .flow("sub_cond", "e_cond")
         .sequence("or_fork", "tx", "or_join")
+        .sequence("or_fork", "adhoc", "or_join")
         .flow("tx_cancelled", "e")
         .build()
     )

@@ -185,10 +185,15 @@ def test_builder_listeners_and_the_decorator() -> None:
         Process("c").start("s").service_task("t", handler="h", listeners=[("take", "x")]).end(
             "e"
         ).sequence("s", "t", "e").build()
-    with pytest.raises(DeploymentError, match="inline tasks only"):
-        Process("c").start("s").service_task("t", topic="x", listeners=[("start", "x")]).end(
-            "e"
-        ).sequence("s", "t", "e").build()
+    external = (
+        Process("c")
+        .start("s")
+        .service_task("t", topic="x", listeners=[("start", "x")])
+        .end("e")
+        .sequence("s", "t", "e")
+        .build()
+    )
+    assert external.node("t").listeners == (n.Listener("start", handler="x"),)
 
 
 def test_the_trail_shows_the_listeners(database_url: str) -> None:

@@ -467,3 +467,33 @@ def test_zeebe_retries_and_an_event_gateway_warning(database_url: str) -> None:
     drain(engine, q)
     assert calls == ["g:start", "w:end"]
     assert engine.get_instance(other.id).state is InstanceState.COMPLETED
+
+
+def test_the_builder_attaches_listeners_to_elements_flows_and_the_process() -> None:
+    from bpm.builder import Process
+    from bpm.testing import BpmTest
+
+    calls: list[str] = []
+    kit = BpmTest.create(registry=registry(calls))
+    try:
+        kit.deploy(
+            Process("b")
+            .start("s")
+            .exclusive("gw")
+            .end("e")
+            .flow("s", "gw", id="in")
+            .flow("gw", "e", id="out")
+            .listen("gw", "start", "rec")
+            .listen("gw", "end", "rec")
+            .listen("out", "take", "rec")
+            .listen("b", "end", "proc")
+        )
+        inst = kit.start("b")
+        assert calls == ["gw:start", "gw:end", "e:take", "process:end"]
+        assert kit.engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    finally:
+        kit.close()
+    with pytest.raises(DeploymentError, match="of a flow is not run"):
+        Process("c").start("s").end("e").flow("s", "e", id="f").listen("f", "end", "x").build()
+    with pytest.raises(DeploymentError, match="names no element or flow"):
+        Process("c").start("s").end("e").sequence("s", "e").listen("nope", "start", "x").build()

@@ -336,3 +336,98 @@ def test_sub_processes_and_multi_instance_bodies_move_with_their_scopes(
     assert open_tasks(engine, inst.id) == ["after"]
     assert pending_timers(engine, inst.id) == {}
     assert live_nodes(engine, inst.id) == ["after"]
+
+
+def test_a_migration_batch_moves_each_instance_once_and_reports_those_it_cannot(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    engine, _ = both
+    v1 = engine.deploy(order())
+    ids = [engine.start("order", now=T0).id for _ in range(5)]
+    stuck = ids[2]
+    for iid in ids:
+        if iid != stuck:
+            engine.complete_user_task(task_of(engine, iid, "review"), now=T0)
+    v2 = engine.deploy(order(review=False))
+    plan = engine.migration.generate(v1.id, v2.id)
+    bad = MigrationPlan(v1.id, v2.id, (MigrationInstruction("nope", "charge"),))
+    before = table_dump(engine)
+    with pytest.raises(MigrationPlanError):
+        engine.migration.execute_async(bad, ids, now=T0)
+    assert table_dump(engine) == before  # no batch
+    batch = engine.migration.execute_async(
+        plan, query=InstanceSelection(definition_id=v1.id), by="ops", chunk_size=2, now=T0
+    )
+    assert batch.type == "instance-migration"
+    assert engine.batches.run_ready(now=T0) == 4
+    assert engine.batches.run_ready(now=T0) == 0  # every chunk once
+    (failure,) = engine.batches.failures(batch.id)
+    assert failure.item == stuck and "'review'" in failure.reason
+    moved = [i for i in ids if engine.get_instance(i).definition_id == v2.id]
+    assert sorted(moved) == sorted(i for i in ids if i != stuck)
+    for iid in moved:
+        events = [e for e in engine.history(iid) if e.type == "instance_migrated"]
+        assert len(events) == 1 and events[0].payload["operation"] == batch.id
+    log = engine.operation_log(OperationLogQuery(operation_type="Migrate", user_id="ops"))
+    assert sorted(e.instance_id for e in log if e.instance_id) == sorted(moved)
+    # the batch id undoes the whole batch
+    back = engine.migration.undo(batch.id, now=T0)
+    assert sorted(back.undone) == sorted(moved)
+    assert all(engine.get_instance(i).definition_id == v1.id for i in ids)
+
+
+def test_event_sub_processes_and_the_compensation_log_move(
+    both: tuple[Engine, QueueDispatcher],
+) -> None:
+    """v1: book (user, compensated by cancel_booking) -> pay (user) -> compensate -> e, an
+    event sub-process started by message 'abort'; v2 adds one started by message 'audit'
+    and renames the handler: the completed booking is compensated by v2's handler."""
+    engine, _ = both
+
+    def model(v2: bool) -> Any:
+        handler = "undo_booking" if v2 else "cancel_booking"
+        p = (
+            Process("trip")
+            .start("s")
+            .user_task("book")
+            .boundary_compensation("comp", "book", handler=handler)
+            .user_task(handler, for_compensation=True)
+            .user_task("pay")
+            .compensate("undo")
+            .user_task("after")
+            .end("e")
+            .sequence("s", "book", "pay", "undo", "after", "e")
+            .event_sub_process(
+                "aborting",
+                lambda b: b.message_start("abort", "abort").end("ae").sequence("abort", "ae"),
+            )
+        )
+        if v2:
+            p = p.event_sub_process(
+                "auditing",
+                lambda b: (
+                    b.message_start("audit", "audit", interrupting=False)
+                    .user_task("look")
+                    .end("le")
+                    .sequence("audit", "look", "le")
+                ),
+            )
+        return p
+
+    v1 = engine.deploy(model(False))
+    inst = engine.start("trip", now=T0)
+    engine.complete_user_task(task_of(engine, inst.id, "book"), now=T0)
+    assert open_subscriptions(engine, inst.id) == ["abort"]
+    v2 = engine.deploy(model(True))
+    plan = engine.migration.generate(v1.id, v2.id)
+    assert ("cancel_booking", "cancel_booking") not in {
+        (i.source, i.target) for i in plan.instructions
+    }
+    engine.migration.execute(plan, [inst.id], now=T0)
+    # the listener of v1 moved, v2's new event sub-process is armed
+    assert open_subscriptions(engine, inst.id) == ["abort", "audit"]
+    assert len(engine.correlate("audit", now=T0)) == 1
+    assert open_tasks(engine, inst.id) == ["look", "pay"]
+    # compensation runs v2's handler for the booking completed on v1
+    engine.complete_user_task(task_of(engine, inst.id, "pay"), now=T0)
+    assert open_tasks(engine, inst.id) == ["look", "undo_booking"]

@@ -4,8 +4,12 @@ lost. Threads on PostgreSQL."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -181,3 +185,57 @@ def test_a_migration_that_would_drop_a_running_step_is_refused_and_the_step_fini
     # now that the step is done, the same plan moves it
     engine.migration.execute(engine.migration.generate(v1.id, v2.id), [inst.id])
     assert engine.get_instance(inst.id).definition_id == v2.id
+
+
+_COMPLETER = """
+import sys
+from bpm import Engine
+engine = Engine(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+for task_id in sys.argv[2:]:
+    engine.complete_external_task(task_id, "w1", {"stepped": 1})
+engine.close()
+"""
+
+
+def test_a_worker_process_completing_tasks_while_they_migrate(pg_database_url: str) -> None:
+    """A real worker process completes external tasks while this process migrates their
+    instances one by one: each instance ends on v2 with its task completed once and one
+    user task (v2's check when the migration came first, else after)."""
+    engine, _ = engine_on(pg_database_url)
+    try:
+        v1 = engine.deploy(line(external=True))
+        ids = [engine.start("race").id for _ in range(20)]
+        tasks = engine.fetch_and_lock(FetchRequest("w1", 20, (TopicRequest("pay", 600_000),)))
+        assert len(tasks) == 20
+        v2 = engine.deploy(line(external=True, check=True))
+        plan = engine.migration.generate(v1.id, v2.id)
+        with subprocess.Popen(
+            [sys.executable, "-c", _COMPLETER, pg_database_url, *[t.id for t in tasks]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        ) as worker:
+            try:
+                assert worker.stdout is not None and worker.stdin is not None
+                assert worker.stdout.readline().strip() == "ready"
+                worker.stdin.write("go\n")
+                worker.stdin.flush()
+                for iid in ids:
+                    engine.migration.execute(plan, [iid])
+                assert worker.wait(DEADLINE * 2) == 0
+            finally:
+                if worker.poll() is None:
+                    worker.kill()
+        outcomes = set()
+        for iid in ids:
+            inst = engine.get_instance(iid)
+            assert inst.definition_id == v2.id and inst.variables == {"stepped": 1}
+            (one,) = _tasks(engine, iid)  # never two, never none
+            outcomes.add(one)
+        assert outcomes <= {"check", "after"}
+        assert engine.external_tasks(topic="pay") == []  # every one completed
+    finally:
+        engine.close()

@@ -184,3 +184,14 @@ def test_a_drawn_model_keeps_the_language() -> None:
     assert next(f for f in again.flows if f.id == "to_yes").condition == (
         PYTHON_CONDITION + "amount > 100"
     )
+
+
+def test_the_definitions_expression_language_says_python() -> None:
+    """A model whose ``definitions`` say ``expressionLanguage="python"`` writes its
+    conditions in Python without a language on each."""
+    xml = routed("amount > 100").replace(' language="python"', "")
+    xml = xml.replace('targetNamespace="t">', 'targetNamespace="t" expressionLanguage="python">')
+    flow = next(f for f in parse_bpmn(xml).flows if f.id == "big")
+    assert flow.condition == PYTHON_CONDITION + "amount > 100"
+    cel = routed("amount > 100").replace(' language="python"', "")
+    assert next(f for f in parse_bpmn(cel).flows if f.id == "big").condition == "amount > 100"

@@ -16,7 +16,7 @@ from bpm.errors import InvalidOperation
 from bpm.handlers import HandlerRegistry, TaskContext
 from bpm.model import nodes as n
 from bpm.runtime.states import InstanceState, TokenState
-from tests.engine_helpers import claim_one, drain, finish_one, make_engine
+from tests.engine_helpers import claim_one, drain, finish_one, make_engine, table_dump
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
@@ -468,3 +468,71 @@ def test_a_modification_that_moves_the_token_runs_the_delete_listeners(
     drain(engine, q)
     assert seen == ["delete:desk-ann"]
     assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+
+
+def test_a_lost_worker_reruns_the_listeners_on_the_next_attempt(database_url: str) -> None:
+    """kill -9 mid-listener: the lease runs out, the next attempt runs them again; the lost
+    worker's late finish is dropped; the task is completed once."""
+    from bpm.engine.execution import run_handler
+
+    calls = Calls()
+    engine, q = make_engine(database_url, calls.registry())
+    engine.deploy(model())
+    inst = engine.start("review", now=T0)
+    (task,) = engine.user_tasks(instance_id=inst.id)
+    engine.complete_user_task(task.id, {"approved": True}, now=T0)
+    (token_id,) = list(q.queue)
+    first = claim_one(engine.core, token_id, "worker-a", T0)
+    assert first is not None
+    lost = run_handler(engine.core, first, "worker-a")  # ran; then the worker was killed
+    later = T0 + engine.core.config.default_lease + timedelta(seconds=1)
+    assert engine.reclaim_expired_leases(now=later) == 1
+    second = claim_one(engine.core, token_id, "worker-b", later)
+    assert second is not None and second.token.attempt == 2
+    finish_one(engine.core, second, run_handler(engine.core, second, "worker-b"), "worker-b", later)
+    assert finish_one(engine.core, first, lost, "worker-a", later) == []  # dropped
+    assert calls.seen == ["complete:True", "end:True"] * 2  # once per attempt
+    assert engine.get_instance(inst.id).state is InstanceState.COMPLETED
+    completed = [e for e in engine.history(inst.id) if e.type == "user_task_completed"]
+    assert len(completed) == 1
+
+
+def test_bad_task_listeners_are_refused_at_deploy_with_nothing_stored(database_url: str) -> None:
+    from bpm.errors import DeploymentError
+
+    engine, _ = make_engine(database_url)
+    before = table_dump(engine)
+    no_timer = model().replace(
+        "<bpmn:timerEventDefinition><bpmn:timeDuration>PT1H</bpmn:timeDuration>"
+        "</bpmn:timerEventDefinition>",
+        "",
+    )
+    with pytest.raises(DeploymentError, match="timeout camunda:taskListener needs one"):
+        engine.deploy(no_timer)
+    with pytest.raises(DeploymentError, match="retries 'x' must be a count"):
+        engine.deploy(ZEEBE.replace('retries="1"', 'retries="x"'))
+    escape = BOUNDARY.replace('task["id"] is not None', "().__class__.__bases__")
+    with pytest.raises(DeploymentError, match="__class__"):
+        engine.deploy(escape)
+    assert table_dump(engine) == before
+
+
+def test_refused_changes_while_a_completion_is_queued_change_nothing(database_url: str) -> None:
+    from bpm.engine.user_tasks import TaskChanges, update_user_task
+
+    calls = Calls()
+    engine, q = make_engine(database_url, calls.registry())
+    engine.deploy(model())
+    inst = engine.start("review", now=T0)
+    (task,) = engine.user_tasks(instance_id=inst.id)
+    engine.complete_user_task(task.id, {"approved": True}, now=T0)
+    before = table_dump(engine)
+    with pytest.raises(InvalidOperation, match="being completed"):
+        engine.complete_user_task(task.id, {"approved": False}, now=T0)
+    with pytest.raises(InvalidOperation, match="being completed"):
+        engine.claim_user_task(task.id, "ann", now=T0)
+    with pytest.raises(InvalidOperation, match="being completed"):
+        update_user_task(engine.core, task.id, TaskChanges(priority=1), now=T0)
+    assert table_dump(engine) == before
+    drain(engine, q)
+    assert engine.get_instance(inst.id).variables["approved"] is True

@@ -1,5 +1,6 @@
-"""``POST /message`` and ``POST /signal``: Camunda 7's message correlation and signal
-broadcast (bodies and answers in Camunda's shape).
+"""``POST /message``, ``POST /signal`` and ``POST /condition``: Camunda 7's message
+correlation, signal broadcast and conditional start evaluation (bodies and answers in
+Camunda's shape).
 
 Beyond Camunda: ``correlationKey`` (the value a wait's ``zeebe:subscription
 correlationKey`` had when it opened) and ``timeToLive`` (milliseconds, or an ISO 8601
@@ -31,7 +32,7 @@ from bpm.api.schemas import VariableValueDto
 from bpm.api.schemas_process import ProcessInstanceDto
 from bpm.api.variables import from_camunda, to_camunda
 from bpm.engine import Correlation, Engine, Message
-from bpm.errors import MessageCorrelationError
+from bpm.errors import InvalidOperation, MessageCorrelationError, NotFound
 from bpm.timeexpr import TimerError, parse_duration
 
 router = APIRouter()
@@ -57,6 +58,14 @@ class SignalBody(Body):
     name: str = Field(min_length=1, max_length=MAX_ID, json_schema_extra={"pattern": NAMED})
     variables: Variables = None
     executionId: Unsupported = None
+
+
+class ConditionBody(Body):
+    variables: Variables = None
+    businessKey: str | None = Field(None, max_length=MAX_ID)
+    processDefinitionId: str | None = Field(None, max_length=MAX_ID)
+    tenantId: Unsupported = None
+    withoutTenantId: bool | None = None
 
 
 class ExecutionDto(BaseModel):
@@ -181,3 +190,27 @@ async def signal(body: SignalBody, request: Request, who: Who) -> Response:
     engine = _engine(request)
     await run_in_threadpool(lambda: engine.signal(body.name, variables))
     return Response(status_code=204)
+
+
+@router.post("/condition", response_model=list[ProcessInstanceDto], responses=errors(400))
+async def condition(body: ConditionBody, request: Request, who: Who) -> Response:
+    """Evaluate the conditional start events (Camunda's ``evaluateStartConditions``): an
+    instance starts at each whose condition holds over ``variables``; 200 with them."""
+    who.check_unrestricted("evaluate conditional start events")
+    if body.tenantId is not None:
+        raise bad_request("tenantId is not supported: conditions are evaluated for every tenant")
+    variables = from_camunda(body.variables) or {}
+    engine = _engine(request)
+    try:
+        started = await run_in_threadpool(
+            lambda: engine.evaluate_conditions(
+                variables,
+                business_key=body.businessKey,
+                definition_id=body.processDefinitionId,
+            )
+        )
+    except (NotFound, InvalidOperation) as exc:
+        raise bad_request(str(exc)) from None  # Camunda answers 400 for both
+    return JSONResponse(
+        [instance_json(request, inst, definition_tenant(engine, inst)) for inst in started]
+    )

@@ -1,6 +1,7 @@
 """Process instance migration over Camunda 7's REST (issue 22, items 3 and 4):
 ``POST /migration/generate``, ``/migration/validate`` (with instances: the dry run),
-``/migration/execute`` and ``/migration/executeAsync`` (see :mod:`bpm.engine.migration`)."""
+``/migration/execute`` and ``/migration/executeAsync`` (a batch; see
+:mod:`bpm.engine.migration`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from bpm.api import schemas_migration as s
 from bpm.api.auth import Principal, principal
 from bpm.api.errors import ApiError, bad_request
+from bpm.api.schemas_batches import BatchDto, batch_json
 from bpm.api.variables import from_camunda, to_camunda
 from bpm.engine import Engine
 from bpm.engine.migration import InstanceReport, MigrationError
@@ -220,15 +222,22 @@ async def execute(body: s.MigrationExecutionDto, request: Request, who: Who) -> 
     return Response(status_code=204)
 
 
-@router.post("/migration/executeAsync", responses=_ERRORS)
-async def execute_async(body: s.MigrationExecutionDto, request: Request, who: Who) -> Response:
-    """Not built yet: a migration as a batch needs the engine's batches. Answers 400
-    ``NotImplementedException`` saying so (a 5xx would tell clients to retry);
-    ``/migration/execute`` migrates up to 1000 instances in one transaction."""
+@router.post("/migration/executeAsync", response_model=BatchDto, responses=_ERRORS)
+async def execute_async(body: s.MigrationAsyncDto, request: Request, who: Who) -> Response:
+    """Migrate the chosen instances as a batch (Camunda's ``instance-migration``): a bad
+    plan answers 400 ``MigrationPlanValidationException`` and creates nothing; the workers
+    then migrate the instances in chunks, each alone (one that cannot migrate is a failed
+    item with its reason, ``/batch/{id}/failures``). Answers Camunda's ``BatchDto``."""
     who.check_unrestricted("migrate instances")
-    raise ApiError(
-        400,
-        "NotImplementedException",
-        "executeAsync is not built yet: batches are not available in this engine version; "
-        "use /migration/execute (up to 1000 instances per call)",
-    )
+    plan = plan_of(body.migrationPlan)
+    query = selection_of(body.processInstanceQuery)
+    engine = _engine(request)
+    try:
+        batch = await run_in_threadpool(
+            lambda: engine.migration.execute_async(
+                plan, body.processInstanceIds, query, by=who.name, annotation=body.annotation
+            )
+        )
+    except MigrationPlanError as exc:
+        raise refused(exc) from None
+    return JSONResponse(batch_json(batch))

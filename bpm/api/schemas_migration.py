@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field
 from bpm.api.documented import NO_NUL, Variables
 from bpm.api.schemas import Dto, RequestDto
 from bpm.api.schemas_modification import MAX_ANNOTATION, MAX_ID
+from bpm.engine.batches import MAX_ITEMS as MAX_BATCH_ITEMS
 from bpm.engine.migration import MAX_SYNC_INSTANCES
 from bpm.engine.migration_plan import MAX_INSTRUCTIONS
 
@@ -111,6 +112,13 @@ def _validation_schema(schema: dict[str, Any]) -> None:
             )
         ),
     ]
+
+
+class MigrationAsyncDto(MigrationExecutionDto):
+    """``/migration/executeAsync``: as ``/migration/execute``, as many instances as a batch
+    holds."""
+
+    processInstanceIds: list[IdText] | None = Field(None, max_length=MAX_BATCH_ITEMS)
 
 
 class MigrationValidationDto(RequestDto):

@@ -46,7 +46,10 @@ def parse_parallel(el: Element, ctx: Context) -> n.Node:
 
 
 def _condition(el: Element, child: Element, ctx: Context) -> str | None:
-    language = (child.get("language") or "").strip().lower()
+    # BPMN's definitions@expressionLanguage is the default of every formal expression: a
+    # model that says Python there (SpiffWorkflow's convention) means its conditions.
+    default = (ctx.doc.root.get("expressionLanguage") or "").strip().lower()
+    language = (child.get("language") or (default if is_python(default) else "")).strip().lower()
     if is_python(language):
         if java_engine(child, "resource") is not None:
             ctx.report_in(el, child, "a Python condition must be written inline")

@@ -33,26 +33,24 @@ _IGNORED = frozenset(
         # a sub-process's own children that are not members: its marker (read with the
         # sub-process, bpm.bpmn.loops) and the references to its flows
         "multiInstanceLoopCharacteristics", "standardLoopCharacteristics", "incoming",
-        "outgoing",
+        "outgoing", "completionCondition",  # an ad-hoc sub-process's (bpm.kinds.ad_hoc)
         "dataInputAssociation", "dataOutputAssociation",
     }
 )  # fmt: skip
 # Real BPMN flow elements that this engine does not run (yet).
 _UNSUPPORTED = {
-    "adHocSubProcess": "ad-hoc sub processes",
-    "transaction": "transactions",
     "implicitThrowEvent": "implicit throw events",
     "callChoreography": "choreographies",
     "choreographyTask": "choreographies",
     "subChoreography": "choreographies",
 }
 _SUPPORTED = (
-    "start/end events, service/send/business-rule/script/user/manual tasks, embedded and "
-    "event sub-processes, call activities, exclusive, parallel, inclusive and complex "
-    "gateways, "
+    "start/end events, service/send/business-rule/script/user/manual tasks, embedded, "
+    "event and ad-hoc sub-processes, transactions, call activities, exclusive, parallel, "
+    "inclusive and complex gateways, "
     "timer, link, message and signal catch events, event-based gateways, receive tasks, "
     "none, escalation, link, message, signal and compensation throw events, timer, error, "
-    "escalation, message, signal and compensation boundary events"
+    "escalation, message, signal, compensation and cancel boundary events"
 )
 _PROCESS_USES = frozenset(
     {"versionTag", "historyTimeToLive", "isStartableInTasklist", "candidateStarterGroups",

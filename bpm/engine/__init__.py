@@ -11,6 +11,7 @@ from sqlalchemy import Engine as SAEngine
 from bpm.dispatch import Dispatcher, default_dispatcher
 from bpm.engine import activity_tree as _tree
 from bpm.engine import comments as _comments
+from bpm.engine import conditions as _conditions
 from bpm.engine import definitions as _defs
 from bpm.engine import deployment_admin as _dep_admin
 from bpm.engine import deployments as _deployments
@@ -422,6 +423,22 @@ class Engine:
         it would have seen one call at a time."""
         return _messages.correlate_many(self.core, messages, now=now)
 
+    def evaluate_conditions(
+        self,
+        variables: dict[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        definition_id: str | None = None,
+        now: datetime | None = None,
+    ) -> list[Instance]:
+        """Start an instance at every conditional start event (of the latest version of
+        each process, or of ``definition_id``) whose condition holds over ``variables``,
+        which the instances start with (Camunda's ``evaluateStartConditions``,
+        ``POST /condition``); the instances started."""
+        return _conditions.evaluate_start_conditions(
+            self.core, variables, business_key=business_key, definition_id=definition_id, now=now
+        )
+
     def signal(
         self, name: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
     ) -> SignalResult:
@@ -491,7 +508,7 @@ class Engine:
         """Process instance migration (Camunda's migration API): ``generate``, ``validate``,
         ``dry_run``, ``execute`` and ``undo``; see :mod:`bpm.engine.migration_ops` and
         ``docs/migration.md``."""
-        return Migrations(self.core)
+        return Migrations(self.core, self.batches)
 
     def operation_log(
         self, query: OperationLogQuery | None = None, *, offset: int = 0, limit: int | None = None
@@ -599,7 +616,10 @@ class Engine:
     def complete_user_task(
         self, task_id: str, variables: dict[str, Any] | None = None, *, now: datetime | None = None
     ) -> Instance:
-        """Complete an open user task; returns its instance as the completion left it."""
+        """Complete an open user task; returns its instance as the completion left it. A
+        task with ``complete`` task listeners (or events whose listeners are still queued)
+        is completed by a worker after them (:mod:`bpm.engine.task_listeners`): the
+        completion is queued and the instance returned as it was."""
         return _inst.complete_user_task(self.core, task_id, variables, now=now)
 
     def update_user_task(

@@ -38,7 +38,7 @@ from bpm.bpmn.xmlread import decode_xml
 from bpm.engine.core import EngineCore
 from bpm.engine.decisions import DmnFile, read_dmn_files, store_decisions
 from bpm.engine.schedules import schedule_rows
-from bpm.errors import DeploymentError
+from bpm.errors import BpmError, DeploymentError
 from bpm.model.process import ProcessModel
 from bpm.model.timer_floor import too_frequent
 from bpm.model.validate import validate
@@ -49,6 +49,7 @@ from bpm.runtime.records import (
     DeploymentResource,
     ProcessDefinition,
 )
+from bpm.runtime.usertasks import expand_text
 from bpm.store import decisions as decision_store
 from bpm.store import definitions as store
 from bpm.store import deployments as deployment_store
@@ -473,6 +474,20 @@ def take_over_starts(
         conn,
         model.key,
         definition_id,
-        [(x.id, x.event.kind.value, x.event.name) for x in model.event_starts if x.event],
+        [
+            (x.id, x.event.kind.value, _start_name(x.event.name))
+            for x in model.event_starts
+            if x.event
+        ],
         now,
     )
+
+
+def _start_name(name: str) -> str:
+    """A start event's message or signal name; one with an expression that reads no
+    variable (``alert-${'foo'}``) is evaluated now, as Camunda does at deploy (there is no
+    instance to read one from)."""
+    try:
+        return expand_text(name, {})
+    except BpmError:
+        return name

@@ -175,12 +175,18 @@ class _Migrator:
         w = self.work
         for scope in store.active_scopes(self.unit.conn, w.instance.id):
             w.adopt(scope)
-        for tok in self.live():
-            w.items_of(Timer, tok.id)
-            w.items_of(Subscription, tok.id)
-            w.items_of(ExternalTask, tok.id)
-            w.items_of(UserTask, tok.id)
-            w.items_of(Incident, tok.id)
+        # one query per kind for every live token (not one per token and kind)
+        tokens = [t.id for t in self.live()]
+        conn, iid = self.unit.conn, w.instance.id
+        w.adopt_of_tokens(Timer, store.items_of_tokens(conn, Timer, iid, tokens), tokens)
+        w.adopt_of_tokens(
+            Subscription, store.items_of_tokens(conn, Subscription, iid, tokens), tokens
+        )
+        w.adopt_of_tokens(
+            ExternalTask, store.items_of_tokens(conn, ExternalTask, iid, tokens), tokens
+        )
+        w.adopt_of_tokens(UserTask, store.items_of_tokens(conn, UserTask, iid, tokens), tokens)
+        w.adopt_of_tokens(Incident, store.items_of_tokens(conn, Incident, iid, tokens), tokens)
         compensation.records(w)
 
     def live(self) -> list[Token]:

@@ -14,6 +14,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from bpm.engine.activity_tree import build_tree
+from bpm.engine.batches import MAX_ITEMS as BATCH_MAX_ITEMS
+from bpm.engine.batches import Batch, Batches
 from bpm.engine.core import EngineCore
 from bpm.engine.migration import (
     EVENT,
@@ -27,6 +29,7 @@ from bpm.engine.migration import (
     _Migrator,
     snapshot,
 )
+from bpm.engine.migration_batch import MIGRATION, plan_params
 from bpm.engine.migration_plan import (
     MigrationPlan,
     MigrationPlanError,
@@ -34,6 +37,7 @@ from bpm.engine.migration_plan import (
     check_plan,
     generate,
 )
+from bpm.engine.oplog import CURRENT_BATCH
 from bpm.engine.unit import Unit, unit_of_work
 from bpm.errors import BpmError, InvalidOperation, NotFound
 from bpm.kinds import KINDS
@@ -133,7 +137,7 @@ def _log(
     *,
     by: str,
     annotation: str | None,
-    is_async: bool = False,
+    summary: bool = True,
 ) -> None:
     """Camunda's entries of a migration: ``processDefinitionId`` per instance (from its
     source to the target), ``nrOfInstances`` and ``async`` once."""
@@ -156,11 +160,13 @@ def _log(
             org_value=org,
             new_value=new,
             annotation=annotation,
+            batch_id=CURRENT_BATCH.get(),
         )
 
     entries = [entry(iid, "processDefinitionId", src, tdef.id) for iid, src in moved]
-    entries.append(entry(None, "nrOfInstances", None, str(len(moved))))
-    entries.append(entry(None, "async", None, "true" if is_async else "false"))
+    if summary:
+        entries.append(entry(None, "nrOfInstances", None, str(len(moved))))
+        entries.append(entry(None, "async", None, "false"))
     oplog.append(unit.conn, entries)
 
 
@@ -182,8 +188,8 @@ def chosen(
         )
     if len(ids) > limit:
         raise InvalidOperation(
-            f"over {limit} process instances chosen; a synchronous migration takes at most "
-            f"{limit} (migrate the others as a batch, or choose fewer)"
+            f"over {limit} process instances chosen; give at most {limit} (a synchronous "
+            "migration or dry run takes up to 1000: migrate more as a batch, executeAsync)"
         )
     return ids
 
@@ -199,15 +205,19 @@ def execute(
     by: str | None = None,
     annotation: str | None = None,
     now: datetime | None = None,
+    operation_id: str | None = None,
+    summary: bool = True,
 ) -> MigrationResult:
     """Migrate every chosen instance in one transaction, or none: :class:`MigrationPlanError`
     (a bad plan) or :class:`MigrationError` (an instance that cannot migrate), nothing
     changed. ``skip_custom_listeners`` and ``skip_io_mappings`` are accepted: a migration
-    runs no listener and no mapping."""
+    runs no listener and no mapping. ``operation_id``: the id undo takes (a batch's items
+    share the batch's); ``summary``: write the ``nrOfInstances`` and ``async`` entries
+    (a batch's creation writes its own)."""
     del skip_custom_listeners, skip_io_mappings  # nothing a migration does runs them
     annotation = _annotation(annotation)
     who = by or "python"
-    operation_id = new_id()
+    operation_id = operation_id or new_id()
     with unit_of_work(core, now) as unit:
         source, target, tdef = _checked(core, unit.conn, plan)
         ids = chosen(unit.conn, instance_ids, query)
@@ -239,7 +249,7 @@ def execute(
                 f"migrated (instance {first.instance_id}: {'; '.join(first.failures)})",
                 failed,
             )
-        _log(unit, operation_id, moved, tdef, by=who, annotation=annotation)
+        _log(unit, operation_id, moved, tdef, by=who, annotation=annotation, summary=summary)
     return MigrationResult(operation_id, tuple(ids))
 
 
@@ -428,12 +438,17 @@ def _restore(work: InstanceWork, payload: Mapping[str, Any]) -> None:
             work.item_changes[Subscription].put(sub_id, replace(sub, name=name))
 
 
+#: Instances one migration batch may take (a batch's own bound).
+BATCH_LIMIT = BATCH_MAX_ITEMS
+
+
 class Migrations:
     """``engine.migration``: Camunda's ``runtimeService.createMigrationPlan`` and
     ``newMigration`` in one object. Every method is one operation on the store."""
 
-    def __init__(self, core: EngineCore) -> None:
+    def __init__(self, core: EngineCore, batches: Batches) -> None:
         self.core = core
+        self.batches = batches
 
     def generate(
         self,
@@ -478,6 +493,8 @@ class Migrations:
         by: str | None = None,
         annotation: str | None = None,
         now: datetime | None = None,
+        operation_id: str | None = None,
+        summary: bool = True,
     ) -> MigrationResult:
         """Migrate every chosen instance in one transaction, or none (see :func:`execute`)."""
         return execute(
@@ -489,6 +506,36 @@ class Migrations:
             skip_io_mappings=skip_io_mappings,
             by=by,
             annotation=annotation,
+            now=now,
+            operation_id=operation_id,
+            summary=summary,
+        )
+
+    def execute_async(
+        self,
+        plan: MigrationPlan,
+        instance_ids: Sequence[str] | None = None,
+        query: InstanceSelection | None = None,
+        *,
+        by: str | None = None,
+        annotation: str | None = None,
+        chunk_size: int | None = None,
+        now: datetime | None = None,
+    ) -> Batch:
+        """Migrate the chosen instances as a batch (``/migration/executeAsync``): the plan
+        is checked now (:class:`MigrationPlanError`, nothing created); the workers then
+        migrate the instances chunk by chunk, each one alone (one that cannot migrate is a
+        failed item with its reason). ``undo(batch.id)`` moves them back."""
+        with self.core.db.connect() as conn:
+            _checked(self.core, conn, plan)
+            ids = chosen(conn, instance_ids, query, limit=BATCH_LIMIT)
+        return self.batches.create(
+            MIGRATION,
+            ids,
+            plan_params(plan),
+            chunk_size=chunk_size,
+            by=by,
+            annotation=_annotation(annotation),
             now=now,
         )
 

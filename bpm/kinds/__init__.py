@@ -23,6 +23,7 @@ from bpm.cockpit import diagram
 from bpm.cockpit.diagram import Drawing
 from bpm.cockpit.layout import Layout
 from bpm.kinds import (
+    ad_hoc,
     boundary,
     business_rule_task,
     call_activity,
@@ -202,6 +203,7 @@ _ELEMENTS = (
     event_sub_process.KIND,
     call_activity.KIND,
     transaction.KIND,
+    ad_hoc.KIND,
     transaction.CANCEL_END,
     transaction.CANCEL_BOUNDARY,
     timer.CATCH,

@@ -45,7 +45,15 @@ from bpm.runtime.states import BlockKind, SubscriptionState
 from bpm.runtime.variables import chain, visible
 from bpm.runtime.work import InstanceWork
 
-__all__ = ["DEFINITION", "KIND", "TRIGGER", "VARIABLE_EVENTS", "parse_definition", "settle"]
+__all__ = [
+    "DEFINITION",
+    "KIND",
+    "TRIGGER",
+    "VARIABLE_EVENTS",
+    "parse_definition",
+    "settle",
+    "start_holds",
+]
 
 DEFINITION = "conditionalEventDefinition"
 KIND = n.EventKind.CONDITIONAL.value
@@ -295,6 +303,18 @@ def _counts(ref: n.EventRef, change: _Change, scopes: set[str]) -> bool:
     if ref.name and change.name != ref.name:
         return False
     return not ref.variable_events or change.op in ref.variable_events
+
+
+def start_holds(ref: n.EventRef, variables: Mapping[str, Any]) -> bool:
+    """Whether a conditional start event of a process starts an instance for the variables
+    given (Camunda's ``evaluateStartConditions``): with ``camunda:variableName``, only when
+    that variable is among them; a condition that cannot be evaluated is false."""
+    if ref.name and ref.name not in variables:
+        return False
+    try:
+        return bool(compile_condition(ref.condition or "").evaluate(variables))
+    except ExpressionError:
+        return False
 
 
 def _holds(walker: Walk, ref: n.EventRef, tok: Token, node_id: str, home: str | None) -> bool:

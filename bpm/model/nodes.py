@@ -472,6 +472,26 @@ class Transaction(SubProcess):
 
 
 @dataclass(frozen=True)
+class AdHocSubProcess(SubProcess):
+    """An ad-hoc sub-process (BPMN 2.0.2, 10.3.6): no start event; entering it starts the
+    activities ``active_elements`` names (an expression giving a list of ids, Camunda 8's
+    ``activeElementsCollection``), else every inner activity without incoming flows (as
+    SpiffWorkflow readies them): all at once, or one after the other (``sequential``).
+    After an inner element completes ``completion_condition`` is evaluated; when true the
+    rest is cancelled (``cancel_remaining``) or left to finish, and no other starts
+    (``bpm.kinds.ad_hoc``)."""
+
+    json_name: ClassVar[str] = "ad_hoc_sub_process"
+    tag: ClassVar[str] = "adHocSubProcess"
+    joins_late: ClassVar[bool] = True  # decided once the walk has nothing else to move
+
+    completion_condition: str | None = None
+    sequential: bool = False
+    cancel_remaining: bool = True
+    active_elements: str | None = None
+
+
+@dataclass(frozen=True)
 class EventSubProcess(Activity):
     """An event sub-process (``triggeredByEvent``): no flows in or out; its start event
     (timer or error) starts it inside the enclosing scope. Its ``inputs`` become its local

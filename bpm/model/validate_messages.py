@@ -50,13 +50,6 @@ def _conditional(node: n.Node, ref: n.EventRef) -> Iterator[Problem]:
         compile_condition(ref.condition or "")
     except ExpressionError as exc:
         yield _at(node, f"the condition of conditional event '{node.id}': {exc}")
-    if isinstance(node, n.StartEvent) and node.container is None:
-        yield _at(  # Camunda's POST /condition is not built: nothing would ever start it
-            node,
-            f"conditional start event '{node.id}' starts the process itself, which this "
-            "engine does not run: put it in an event sub-process, or start instances with a "
-            "message start event",
-        )
 
 
 def _gateway(model: ProcessModel, node: n.EventBasedGateway) -> Iterator[Problem]:

@@ -26,6 +26,7 @@ from bpm.runtime.states import BlockKind, InstanceState, TaskState, TokenState, 
 from bpm.runtime.usertasks import user_task_fields
 from bpm.runtime.variables import chain, reference
 from bpm.runtime.work import new_id
+from bpm.timeexpr import variable_name
 
 JOB_TYPE_INCIDENT = "failedJobType"
 """Incident type of a Zeebe job type expression that gave no topic."""
@@ -83,7 +84,8 @@ def end_event(walker: Walk, tok: Token, node: n.EndEvent) -> None:
 
 def service_task(walker: Walk, tok: Token, node: n.ServiceTask) -> None:
     topic = node.topic
-    if topic is not None and is_feel(topic):  # Zeebe's job type expression: this task's topic
+    # Zeebe's job type expression, or Camunda's camunda:topic="${name}": this task's topic
+    if topic is not None and (is_feel(topic) or variable_name(topic) is not None):
         try:
             topic = reference(topic, walker.variables(tok), "a job type")
         except BpmError as exc:

@@ -37,6 +37,7 @@ from bpm.runtime.states import (
     TokenState,
 )
 from bpm.runtime.timers import TIMER_INCIDENT, fire_time
+from bpm.runtime.usertasks import expand_text
 from bpm.runtime.work import new_id
 from bpm.timeexpr import TimerError
 
@@ -71,6 +72,15 @@ def subscribe(walker: Walk, tok: Token, node_id: str, ref: n.EventRef) -> Subscr
     """A new open subscription of ``tok``; None (and the token failed with an incident)
     when its correlation key cannot be evaluated."""
     w = walker.work
+    name = ref.name
+    if "${" in name or "#{" in name:  # ``name-${foo}``: Camunda evaluates it when it opens
+        try:
+            name = expand_text(name, walker.variables(tok))
+        except BpmError as exc:
+            walker.fail_token(
+                tok, f"{ref.kind.value} name of '{node_id}': {exc}", incident_type=MESSAGE_INCIDENT
+            )
+            return None
     key: str | None = None
     if ref.correlation_key is not None:
         try:
@@ -87,7 +97,7 @@ def subscribe(walker: Walk, tok: Token, node_id: str, ref: n.EventRef) -> Subscr
             token_id=tok.id,
             node_id=node_id,
             kind=ref.kind.value,
-            name=ref.name,
+            name=name,
             state=S.OPEN,
             created_at=w.now,
             correlation_key=key,
@@ -100,7 +110,7 @@ def _wait(walker: Walk, tok: Token, node_id: str, ref: n.EventRef) -> None:
     sub = subscribe(walker, tok, node_id, ref)
     if sub is None:
         return
-    payload: dict[str, Any] = {ref.kind.value: ref.name}
+    payload: dict[str, Any] = {ref.kind.value: sub.name}
     if sub.correlation_key is not None:
         payload["correlation_key"] = sub.correlation_key
     walker.work.transition(tok.id, T.WAITING, blocked=(_BLOCK[ref.kind], sub.id), payload=payload)
@@ -139,7 +149,7 @@ def subscribe_boundaries(walker: Walk, tok: Token, only: Collection[str] | None 
                 "subscription_opened",
                 token_id=tok.id,
                 node_id=b.id,
-                payload={"subscription": sub.id, b.event.kind.value: b.event.name},
+                payload={"subscription": sub.id, b.event.kind.value: sub.name},
             )
 
 
@@ -320,16 +330,23 @@ def signal_throw(walker: Walk, tok: Token, node: n.SignalThrow) -> None:
     included: left to the broadcast after commit, an event sub-process or boundary event of
     the thrower's own instance would find it moved on or ended."""
     w = walker.work
-    w.record("signal_thrown", token_id=tok.id, node_id=node.id, payload={"signal": node.signal})
-    w.signals.append((node.signal, {}, w.instance.id))
+    signal = node.signal
+    if "${" in signal or "#{" in signal:  # ``alert-${x}``: evaluated when it is thrown
+        try:
+            signal = expand_text(signal, walker.variables(tok))
+        except BpmError as exc:
+            walker.fail_token(
+                tok, f"signal name of '{node.id}': {exc}", incident_type=MESSAGE_INCIDENT
+            )
+            return
+    w.record("signal_thrown", token_id=tok.id, node_id=node.id, payload={"signal": signal})
+    w.signals.append((signal, {}, w.instance.id))
     own = sorted(
         (
             sub
             for t in list(w.live_tokens())
             for sub in w.items_of(Subscription, t.id)
-            if sub.kind == n.EventKind.SIGNAL.value
-            and sub.name == node.signal
-            and sub.state is S.OPEN
+            if sub.kind == n.EventKind.SIGNAL.value and sub.name == signal and sub.state is S.OPEN
         ),
         key=lambda sub: (sub.created_at, sub.id),
     )

@@ -19,10 +19,11 @@ from bpm.expressions import compile_expression, is_feel, to_cel
 from bpm.model import nodes as n
 from bpm.timeexpr import TimerError, parse_date, parse_duration, variable_name
 
-__all__ = ["user_task_fields"]
+__all__ = ["expand_text", "user_task_fields"]
 
 
 _PART = re.compile(r"[$#]\{(?P<body>[^{}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _value(body: str, variables: Mapping[str, Any]) -> Any:
@@ -57,6 +58,25 @@ def _read(text: str | None, variables: Mapping[str, Any]) -> Any:
     def part(match: re.Match[str]) -> str:
         value = _value(match.group("body"), variables)
         return "" if value is None else _plain(value)
+
+    return _PART.sub(part, text)
+
+
+def expand_text(text: str, variables: Mapping[str, Any]) -> str:
+    """Text with JUEL expressions inside (``alert-${var}``, as Camunda evaluates message
+    and signal names): each replaced by its value as text. Unlike a user task's settings,
+    an expression that cannot be read raises :class:`ExpressionError` (a wait under a
+    name nobody meant must not open); text without one is returned as it is."""
+    if "${" not in text and "#{" not in text:
+        return text
+
+    def part(match: re.Match[str]) -> str:
+        body = match.group("body").strip()
+        if _NAME.fullmatch(body):  # a variable read as it is (``var`` is a CEL keyword)
+            if body not in variables:
+                raise ExpressionError(f"variable '{body}' is not set (in `{text}`)")
+            return _plain(variables[body])
+        return _plain(compile_expression(to_cel("${" + body + "}")).evaluate(variables))
 
     return _PART.sub(part, text)
 

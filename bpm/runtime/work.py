@@ -313,6 +313,16 @@ class InstanceWork(ScopeChanges):
                     changes.records.setdefault(found.id, found)
         return [r for r in changes.records.values() if r.token_id == token_id]
 
+    def adopt_of_tokens(
+        self, kind: type[Item], records: Iterable[Item], token_ids: Iterable[str]
+    ) -> None:
+        """Records of ``kind`` the caller read itself: every one of ``token_ids`` (so
+        :meth:`items_of` reads no more of them), e.g. all of an instance's in one query."""
+        changes = self.item_changes[kind]
+        for found in records:
+            changes.records.setdefault(found.id, found)
+        self._loaded_for.update((kind, t) for t in token_ids)
+
     def move(
         self,
         record: Item,

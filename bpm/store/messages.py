@@ -9,6 +9,7 @@ PostgreSQL re-checks after a concurrent consumer commits: at most once.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -161,15 +162,26 @@ def waiting(
     return [Waiting(r.id, r.instance_id, r.node_id, r.variables or {}) for r in conn.execute(q)]
 
 
-def start_events(conn: Connection, kind: str, name: str) -> list[StartEvent]:
-    """The message (or signal) start events called ``name`` of the latest versions."""
+def start_events(conn: Connection, kind: str, name: str | None) -> list[StartEvent]:
+    """The message (or signal) start events called ``name`` of the latest versions
+    (``name`` None: every one of ``kind``, as conditional starts are all evaluated)."""
     q = (
         select(es.c.definition_id, es.c.node_id)
-        .where(es.c.instance_id.is_(None), es.c.kind == kind, es.c.name == name)
+        .where(es.c.instance_id.is_(None), es.c.kind == kind)
         .where(es.c.state == OPEN)
         .order_by(es.c.definition_id, es.c.node_id)
     )
+    if name is not None:
+        q = q.where(es.c.name == name)
     return [StartEvent(r.definition_id, r.node_id) for r in conn.execute(q)]
+
+
+def _start_id(definition_id: str, node_id: str) -> str:
+    """The row id of a start event's subscription: readable when it fits the column (64),
+    else a name-based UUID of the same text (a long process key or event id overflowed it on
+    PostgreSQL)."""
+    text = f"{definition_id}#{node_id}"
+    return text if len(text) <= 64 else str(uuid.uuid5(uuid.NAMESPACE_URL, text))
 
 
 def replace_starts(
@@ -185,7 +197,7 @@ def replace_starts(
     conn.execute(delete(es).where(es.c.instance_id.is_(None), es.c.definition_id.in_(older)))
     rows = [
         {
-            "id": f"{definition_id}#{node_id}",
+            "id": _start_id(definition_id, node_id),
             "instance_id": None,
             "token_id": None,
             "node_id": node_id,

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
+from bpm.runtime.changes import Item
 from bpm.runtime.records import Scope
 from bpm.runtime.states import InstanceState, ScopeState
 from bpm.store import tables as t
-from bpm.store.rows import record_of
+from bpm.store.rows import record_of, table_of
 
 pi = t.process_instance
 
@@ -39,6 +40,21 @@ def active_scopes(conn: Connection, instance_id: str) -> list[Scope]:
         .order_by(sc.c.created_at, sc.c.id)
     )
     return [record_of(Scope, r._mapping) for r in rows]
+
+
+def items_of_tokens(
+    conn: Connection, kind: type[Item], instance_id: str, token_ids: Sequence[str]
+) -> list[Item]:
+    """Every record of ``kind`` (any state) of the instance's ``token_ids``, in one query."""
+    if not token_ids:
+        return []
+    table = table_of(kind)
+    rows = conn.execute(
+        select(table).where(
+            table.c.instance_id == instance_id, table.c.token_id.in_(list(token_ids))
+        )
+    )
+    return [record_of(kind, r._mapping) for r in rows]
 
 
 def choose(conn: Connection, q: InstanceSelection, limit: int) -> list[str]:

@@ -85,13 +85,11 @@ EXCUSED = (
         for part in ("id must be printable", "id cannot change")
     ),
     # A migration names two deployed definitions: ids that do not exist answer Camunda's
-    # 400 (BadUserRequestException), not a 404. executeAsync is not built yet (a 400 that
-    # says so; docs/migration.md).
+    # 400 (BadUserRequestException), not a 404.
     *(
         ("POST", f"/engine-rest/migration/{action}", "BadUserRequestException", "does not exist")
         for action in ("generate", "validate", "execute", "executeAsync")
     ),
-    ("POST", "/engine-rest/migration/executeAsync", "NotImplementedException", "not built"),
     # A batch needs items: ids that exist, or a query that matches (data, not schema).
     *(
         ("POST", f"/engine-rest{path}", "InvalidRequestException", "match: a batch needs")

@@ -191,9 +191,9 @@ def test_a_bad_plan_answers_camundas_400_and_changes_nothing(
     # a worker key may not migrate
     r = http.post("/migration/execute", json=cases[3][0], headers=WORKER)
     assert r.status_code == 403
-    r = http.post("/migration/executeAsync", json=cases[3][0], headers=OPS)
-    assert r.status_code == 400 and "not built" in r.json()["message"]
-    assert table_dump(engine) == before
+    r = http.post("/migration/executeAsync", json=cases[0][0], headers=OPS)
+    assert r.status_code == 400 and r.json()["type"] == "MigrationPlanValidationException"
+    assert table_dump(engine) == before  # no batch either
     assert engine.operation_log(OperationLogQuery(operation_type="Migrate")) == []
 
 
@@ -228,3 +228,28 @@ def test_the_dry_run_adds_a_report_per_instance(served: tuple[InProcess, Engine]
         ("paid", "message"),
         ("join", "join"),
     }
+
+
+def test_execute_async_makes_a_batch(served: tuple[InProcess, Engine]) -> None:
+    http, engine = served
+    v1 = engine.deploy(model())
+    ids = [engine.start("order").id for _ in range(3)]
+    v2 = engine.deploy(model(message="paid2"))
+    plan = generated(http, v1.id, v2.id)
+    r = http.post(
+        "/migration/executeAsync",
+        json={
+            "migrationPlan": plan,
+            "processInstanceQuery": {"processDefinitionId": v1.id},
+            "annotation": "as a batch",
+        },
+        headers=OPS,
+    )
+    assert r.status_code == 200, r.text
+    batch = r.json()
+    assert batch["type"] == "instance-migration" and batch["totalJobs"] >= 1
+    assert all(engine.get_instance(i).definition_id == v1.id for i in ids)  # not yet
+    assert engine.batches.run_ready() == 3
+    assert all(engine.get_instance(i).definition_id == v2.id for i in ids)
+    r = http.get(f"/history/batch/{batch['id']}", headers=OPS)
+    assert r.status_code == 200 and r.json()["type"] == "instance-migration"

@@ -135,3 +135,15 @@ def history(
         activity_types=None if activity_type is None else (activity_type,),
     )
     return kit.engine.history_queries.activity_instances(q, limit=10_000)
+
+
+def message_subscription_ids(kit: BpmTest, node_id: str | None = None) -> list[str]:
+    """The ids of the open message waits (``eventType(MESSAGE)``, ``activityId``), sorted."""
+    es = t.event_subscription
+    q = select(es.c.id).where(
+        es.c.state == "open", es.c.kind == "message", es.c.instance_id.is_not(None)
+    )
+    if node_id is not None:
+        q = q.where(es.c.node_id == node_id)
+    with kit.engine.db.connect() as conn:
+        return sorted(str(x) for (x,) in conn.execute(q))
