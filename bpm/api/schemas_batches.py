@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, WithJsonSchema
 
-from bpm.api.documented import Variables
-from bpm.api.limits import Names
+from bpm.api.documented import NO_NUL, VARIABLE_VALUE
+from bpm.api.limits import MAX_VARIABLES, Names
 from bpm.api.schemas import Dto, RequestDto
 from bpm.api.schemas_modification import MAX_ANNOTATION, ModificationInstructionDto
 from bpm.api.variables import format_date
@@ -18,6 +18,43 @@ from bpm.engine.batches import Batch, Statistics
 from bpm.engine.modification import MAX_INSTRUCTIONS
 
 _ID = Field(None, max_length=300)
+
+#: The ids of a batch's items: at least one, each a non-empty id (at most a batch's size).
+Ids = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=300)]],
+    Field(min_length=1, max_length=100_000),
+]
+#: The variables a batch sets: at least one typed value.
+SetVariables = Annotated[
+    dict[str, Any],
+    Field(min_length=1, max_length=MAX_VARIABLES),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"minLength": 1, "pattern": NO_NUL},
+            "additionalProperties": VARIABLE_VALUE,
+            "minProperties": 1,
+            "maxProperties": MAX_VARIABLES,
+        }
+    ),
+]
+
+
+def needs_one(*names: str) -> ConfigDict:
+    """A body that must name its items in one of ``names`` at least (not null): said in
+    the schema, so a client (and a fuzzer) knows it before it asks."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        schema["anyOf"] = [
+            {"required": [n], "properties": {n: {"not": {"type": "null"}}}} for n in names
+        ]
+
+    return ConfigDict(extra="allow", json_schema_extra=extra)
+
+
+_WHICH_INSTANCES = needs_one(
+    "processInstanceIds", "processInstanceQuery", "historicProcessInstanceQuery"
+)
 
 
 class BatchDto(Dto):
@@ -108,7 +145,9 @@ class HistoricInstanceQueryDto(RequestDto):
 class InstancesDto(RequestDto):
     """Which instances: ids and/or queries (their union, as Camunda)."""
 
-    processInstanceIds: Names | None = None
+    model_config = _WHICH_INSTANCES
+
+    processInstanceIds: Ids | None = None
     processInstanceQuery: ProcessInstanceQueryDto | None = None
     historicProcessInstanceQuery: HistoricInstanceQueryDto | None = None
 
@@ -126,7 +165,7 @@ class SuspendInstancesDto(InstancesDto):
 
 
 class SetVariablesDto(InstancesDto):
-    variables: Variables = None
+    variables: SetVariables
 
 
 class ModificationManyDto(InstancesDto):
@@ -144,18 +183,25 @@ class ModificationManyDto(InstancesDto):
 class JobRetriesDto(RequestDto):
     """Camunda's ``SetJobRetriesDto``: a job here is a failed step, named by its incident."""
 
-    jobIds: Names | None = None
-    processInstances: Names | None = None
+    model_config = needs_one("jobIds", "processInstances", "processInstanceQuery")
+
+    jobIds: Ids | None = None
+    processInstances: Ids | None = None
     processInstanceQuery: ProcessInstanceQueryDto | None = None
-    retries: int = Field(ge=0, le=2**31 - 1)
+    retries: int = Field(ge=1, le=2**31 - 1, description="At least 1: a fresh set of attempts")
     dueDate: str | None = Field(None, max_length=64)
 
 
 class ExternalTaskRetriesDto(RequestDto):
     """Camunda's ``SetRetriesForExternalTasksDto``."""
 
-    externalTaskIds: Names | None = None
-    processInstanceIds: Names | None = None
+    model_config = needs_one(
+        "externalTaskIds", "processInstanceIds", "processInstanceQuery",
+        "historicProcessInstanceQuery",
+    )  # fmt: skip
+
+    externalTaskIds: Ids | None = None
+    processInstanceIds: Ids | None = None
     processInstanceQuery: ProcessInstanceQueryDto | None = None
     historicProcessInstanceQuery: HistoricInstanceQueryDto | None = None
     retries: int = Field(ge=0, le=2**31 - 1)

@@ -25,6 +25,7 @@ from bpm.engine.modification import (
     StartTransition,
 )
 from bpm.errors import InvalidOperation
+from bpm.runtime.variable_types import Typed, split
 
 MODIFICATION = "instance-modification"
 DELETION = "instance-deletion"
@@ -39,7 +40,25 @@ def _plain(value: Any, what: str) -> Any:
     try:
         return json.loads(json.dumps(value))
     except (TypeError, ValueError):
-        raise InvalidOperation(f"{what} of an asynchronous modification must be JSON") from None
+        raise InvalidOperation(f"{what} of a batch must be JSON values") from None
+
+
+def encode_variables(variables: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """Variables as a batch keeps them in its JSON: the values, and the Camunda type of
+    those written with one (:class:`~bpm.runtime.variable_types.Typed`: ``Date``, ``Long``)."""
+    values, types = split(variables)
+    return {"values": _plain(values, what), "types": types}
+
+
+def decode_variables(kept: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Back from :func:`encode_variables`."""
+    if not kept:
+        return {}
+    types = dict(kept.get("types") or {})
+    return {
+        name: Typed(value, types[name]) if name in types else value
+        for name, value in dict(kept.get("values") or {}).items()
+    }
 
 
 def instruction_json(ins: Instruction) -> dict[str, Any]:
@@ -61,8 +80,8 @@ def instruction_json(ins: Instruction) -> dict[str, Any]:
     else:
         raise InvalidOperation(f"{type(ins).__name__} is not a modification instruction")
     out["ancestorActivityInstanceId"] = ins.ancestor
-    out["variables"] = _plain(dict(ins.variables or {}), "variables")
-    out["localVariables"] = _plain(dict(ins.local_variables or {}), "local variables")
+    out["variables"] = encode_variables(dict(ins.variables or {}), "variables")
+    out["localVariables"] = encode_variables(dict(ins.local_variables or {}), "local variables")
     return out
 
 
@@ -76,8 +95,8 @@ def instruction_of(data: Mapping[str, Any]) -> Instruction:
             transition_instance_id=data.get("transitionInstanceId"),
             current_only=bool(data.get("cancelCurrentActiveActivityInstances")),
         )
-    shared = data.get("variables") or None
-    local = data.get("localVariables") or None
+    shared = decode_variables(data.get("variables")) or None
+    local = decode_variables(data.get("localVariables")) or None
     ancestor = data.get("ancestorActivityInstanceId")
     if kind == "startTransition":
         return StartTransition(str(data["transitionId"]), shared, local, ancestor)
@@ -152,12 +171,12 @@ def _check_variables(params: Mapping[str, Any]) -> Mapping[str, Any]:
     variables = params.get("variables")
     if not isinstance(variables, Mapping) or not variables:
         raise InvalidOperation("give at least one variable to set, as a JSON object")
-    return {"variables": _plain(dict(variables), "variables")}
+    return {"variables": encode_variables(variables, "variables")}
 
 
 def _set_variables(item: BatchItem) -> None:
     item.engine.set_variables(
-        item.item, dict(item.params["variables"]), by=item.created_by, now=item.now
+        item.item, decode_variables(item.params["variables"]), by=item.created_by, now=item.now
     )
 
 

@@ -265,3 +265,19 @@ def test_every_operator_action_is_in_the_operation_log(served: tuple[InProcess, 
     assert http.put(f"/process-instance/{b}/suspended", json={"suspended": True},
                     headers=OPS).status_code == 404  # fmt: skip
     assert len(ok(http.get("/history/user-operation", headers=OPS))) == n
+
+
+def test_typed_variables_keep_their_type_through_a_batch(served: tuple[InProcess, Engine]) -> None:
+    http, engine = served
+    (iid,) = started(engine, 1)
+    variables = {
+        "due": {"value": "2026-12-24T10:00:00.000+0000", "type": "Date"},
+        "big": {"value": 7, "type": "Long"},
+        "note": {"value": "x"},
+    }
+    body = {"processInstanceIds": [iid], "variables": variables}
+    ok(http.post("/process-instance/variables-async", json=body, headers=OPS))
+    assert engine.batches.run_ready() == 1
+    inst = engine.get_instance(iid)
+    assert inst.variable_types.get("due") == "Date" and inst.variable_types.get("big") == "Long"
+    assert inst.variables["note"] == "x" and inst.variables["big"] == 7

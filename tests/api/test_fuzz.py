@@ -90,6 +90,22 @@ EXCUSED = (
         ("POST", f"/engine-rest/migration/{action}", "BadUserRequestException", "does not exist")
         for action in ("generate", "validate", "execute", "executeAsync")
     ),
+    # A batch needs items: ids that exist, or a query that matches (data, not schema).
+    *(
+        ("POST", f"/engine-rest{path}", "InvalidRequestException", "match: a batch needs")
+        for path in (
+            "/process-instance/delete",
+            "/process-instance/suspended-async",
+            "/process-instance/variables-async",
+            "/process-instance/modification-async",
+            "/process-instance/modification",
+            "/job/retries",
+            "/external-task/retries-async",
+        )
+    ),
+    # Whether a modification of many instances at once applies depends on where each
+    # instance's tokens stand (it is all or nothing: the first refusal answers 400).
+    ("POST", "/engine-rest/process-instance/modification", "BadUserRequestException", ""),
     # An e-mail holds an '@' and no white space in Unicode's sense (str.isspace).
     *(
         (method, path, "BadUserRequestException", "email must look like")
