@@ -195,9 +195,10 @@ def test_builder_collects_every_mistake() -> None:
         "does not compile",
         "flow 'Flow_w_e' is marked default but 'w' is not an exclusive or inclusive "
         "gateway or an activity",
-        "'r' cannot be reached",
     ):
         assert fragment in text, fragment
+    # a node no start event reaches is a warning since issue 21 (Camunda deploys it)
+    assert "'r' cannot be reached" not in text
     assert "'Flow_t_e' is marked default" not in text
 
 

@@ -79,7 +79,7 @@ def check_model(
     warnings: list[str] = []
     problems += _flow_ends(model)
     problems += _boundaries(model, placeholders, warnings)
-    problems += _reachability(model, placeholders)
+    _reachability(model, placeholders, warnings)
     problems += _degrees(model, placeholders)
     problems += _conditions(model, warnings)
     problems += _tasks(model, warnings)
@@ -223,7 +223,10 @@ def _loop_joins(model: ProcessModel, warnings: list[str]) -> None:
             )
 
 
-def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:
+def _reachability(model: ProcessModel, placeholders: frozenset[str], warnings: list[str]) -> None:
+    """Warn about a node no start event reaches: it can never run, but it harms nothing,
+    and Camunda 7 deploys it (its BpmnParse has no such rule; Camunda's own test models
+    hold such nodes, e.g. an end event left without an incoming flow)."""
     seen: set[str] = set()
     # What only a refused element leads to is not a second problem: start there too.
     queue = deque([*_entries(model, None), *placeholders])
@@ -247,10 +250,9 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str]) -> Iterator
         if isinstance(node, n.Activity) and node.for_compensation:
             continue  # reached through its compensation event (validate_compensation)
         if node.id not in seen and not _bad_boundary(model, node, placeholders):
-            yield _at(
-                node,
-                f"'{node.id}' cannot be reached from a start event: connect it with a "
-                "sequence flow or remove it",
+            warnings.append(
+                f"'{node.id}' cannot be reached from a start event, so it never runs: "
+                "connect it with a sequence flow or remove it"
             )
 
 
