@@ -39,6 +39,28 @@ def check_messages(model: ProcessModel) -> Iterator[Problem]:
             yield _at(node, f"signal throw event '{node.id}' has no signal name")
         if isinstance(node, n.EventBasedGateway):
             yield from _gateway(model, node)
+    yield from _twin_message_boundaries(model)
+
+
+def _twin_message_boundaries(model: ProcessModel) -> Iterator[Problem]:
+    """Two message boundary events of one name on one activity: a message of that name
+    would match both, and which one it goes to is arbitrary. Camunda 7 refuses it too
+    ("Cannot have more than one message event subscription with name ... for scope")."""
+    for host, boundaries in model.boundaries.items():
+        first: dict[str, str] = {}
+        for boundary in boundaries:
+            ref = boundary.event
+            if ref is None or ref.kind is not n.EventKind.MESSAGE or not ref.name.strip():
+                continue
+            if ref.name not in first:
+                first[ref.name] = boundary.id
+                continue
+            yield _at(
+                boundary,
+                f"message boundary events '{first[ref.name]}' and '{boundary.id}' on "
+                f"'{host}' both wait for message '{ref.name}': a message of that name would "
+                "match both, give each its own message",
+            )
 
 
 def _conditional(node: n.Node, ref: n.EventRef) -> Iterator[Problem]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from bpm.errors import MessageCorrelationError
+from bpm.errors import DeploymentError, MessageCorrelationError
 from bpm.testing import BpmTest, assert_that
 from tests.conformance.conftest import MODELS, complete_one, open_subscriptions
 
@@ -58,6 +58,19 @@ def test_single_boundary_message_event(kit: BpmTest, method: str) -> None:
     assert only_task(kit) == "taskAfterTask"
     complete_one(kit, "taskAfterTask")
     assert no_instance_left(kit)
+
+
+def test_double_boundary_message_event_same_message_id(kit: BpmTest) -> None:
+    # MessageBoundaryEventTest.testDoubleBoundaryMessageEventSameMessageId: two boundary
+    # events of one message on one task are refused, one problem naming the second; nothing
+    # deploys
+    before = kit.engine.deployments(), kit.engine.definitions()
+    with pytest.raises(DeploymentError, match="message 'messageName'") as caught:
+        deploy(kit, "testDoubleBoundaryMessageEventSameMessageId")
+    assert len(caught.value.problems) == 1
+    assert caught.value.problems[0].element_id == "messageBoundary_2"
+    assert "on 'task'" in caught.value.problems[0].message
+    assert (kit.engine.deployments(), kit.engine.definitions()) == before
 
 
 def test_double_boundary_message_event(kit: BpmTest) -> None:
