@@ -233,3 +233,41 @@ def test_non_interrupting_escalation_triggered_twice_by_intermediate_event(
     kit.run()
     assert nodes(kit)["TaskInSubprocess"] == (1 if sub_first else 2)
     assert nodes(kit)["SecondTaskInMainprocess"] == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    [
+        # the non-interrupting event sub-process catches, the called process goes on
+        (
+            "testCatchEscalationEventFromCallActivity",
+            {AFTER: 1, "task after thrown escalation": 1},
+        ),
+        # the interrupting one catches and cancels the called process
+        ("testInterruptingEscalationEventSubprocessWithCallActivity", {AFTER: 1}),
+    ],
+)
+def test_escalation_from_a_call_activity(
+    kit: BpmTest, method: str, expected: dict[str, int]
+) -> None:
+    # EscalationEventSubprocessTest.{method}: the models' "theEnd" has no incoming flow; it
+    # deploys (a node no start event reaches is a warning, issue 21 item 3), as in Camunda
+    deploy(kit, THROW, f"{PREFIX}.{method}.bpmn20.xml")
+    kit.start("catchEscalationProcess")
+    assert counts(kit) == Counter(expected)
+
+
+def test_propagate_output_variables_while_catch_interrupting_escalation_on_call_activity(
+    kit: BpmTest,
+) -> None:
+    # EscalationEventSubprocessTest.
+    # testPropagateOutputVariablesWhileCatchInterruptingEscalationOnCallActivity
+    deploy(
+        kit,
+        THROW,
+        f"{PREFIX}.testPropagateOutputVariablesWhileCatchInterruptingEscalationOnCallActivity"
+        ".bpmn20.xml",
+    )
+    pi = kit.start("catchEscalationProcess", {"input": 42})
+    assert counts(kit)[AFTER] == 1
+    assert kit.variables(pi)["output"] == 42

@@ -590,3 +590,19 @@ def test_nested_multi_instance_tasks_activity_instance(kit: BpmTest) -> None:
     )
     inner = scope("subprocess1", scope("miTasks" + BODY, leaf("miTasks"), leaf("miTasks")))
     assert tree(kit, pi.id) == shape(scope("subprocess1" + BODY, inner, inner))
+
+
+def test_act901(kit: BpmTest) -> None:
+    # MultiInstanceTest.testAct901: five parallel sub-process instances, each a task with a
+    # one-minute boundary timer; firing the five timers cancels every task. The model's
+    # subprocess1usertask2 has no incoming flow; it deploys (a node no start event reaches
+    # is a warning, issue 21 item 3), as in Camunda
+    deploy(kit, "MultiInstanceTest.testAct901.bpmn20.xml")
+    pi = kit.start("multiInstanceSubProcess")
+    assert len(kit.engine.user_tasks(pi.id)) == 5
+    timers = kit.engine.timers()
+    assert len(timers) == 5
+    for timer in timers:
+        kit.engine.fire_timer_now(timer.id)
+        kit.run()
+    assert kit.engine.user_tasks(pi.id) == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from bpm.errors import MessageCorrelationError
 from bpm.testing import BpmTest
 from tests.conformance.scopes_kit import (
     complete_all,
@@ -69,3 +70,16 @@ def test_sub_process_two_outgoing_flows_end_process(kit: BpmTest) -> None:
     pi = kit.start("process")
     complete_task(kit, open_tasks(kit)[0])
     assert ended(kit, pi.id)
+
+
+def test_sub_process_two_outgoing_flows_correlate_message(kit: BpmTest) -> None:
+    # UncontrolledFlowTest.testSubProcessTwoOutgoingFlowsCorrelateMessage: the model's end1
+    # and end2 have no incoming flow; it deploys (a node no start event reaches is a
+    # warning, issue 21 item 3), as in Camunda. Left via two flows, then the event
+    # sub-process's message has no wait left
+    deploy(kit, "UncontrolledFlowTest.testSubProcessTwoOutgoingFlowsCorrelateMessage.bpmn20.xml")
+    kit.start("process")
+    complete_task(kit, open_tasks(kit)[0])
+    assert task_nodes(kit) == ["outerTask1", "outerTask2"]
+    with pytest.raises(MessageCorrelationError, match="Message1"):
+        kit.correlate("Message1")
