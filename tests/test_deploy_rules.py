@@ -12,7 +12,10 @@ from bpm.bpmn import parse_bpmn
 from tests.engine_helpers import table_dump
 from tests.test_scopes_model import chain, xml
 
-MESSAGES = '<bpmn:message id="Msg_a" name="a" />\n<bpmn:message id="Msg_b" name="b" />\n'
+MESSAGES = (
+    '<bpmn:message id="Msg_a" name="a" />\n<bpmn:message id="Msg_b" name="b" />\n'
+    '<bpmn:signal id="Sig" name="sig" />\n'
+)
 
 
 def _doc(body: str, key: str = "p") -> str:
@@ -78,3 +81,38 @@ def test_a_node_no_start_event_reaches_deploys_with_a_warning_and_runs(
     instance = sqlite_engine.start("p")
     (task,) = sqlite_engine.user_tasks(instance_id=instance.id)
     assert task.node_id == "work"
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        '<bpmn:messageEventDefinition messageRef="Msg_a" />',
+        '<bpmn:signalEventDefinition signalRef="Sig" />',
+        "<bpmn:conditionalEventDefinition><bpmn:condition>x &gt; 1</bpmn:condition>"
+        "</bpmn:conditionalEventDefinition>",
+    ],
+    ids=["message", "signal", "conditional"],
+)
+def test_an_event_start_in_a_sub_process_is_refused(sqlite_engine: Engine, definition: str) -> None:
+    # Entering a sub-process never waits for it: it could never run (it deployed with
+    # only a warning once unreachable nodes became warnings; Camunda 7 refuses it too).
+    text = _doc(
+        '<bpmn:startEvent id="s" />\n<bpmn:subProcess id="sub">'
+        '<bpmn:startEvent id="in" /><bpmn:startEvent id="bad">'
+        + definition
+        + '</bpmn:startEvent><bpmn:endEvent id="x" />'
+        + chain("in", "x")
+        + chain("bad", "x")
+        + '</bpmn:subProcess>\n<bpmn:endEvent id="e" />\n'
+        + chain("s", "sub", "e"),
+        key="typed_start",
+    )
+    with pytest.raises(DeploymentError) as info:
+        parse_bpmn(text)
+    found = [(p.element_id, p.message) for p in info.value.problems]
+    assert len(found) == 1, found
+    assert found[0][0] == "bad" and "sub-process 'sub'" in found[0][1]
+    before = table_dump(sqlite_engine)
+    with pytest.raises(DeploymentError, match="'bad'"):
+        sqlite_engine.deploy(text)
+    assert table_dump(sqlite_engine) == before

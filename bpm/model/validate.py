@@ -80,6 +80,7 @@ def check_model(
     problems += _flow_ends(model)
     problems += _boundaries(model, placeholders, warnings)
     _reachability(model, placeholders, warnings)
+    problems += _triggers_in_sub_processes(model)
     problems += _degrees(model, placeholders)
     problems += _conditions(model, warnings)
     problems += _tasks(model, warnings)
@@ -254,6 +255,27 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str], warnings: l
                 f"'{node.id}' cannot be reached from a start event, so it never runs: "
                 "connect it with a sequence flow or remove it"
             )
+
+
+def _triggers_in_sub_processes(model: ProcessModel) -> Iterator[Problem]:
+    """A timer, message, signal, error, escalation, conditional or compensation start
+    event directly in a sub-process (not an event sub-process): entering the sub-process
+    never waits for it, so it can never run. Camunda 7 refuses it too ("... only allowed
+    on start event if subprocess is an event subprocess")."""
+    for container, members in model.members.items():
+        scope = model.nodes.get(container) if container is not None else None
+        if not isinstance(scope, n.SubProcess):
+            continue
+        for node in members:
+            # a timer start there has its own refusal (validate_scopes)
+            if isinstance(node, n.StartEvent) and node.is_trigger and node.timer is None:
+                yield _at(
+                    node,
+                    f"start event '{node.id}' in sub-process '{scope.id}' waits for an "
+                    "event, which only an event sub-process's start event may: make it a "
+                    "none start event, or put it in an event sub-process "
+                    '(triggeredByEvent="true")',
+                )
 
 
 def _degrees(model: ProcessModel, placeholders: frozenset[str]) -> Iterator[Problem]:
