@@ -258,17 +258,18 @@ def _reachability(model: ProcessModel, placeholders: frozenset[str], warnings: l
 
 
 def _triggers_in_sub_processes(model: ProcessModel) -> Iterator[Problem]:
-    """A timer, message, signal, error, escalation, conditional or compensation start
-    event directly in a sub-process (not an event sub-process): entering the sub-process
-    never waits for it, so it can never run. Camunda 7 refuses it too ("... only allowed
-    on start event if subprocess is an event subprocess")."""
+    """A message, signal or conditional start event directly in a sub-process (not an
+    event sub-process): entering the sub-process never waits for it, so it can never run.
+    Camunda 7 refuses it too ("... only allowed on start event if subprocess is an event
+    subprocess")."""
     for container, members in model.members.items():
         scope = model.nodes.get(container) if container is not None else None
         if not isinstance(scope, n.SubProcess):
             continue
         for node in members:
-            # a timer start there has its own refusal (validate_scopes)
-            if isinstance(node, n.StartEvent) and node.is_trigger and node.timer is None:
+            # timer, error, escalation and compensation starts there have their own
+            # refusals (validate_scopes, validate_events, validate_compensation)
+            if isinstance(node, n.StartEvent) and node.event is not None:
                 yield _at(
                     node,
                     f"start event '{node.id}' in sub-process '{scope.id}' waits for an "
