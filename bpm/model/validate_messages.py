@@ -40,6 +40,27 @@ def check_messages(model: ProcessModel) -> Iterator[Problem]:
         if isinstance(node, n.EventBasedGateway):
             yield from _gateway(model, node)
     yield from _twin_message_boundaries(model)
+    yield from _twin_message_starts(model)
+
+
+def _twin_message_starts(model: ProcessModel) -> Iterator[Problem]:
+    """Two message start events of one name in the process: a message of that name would
+    start at either, and which one is arbitrary. Camunda 7 refuses it too (one message
+    subscription per name and scope)."""
+    first: dict[str, str] = {}
+    for node in model.members.get(None, ()):
+        ref = node.event if isinstance(node, n.StartEvent) else None
+        if ref is None or ref.kind is not n.EventKind.MESSAGE or not ref.name.strip():
+            continue
+        if ref.name not in first:
+            first[ref.name] = node.id
+            continue
+        yield _at(
+            node,
+            f"message start events '{first[ref.name]}' and '{node.id}' of process "
+            f"'{model.key}' both wait for message '{ref.name}': a message of that name "
+            "would match both, give each its own message",
+        )
 
 
 def _twin_message_boundaries(model: ProcessModel) -> Iterator[Problem]:
